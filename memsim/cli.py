@@ -1,0 +1,108 @@
+"""Command line: parse, call the pipeline, print and write. User errors: one line, exit 2."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from memsim import __version__, api, hardware, workload
+from memsim.errors import MemsimError
+from memsim.units import human_bytes
+
+PHASES = ("decode", "prefill")
+
+
+def _workload_options(fn):
+    for opt in reversed([
+        click.option("--model", help="model name in configs/models or a path to a HF config.json"),
+        click.option("--phase", type=click.Choice(PHASES), default="decode", show_default=True),
+        click.option("--batch", type=int, default=1, show_default=True, help="sequences per step"),
+        click.option("--context", type=int, default=2048, show_default=True,
+                     help="decode: tokens already in the KV cache"),
+        click.option("--prompt", type=int, default=2048, show_default=True, help="prefill: prompt tokens"),
+        click.option("--weight-dtype", default="bf16", show_default=True, help="bf16, fp16, fp8, int8, int4"),
+        click.option("--kv-dtype", default="bf16", show_default=True, help="bf16, fp16, fp8, int8, int4"),
+    ]):
+        fn = opt(fn)
+    return fn
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="memsim")
+def main() -> None:
+    """memsim: where does the memory wall bite?"""
+
+
+@main.command()
+@click.option("--hw", default="h100-sxm", show_default=True, help="preset name or path to a hardware YAML")
+@click.option("--trace", "trace_file", help="simulate a trace file instead of --model")
+@_workload_options
+@click.option("--set", "sets", multiple=True, metavar="PATH=VALUE", help="override a hardware field, repeatable")
+@click.option("--out", type=click.Path(file_okay=False), help="folder for summary.json, ops.csv, timeline.csv")
+@click.option("--no-fast-forward", is_flag=True, help="simulate every chunk and every layer (slow; for checking)")
+def run(hw, trace_file, model, phase, batch, context, prompt, weight_dtype, kv_dtype, sets, out, no_fast_forward):
+    """Simulate one decode or prefill step and print a summary."""
+    result = api.simulate(hw, model, trace=trace_file, phase=phase, batch=batch, context=context, prompt=prompt,
+                          weight_dtype=weight_dtype, kv_dtype=kv_dtype, set=sets,
+                          fast_forward=not no_fast_forward, memoize=not no_fast_forward)
+    click.echo(format_summary(result.summary))
+    if out:
+        for path in result.write(out):
+            click.echo(f"wrote {path}")
+
+
+@main.command()
+@_workload_options
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="trace file to write")
+def trace(model, phase, batch, context, prompt, weight_dtype, kv_dtype, output):
+    """Write the operator DAG of one step as a trace file."""
+    graph = api.load_workload(model, None, phase, batch, context, prompt, weight_dtype, kv_dtype)
+    workload.write_trace(graph, Path(output))
+    click.echo(f"wrote {output}: {len(graph.ops)} ops, {len(graph.tensors)} tensors")
+
+
+@main.command("list")
+@click.argument("what", type=click.Choice(["hw", "models"]))
+def list_(what):
+    """List shipped hardware presets or models."""
+    for name in hardware.presets() if what == "hw" else workload.models():
+        click.echo(name)
+
+
+def format_summary(s: dict) -> str:
+    w = s["workload"]
+    lines = [
+        f"{s['hardware']}  {w.get('model', '?')}  {w.get('phase', '?')}  batch={w.get('batch')} "
+        f"tokens={w.get('tokens')} context={w.get('context')}",
+        f"  step time        {s['step_time_s'] * 1e3:12.4f} ms",
+        f"  roofline         {s['roofline_s'] * 1e3:12.4f} ms  (bound: {s['roofline_bound']}, "
+        f"x{s['step_over_roofline']:.2f})",
+        f"  FLOPs            {s['flops_total']:16.4e}   utilisation {s['compute_utilization'] * 100:.1f}%",
+    ]
+    for lvl, b in s["bytes_per_level"].items():
+        if b["total"]:
+            lines.append(f"  {lvl:<16} read {human_bytes(b['read']):>14}  written {human_bytes(b['written']):>14}")
+    lines.append(f"  compute busy     {s['compute_busy_s'] * 1e3:12.4f} ms")
+    for cause, sec in sorted(s["stall_s"].items(), key=lambda kv: -kv[1]):
+        lines.append(f"  stall {cause:<10} {sec * 1e3:12.4f} ms")
+    return "\n".join(lines)
+
+
+def entry() -> None:
+    """Console script: turn user errors into one line and exit code 2."""
+    try:
+        main.main(standalone_mode=False)
+    except MemsimError as exc:
+        click.echo(f"memsim: error: {exc.one_line()}", err=True)
+        sys.exit(2)
+    except click.exceptions.Abort:
+        click.echo("memsim: aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        click.echo(f"memsim: error: {exc.format_message()}", err=True)
+        sys.exit(exc.exit_code)
+
+
+if __name__ == "__main__":
+    entry()

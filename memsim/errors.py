@@ -1,0 +1,34 @@
+"""User-facing errors: one family, each carrying the file and the field it is about.
+
+The CLI turns any ``MemsimError`` into one line on stderr and exit code 2.
+"""
+from __future__ import annotations
+
+
+class MemsimError(Exception):
+    """Base of every error caused by user input."""
+
+    def __init__(self, message: str, *, file: str | None = None, field: str | None = None) -> None:
+        self.file = file
+        self.field = field
+        self.message = message
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        return self.one_line()
+
+    def one_line(self) -> str:
+        where = ": ".join(part for part in (self.file, self.field) if part)
+        return f"{where}: {self.message}" if where else self.message
+
+
+class ConfigError(MemsimError):
+    """A hardware, model or command-line value is missing, malformed or impossible."""
+
+
+class TraceError(MemsimError):
+    """A trace file is malformed: bad schema, cyclic or dangling references."""
+
+
+class CapacityError(MemsimError):
+    """The workload cannot be placed: it fits in no memory level, or a tile fits in no SRAM."""

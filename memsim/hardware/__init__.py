@@ -1,0 +1,25 @@
+"""Hardware: frozen chip specs, YAML loading with units, preset lookup."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from memsim.hardware.loader import dump_chip, load_chip
+from memsim.presets import available, resolve
+from memsim.hardware.spec import ChipSpec, ComputeSpec, ExecutionSpec, LinkSpec, MemoryLevel
+
+HW_SUFFIXES = (".yaml", ".yml")
+
+
+def load(name_or_path: str, overrides: list[tuple[str, str]] | tuple = ()) -> ChipSpec:
+    chip, _ = load_chip(resolve(name_or_path, "hardware", HW_SUFFIXES), overrides)
+    return chip
+
+
+def presets() -> list[str]:
+    return available("hardware", HW_SUFFIXES)
+
+
+__all__ = [
+    "ChipSpec", "ComputeSpec", "ExecutionSpec", "LinkSpec", "MemoryLevel",
+    "dump_chip", "load", "load_chip", "presets", "resolve", "HW_SUFFIXES", "Path",
+]

@@ -1,0 +1,125 @@
+"""Frozen specs of a chip: compute, ordered memory levels, links and execution settings.
+
+Every numeric field carries its unit in its name and, in its metadata, the YAML key it
+is read from, the kind of quantity it holds and a one-line description. The loader and
+the README's field table are generated from this metadata, so a field cannot exist
+without a unit and a description.
+"""
+from __future__ import annotations
+
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any
+
+FAMILIES = ("gpu",)  # execution models with a mapping strategy (see memsim.mapping.strategy)
+LEVEL_KINDS = ("sram", "hbm", "ddr", "gddr", "lpddr", "l2", "cache")
+SCOPES = ("unit", "chip")
+ATTENTION = ("fused", "unfused")
+
+
+def spec_field(key: str, unit: str, help: str, default: Any = MISSING) -> Any:
+    """A dataclass field read from YAML key ``key`` as a quantity of kind ``unit``."""
+    meta = {"key": key, "unit": unit, "help": help}
+    if default is MISSING:
+        return field(metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@dataclass(frozen=True, slots=True)
+class ComputeSpec:
+    units: int = spec_field("units", "count", "number of compute units (SMs, cores, PCUs)")
+    peak_flops_per_s: tuple[tuple[str, int], ...] = spec_field(
+        "peak", "flops", "dense peak per dtype for the whole chip, e.g. {bf16: 989 TFLOP/s}"
+    )
+    vector_flops_per_s: int = spec_field(
+        "vector_peak", "flops", "peak of the vector/SIMT units used by elementwise, norm and softmax ops"
+    )
+    efficiency: float = spec_field(
+        "efficiency", "ratio", "achievable fraction of matrix peak on large GEMM tiles (calibrated)", 1.0
+    )
+
+    def peak(self, dtype: str) -> int:
+        table = dict(self.peak_flops_per_s)
+        if dtype in table:
+            return table[dtype]
+        # Weight-only formats compute in the activation dtype; fall back to the widest half type.
+        for alt in ("bf16", "fp16", "fp32"):
+            if alt in table:
+                return table[alt]
+        return max(table.values())
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryLevel:
+    name: str = spec_field("name", "name", "level name; the on-chip scratchpad is always `sram`")
+    kind: str = spec_field("kind", "choice", f"one of {', '.join(LEVEL_KINDS)}")
+    capacity_bytes: int = spec_field("capacity", "bytes", "capacity (per unit when scope is `unit`)")
+    bandwidth_bytes_per_s: int = spec_field(
+        "bandwidth", "bandwidth", "peak bandwidth (per unit when scope is `unit`), reads and writes share it"
+    )
+    latency_ps: int = spec_field("latency", "time", "time from issue to first byte of a transfer")
+    channels: int = spec_field("channels", "count", "independent channels; transfers are striped over them", 1)
+    scope: str = spec_field("scope", "choice", "`unit` (one per compute unit) or `chip` (shared)", "chip")
+    efficiency: float = spec_field(
+        "efficiency", "ratio", "achievable fraction of peak bandwidth for streaming transfers (calibrated)", 1.0
+    )
+
+    @property
+    def is_scratchpad(self) -> bool:
+        return self.kind == "sram"
+
+    @property
+    def total_capacity_bytes(self) -> int:
+        """Capacity of the whole chip: per-unit levels are summed over units by the caller."""
+        return self.capacity_bytes
+
+    def effective_bandwidth(self, units: int) -> int:
+        scale = units if self.scope == "unit" else 1
+        return max(1, int(self.bandwidth_bytes_per_s * scale * self.efficiency))
+
+
+@dataclass(frozen=True, slots=True)
+class LinkSpec:
+    name: str = spec_field("name", "name", "link name, e.g. `nvlink` or `pcie`")
+    bandwidth_bytes_per_s: int = spec_field("bandwidth", "bandwidth", "bandwidth per direction")
+    latency_ps: int = spec_field("latency", "time", "one-way latency")
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionSpec:
+    op_overhead_ps: int = spec_field(
+        "op_overhead", "time", "fixed cost per operator (kernel launch and sync)", 2_000_000
+    )
+    prefetch_depth: int = spec_field(
+        "prefetch_depth", "count", "tile buffers per operand stream (2 = double buffering)", 2
+    )
+    attention: str = spec_field("attention", "choice", "`fused` (FlashAttention) or `unfused`", "fused")
+    accumulator_bytes: int = spec_field("accumulator", "bytes", "bytes per accumulator element in SRAM", 4)
+
+
+@dataclass(frozen=True, slots=True)
+class ChipSpec:
+    name: str = spec_field("name", "name", "preset name")
+    family: str = spec_field("family", "choice", f"execution model: {', '.join(FAMILIES)}")
+    compute: ComputeSpec = spec_field("compute", "section", "compute units and peaks")
+    levels: tuple[MemoryLevel, ...] = spec_field("levels", "list", "memory levels, fastest first")
+    links: tuple[LinkSpec, ...] = spec_field("links", "list", "off-chip links", ())
+    execution: ExecutionSpec = spec_field("execution", "section", "execution settings", ExecutionSpec())
+    description: str = spec_field("description", "name", "free text", "")
+
+    def level(self, name: str) -> MemoryLevel:
+        for lvl in self.levels:
+            if lvl.name == name:
+                return lvl
+        raise KeyError(name)
+
+    @property
+    def sram(self) -> MemoryLevel:
+        return self.level("sram")
+
+    def chip_capacity(self, level: MemoryLevel) -> int:
+        return level.capacity_bytes * (self.compute.units if level.scope == "unit" else 1)
+
+
+def yaml_fields(cls: type) -> dict[str, Any]:
+    """YAML key -> dataclass field of ``cls``."""
+    return {f.metadata["key"]: f for f in fields(cls)}

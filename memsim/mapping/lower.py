@@ -1,0 +1,192 @@
+"""Lowering: one operator becomes pipelined steps of identical chunks on a chip.
+
+Each op kind registers a lowering function. A lowering decides the tile (from SRAM
+capacity), the traffic per memory level (from the tile and the tensors' homes), and the
+compute time per chunk (from FLOPs and the named efficiency parameters).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Callable
+
+from memsim.hardware.spec import ChipSpec
+from memsim.mapping import tiling
+from memsim.mapping.plan import Step
+from memsim.units import compute_ps
+from memsim.workload.dtypes import BITS
+from memsim.workload.graph import Op, OpGraph
+
+SOFTMAX_FLOPS_PER_SCORE = 5
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    chip: ChipSpec
+    graph: OpGraph
+    homes: dict
+
+    @property
+    def sram_bytes(self) -> int:
+        return self.chip.chip_capacity(self.chip.sram)
+
+    @property
+    def depth(self) -> int:
+        return self.chip.execution.prefetch_depth
+
+    def matrix_rate(self, dtype: str) -> int:
+        return max(1, int(self.chip.compute.peak(dtype) * self.chip.compute.efficiency))
+
+    def vector_rate(self) -> int:
+        return max(1, int(self.chip.compute.vector_flops_per_s * self.chip.compute.efficiency))
+
+    def bits(self, tensor: str) -> int:
+        return BITS[self.graph.tensors[tensor].dtype]
+
+    def home(self, tensor: str) -> str:
+        return self.homes[tensor]
+
+
+LOWERINGS: dict[str, Callable[[Op, Context], tuple[Step, ...]]] = {}
+
+
+def register(kind: str):
+    def deco(fn):
+        LOWERINGS[kind] = fn
+        return fn
+    return deco
+
+
+def _add(acc: dict[str, int], level: str, nbytes: int) -> None:
+    if nbytes:
+        acc[level] = acc.get(level, 0) + nbytes
+
+
+def make_step(label: str, loads: dict[str, int], stores: dict[str, int], busy_ps: int, flops: int,
+              buffer_bytes: int, depth: int, sram_bytes: int, tile: dict[str, int] | None = None) -> Step:
+    """Cut a step's totals into identical chunks (sizes rounded up, so no byte is lost)."""
+    n = tiling.chunk_count(sum(loads.values()) + sum(stores.values()), buffer_bytes)
+    per = lambda d: tuple(sorted((k, -(-v // n)) for k, v in d.items()))  # noqa: E731
+    return Step(label, n, per(loads), per(stores), -(-busy_ps // n), flops, depth, sram_bytes,
+                tuple(sorted(loads.items())), tuple(sorted(stores.items())), tuple(sorted((tile or {}).items())))
+
+
+@lru_cache(maxsize=4096)
+def _gemm(m, n, k, a_bits, b_bits, c_bits, acc, sram, depth, name):
+    return tiling.gemm_tile(m, n, k, a_bits, b_bits, c_bits, acc, sram, depth, name)
+
+
+@register("matmul")
+def lower_matmul(op: Op, cx: Context) -> tuple[Step, ...]:
+    a, b = op.inputs[0].tensor, op.inputs[1].tensor
+    m, n, k = op.dim("m"), op.dim("n"), op.dim("k")
+    c_bits = BITS[cx.graph.tensors[op.outputs[0]].dtype]
+    tile = _gemm(m, n, k, cx.bits(a), cx.bits(b), c_bits, cx.chip.execution.accumulator_bytes,
+                 cx.sram_bytes, cx.depth, op.name)
+    loads: dict[str, int] = {}
+    _add(loads, cx.home(a), tile.a_bytes)
+    _add(loads, cx.home(b), tile.b_bytes)
+    stores: dict[str, int] = {}
+    for out in op.outputs:
+        _add(stores, cx.home(out), cx.graph.tensors[out].bytes)
+    busy = compute_ps(op.flops, cx.matrix_rate(op.dtype))
+    return (make_step("gemm", loads, stores, busy, op.flops, tile.buffer_bytes, cx.depth, cx.sram_bytes,
+                      {"tm": tile.tm, "tn": tile.tn}),)
+
+
+def _streams(op: Op, cx: Context) -> tuple[dict[str, int], dict[str, int]]:
+    loads: dict[str, int] = {}
+    stores: dict[str, int] = {}
+    for r in op.inputs:
+        _add(loads, cx.home(r.tensor), r.bytes)
+    for out in op.outputs:
+        _add(stores, cx.home(out), cx.graph.tensors[out].bytes)
+    return loads, stores
+
+
+@register("elementwise")
+@register("norm")
+@register("embedding")
+def lower_stream(op: Op, cx: Context) -> tuple[Step, ...]:
+    """Memory-bound ops stream their inputs through SRAM once: no reuse to tile for."""
+    loads, stores = _streams(op, cx)
+    busy = compute_ps(op.flops, cx.vector_rate())
+    buffer = cx.sram_bytes // (cx.depth + 1)
+    return (make_step(op.kind, loads, stores, busy, op.flops, buffer, cx.depth, cx.sram_bytes),)
+
+
+@register("attention")
+def lower_attention(op: Op, cx: Context) -> tuple[Step, ...]:
+    if cx.chip.execution.attention == "fused":
+        return _fused_attention(op, cx)
+    return _unfused_attention(op, cx)
+
+
+def _attn_shape(op: Op) -> tuple[int, int, int, int, int]:
+    heads, kvh = op.dim("heads"), op.dim("kv_heads")
+    return op.dim("batch"), heads, kvh, op.dim("q_len"), op.dim("kv_len")
+
+
+def _fused_attention(op: Op, cx: Context) -> tuple[Step, ...]:
+    batch, heads, kvh, q_len, kv_len = _attn_shape(op)
+    hd = op.dim("head_dim")
+    q, *kv_reads = op.inputs
+    kv_bits = max(cx.bits(r.tensor) for r in kv_reads)
+    tile = tiling.attention_tile(q_rows=(heads // kvh) * q_len, kv_len=kv_len, head_dim=hd, groups=batch * kvh,
+                                 q_bits=cx.bits(q.tensor), kv_bits=kv_bits,
+                                 acc_bytes=cx.chip.execution.accumulator_bytes, sram_bytes=cx.sram_bytes,
+                                 depth=cx.depth, kv_bytes_once=sum(r.bytes for r in kv_reads),
+                                 causal=bool(op.dim("causal", 0)))
+    scale = tile.kv_traffic / max(1, sum(r.bytes for r in kv_reads))
+    loads: dict[str, int] = {}
+    _add(loads, cx.home(q.tensor), q.bytes)
+    for r in kv_reads:
+        _add(loads, cx.home(r.tensor), math.ceil(r.bytes * scale))
+    _, stores = _streams(op, cx)
+    scores = batch * heads * op.dim("pairs", q_len * kv_len)
+    busy = compute_ps(op.flops, cx.matrix_rate(op.dtype)) + compute_ps(SOFTMAX_FLOPS_PER_SCORE * scores,
+                                                                        cx.vector_rate())
+    return (make_step("flash", loads, stores, busy, op.flops, tile.buffer_bytes, cx.depth, cx.sram_bytes,
+                      {"block_rows": tile.block_rows, "passes": tile.passes}),)
+
+
+def _unfused_attention(op: Op, cx: Context) -> tuple[Step, ...]:
+    """QK^T, softmax and PV as separate kernels: the score matrix goes through memory twice."""
+    batch, heads, kvh, q_len, kv_len = _attn_shape(op)
+    q, *kv_reads = op.inputs
+    act = cx.home(q.tensor)
+    score_bytes = tiling.bits_bytes(batch * heads * q_len * kv_len, cx.bits(q.tensor))
+    keys = [r for r in kv_reads if ".k" in r.tensor]
+    values = [r for r in kv_reads if r not in keys]
+    buffer = cx.sram_bytes // (cx.depth + 1)
+    rate = cx.matrix_rate(op.dtype)
+    half = op.flops // 2
+    _, stores = _streams(op, cx)
+    out_name = op.outputs[0]
+    kv_stores = {k: v for k, v in stores.items()}
+    out_bytes = cx.graph.tensors[out_name].bytes
+    kv_stores[cx.home(out_name)] -= out_bytes
+
+    qk_loads: dict[str, int] = {}
+    _add(qk_loads, act, q.bytes)
+    for r in keys:
+        _add(qk_loads, cx.home(r.tensor), r.bytes)
+    qk_stores = dict(kv_stores)
+    _add(qk_stores, act, score_bytes)
+    pv_loads: dict[str, int] = {act: score_bytes}
+    for r in values:
+        _add(pv_loads, cx.home(r.tensor), r.bytes)
+    sm_flops = SOFTMAX_FLOPS_PER_SCORE * batch * heads * q_len * kv_len
+    return (
+        make_step("qk", qk_loads, {k: v for k, v in qk_stores.items() if v}, compute_ps(half, rate), half,
+                  buffer, cx.depth, cx.sram_bytes),
+        make_step("softmax", {act: score_bytes}, {act: score_bytes}, compute_ps(sm_flops, cx.vector_rate()), 0,
+                  buffer, cx.depth, cx.sram_bytes),
+        make_step("pv", pv_loads, {cx.home(out_name): out_bytes}, compute_ps(op.flops - half, rate),
+                  op.flops - half, buffer, cx.depth, cx.sram_bytes),
+    )
+
+
+def lower(op: Op, cx: Context) -> tuple[Step, ...]:
+    return LOWERINGS[op.kind](op, cx)

@@ -1,0 +1,62 @@
+"""The plan an engine executes: per operator, a sequence of pipelined steps of identical chunks.
+
+A ``Step`` is ``count`` identical chunks. Each chunk loads bytes from memory levels into
+SRAM buffers, computes, and stores its share of the output. Chunk sizes are what the
+timing uses; ``total_*`` fields carry the exact byte totals for accounting.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memsim.hardware.spec import ChipSpec
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    label: str
+    count: int  # identical chunks
+    loads: tuple[tuple[str, int], ...]  # (level, bytes per chunk)
+    stores: tuple[tuple[str, int], ...]  # (level, bytes per chunk)
+    compute_ps: int  # per chunk
+    flops: int  # total over all chunks
+    depth: int  # SRAM buffers for loads (2 = double buffering)
+    sram_bytes: int  # SRAM working set while this step runs
+    total_loads: tuple[tuple[str, int], ...]
+    total_stores: tuple[tuple[str, int], ...]
+    tile: tuple[tuple[str, int], ...] = ()  # tile shape, for reports
+
+
+@dataclass(frozen=True, slots=True)
+class OpTask:
+    op: str
+    kind: str
+    layer: int
+    flops: int
+    overhead_ps: int
+    steps: tuple[Step, ...]
+    deps: tuple[str, ...]
+    bound: str  # analytic: "compute" or the name of the limiting memory level
+
+    @property
+    def signature(self) -> tuple:
+        """Everything that decides the task's timing; equal signatures simulate identically."""
+        return (self.overhead_ps, self.steps)
+
+    def bytes_by_level(self) -> dict[str, tuple[int, int]]:
+        out: dict[str, list[int]] = {}
+        for s in self.steps:
+            for lvl, b in s.total_loads:
+                out.setdefault(lvl, [0, 0])[0] += b
+            for lvl, b in s.total_stores:
+                out.setdefault(lvl, [0, 0])[1] += b
+        return {k: (v[0], v[1]) for k, v in out.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    chip: ChipSpec
+    tasks: tuple[OpTask, ...]  # in execution order
+    homes: tuple[tuple[str, str], ...]  # tensor -> level
+    roofline_s: float
+    roofline_bound: str
+    compulsory_bytes: tuple[tuple[str, int], ...]  # level -> bytes any schedule must move

@@ -1,0 +1,49 @@
+"""Roofline bounds: the least time any schedule could take, as pure functions.
+
+A step must execute its FLOPs at no more than peak rate and must move, at each memory
+level, at least the bytes of the persistent tensors it reads or writes there plus the
+step's external inputs and outputs, at no more than peak bandwidth.
+"""
+from __future__ import annotations
+
+from memsim.hardware.spec import ChipSpec
+from memsim.units import PS_PER_S
+from memsim.workload.graph import OpGraph
+
+
+def compute_seconds(graph: OpGraph, chip: ChipSpec) -> float:
+    return sum(op.flops / chip.compute.peak(op.dtype) for op in graph)
+
+
+def compulsory_bytes(graph: OpGraph, homes: dict[str, str]) -> dict[str, int]:
+    """Bytes per home level that every schedule must move."""
+    produced = set(graph.producers())
+    consumed = {r.tensor for op in graph for r in op.inputs}
+    out: dict[str, int] = {}
+    for op in graph:
+        for r in op.inputs:
+            t = graph.tensors[r.tensor]
+            if t.klass != "activation" or r.tensor not in produced:
+                out[homes[t.name]] = out.get(homes[t.name], 0) + r.bytes
+        for name in op.outputs:
+            t = graph.tensors[name]
+            if t.klass != "activation" or name not in consumed:
+                out[homes[name]] = out.get(homes[name], 0) + t.bytes
+    return out
+
+
+def roofline(graph: OpGraph, chip: ChipSpec, homes: dict[str, str]) -> tuple[float, str, dict[str, int]]:
+    """(seconds, what bounds it, compulsory bytes per level)."""
+    need = compulsory_bytes(graph, homes)
+    best, bound = compute_seconds(graph, chip), "compute"
+    for lvl in chip.levels:
+        if lvl.name in need:
+            scale = chip.compute.units if lvl.scope == "unit" else 1
+            t = need[lvl.name] / (lvl.bandwidth_bytes_per_s * scale)
+            if t > best:
+                best, bound = t, lvl.name
+    return best, bound, need
+
+
+def at_least_ps(seconds: float) -> int:
+    return int(seconds * PS_PER_S)

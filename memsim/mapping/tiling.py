@@ -1,0 +1,109 @@
+"""Tiling against the SRAM budget: tile shapes, HBM traffic and chunking, as pure functions.
+
+Tiles are output-stationary: an (tm x tn) output tile accumulates in SRAM while its
+operands stream through ``depth`` buffers along K. SRAM capacity bounds the tile, the tile
+sets how often each operand is fetched again, and that sets the traffic. The tile shape is
+chosen to minimise traffic, which depends only on shapes and capacity, never on bandwidth.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from memsim.errors import CapacityError
+
+MIN_TK = 8  # smallest K-step worth streaming
+MAX_CHUNKS = 65536  # chunks per step: pipeline fill and drain are 1/65536 of the traffic
+CHUNK_FLOOR_BYTES = 256  # below this a chunk is not split further
+
+
+@dataclass(frozen=True, slots=True)
+class GemmTile:
+    tm: int
+    tn: int
+    a_bytes: int  # activation operand traffic (M x K, fetched once per column of tiles)
+    b_bytes: int  # weight operand traffic (K x N, fetched once per row of tiles)
+    c_bytes: int  # output written once
+    buffer_bytes: int  # SRAM left for streamed operand buffers, per buffer
+
+    @property
+    def traffic(self) -> int:
+        return self.a_bytes + self.b_bytes + self.c_bytes
+
+
+def _candidates(n: int) -> list[int]:
+    vals = {n}
+    p = 1
+    while p < n:
+        vals.add(p)
+        if 3 * p // 2 < n and p >= 2:
+            vals.add(3 * p // 2)
+        p *= 2
+    return sorted(vals)
+
+
+def bits_bytes(elements: int, bits: int) -> int:
+    return -(-elements * bits // 8)
+
+
+def gemm_tile(m: int, n: int, k: int, a_bits: int, b_bits: int, c_bits: int, acc_bytes: int,
+              sram_bytes: int, depth: int, what: str = "matmul") -> GemmTile:
+    """Minimum-traffic output tile for C[m,n] = A[m,k] @ B[k,n] in ``sram_bytes``."""
+    best: GemmTile | None = None
+    a_total, b_total, c_total = bits_bytes(m * k, a_bits), bits_bytes(k * n, b_bits), bits_bytes(m * n, c_bits)
+    for tm in _candidates(m):
+        for tn in _candidates(n):
+            acc = tm * tn * acc_bytes
+            step = bits_bytes(tm * MIN_TK, a_bits) + bits_bytes(MIN_TK * tn, b_bits)
+            if acc + depth * step > sram_bytes:
+                continue
+            tile = GemmTile(tm, tn, a_total * math.ceil(n / tn), b_total * math.ceil(m / tm), c_total,
+                            (sram_bytes - acc) // depth)
+            if best is None or (tile.traffic, -tm * tn) < (best.traffic, -best.tm * best.tn):
+                best = tile
+    if best is None:
+        raise CapacityError(f"SRAM of {sram_bytes} B cannot hold even a 1x1 tile of {what} with {depth} buffers",
+                            field="sram.capacity")
+    return best
+
+
+@dataclass(frozen=True, slots=True)
+class AttentionTile:
+    block_rows: int  # query rows held in SRAM per pass (per KV head)
+    passes: int  # times the K/V of one head is streamed
+    kv_traffic: int  # bytes of K/V read including re-reads
+    buffer_bytes: int
+
+
+def attention_tile(q_rows: int, kv_len: int, head_dim: int, groups: int, q_bits: int, kv_bits: int,
+                   acc_bytes: int, sram_bytes: int, depth: int, kv_bytes_once: int, causal: bool,
+                   block_cols: int = 64) -> AttentionTile:
+    """FlashAttention tiling: Q blocks stay in SRAM while K/V stream past them.
+
+    ``q_rows`` counts query rows per KV head (tokens x query heads per KV group), so a KV
+    head's cache is shared by its whole group. Traffic falls as Theta(N^2 d^2 / M).
+    """
+    bc = max(1, min(block_cols, kv_len))
+    kv_chunk = depth * bits_bytes(2 * bc * head_dim, kv_bits)
+    per_row = bits_bytes(head_dim, q_bits) + head_dim * acc_bytes + bc * acc_bytes
+    room = sram_bytes - kv_chunk
+    if room < per_row:
+        raise CapacityError(f"SRAM of {sram_bytes} B cannot hold one attention row block with {depth} buffers",
+                            field="sram.capacity")
+    rows = min(q_rows, room // per_row)
+    passes = math.ceil(q_rows / rows)
+    fraction = (passes + 1) / (2 * passes) if causal and passes > 1 else 1.0
+    kv = math.ceil(kv_bytes_once * passes * fraction) if passes > 1 else kv_bytes_once
+    return AttentionTile(rows, passes, kv, max(1, (sram_bytes - rows * per_row) // depth))
+
+
+def chunk_count(traffic: int, buffer_bytes: int) -> int:
+    """How many identical chunks a step is cut into.
+
+    Enough that each chunk fits one SRAM buffer, and up to ``MAX_CHUNKS`` so the pipeline
+    overlaps loads with compute, but never below ``CHUNK_FLOOR_BYTES`` a chunk. Bandwidth
+    plays no part, so faster memory never changes the plan.
+    """
+    fit = math.ceil(traffic / max(1, buffer_bytes))
+    pipelined = min(MAX_CHUNKS, math.ceil(traffic / CHUNK_FLOOR_BYTES))
+    return max(1, fit, pipelined)

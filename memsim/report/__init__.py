@@ -1,0 +1,8 @@
+"""Report: summary, tables and files built from the engine's records; never the reverse."""
+from __future__ import annotations
+
+from memsim.report.frames import TIMELINE_COLUMNS, ops, timeline
+from memsim.report.output import write_outputs
+from memsim.report.summary import summarize
+
+__all__ = ["TIMELINE_COLUMNS", "ops", "summarize", "timeline", "write_outputs"]

@@ -1,0 +1,61 @@
+"""The run summary: a pure function of the plan, the graph and the engine's records."""
+from __future__ import annotations
+
+from typing import Any
+
+from memsim.engine import EngineResult
+from memsim.mapping import Plan
+from memsim.units import PS_PER_S
+from memsim.workload import OpGraph
+
+
+def stall_seconds(result: EngineResult) -> dict[str, float]:
+    out: dict[str, int] = {}
+    for r in result.records:
+        if r.kind == "stall":
+            out[r.cause] = out.get(r.cause, 0) + (r.end_ps - r.start_ps)
+    return {k: v / PS_PER_S for k, v in sorted(out.items())}
+
+
+def compute_busy_seconds(result: EngineResult) -> float:
+    return sum(r.end_ps - r.start_ps for r in result.records if r.kind == "compute") / PS_PER_S
+
+
+def summarize(graph: OpGraph, plan: Plan, result: EngineResult) -> dict[str, Any]:
+    chip = plan.chip
+    step_s = result.end_ps / PS_PER_S
+    flops = graph.total_flops()
+    read, written = dict(result.bytes_read), dict(result.bytes_written)
+    per_level = {lvl.name: {"read": read.get(lvl.name, 0), "written": written.get(lvl.name, 0),
+                            "total": read.get(lvl.name, 0) + written.get(lvl.name, 0)} for lvl in chip.levels}
+    stalls = stall_seconds(result)
+    busy = compute_busy_seconds(result)
+    dtypes = {op.dtype for op in graph}
+    peak = max(chip.compute.peak(d) for d in dtypes) if dtypes else max(v for _, v in chip.compute.peak_flops_per_s)
+    dominant = max(stalls, key=stalls.__getitem__) if stalls else "compute"
+    weights_needed = sum(r.bytes for op in graph for r in op.inputs if graph.tensors[r.tensor].klass == "weight")
+    kv_read = sum(r.bytes for op in graph for r in op.inputs if graph.tensors[r.tensor].klass == "kv")
+    return {
+        "hardware": chip.name,
+        "family": chip.family,
+        "workload": dict(graph.meta),
+        "step_time_s": step_s,
+        "roofline_s": plan.roofline_s,
+        "roofline_bound": plan.roofline_bound,
+        "step_over_roofline": step_s / plan.roofline_s if plan.roofline_s else None,
+        "flops_total": flops,
+        "compute_utilization": flops / (step_s * peak) if step_s else 0.0,
+        "compute_busy_s": busy,
+        "bytes_per_level": per_level,
+        "compulsory_bytes": dict(plan.compulsory_bytes),
+        "weight_bytes": graph.bytes_of("weight"),
+        "weight_bytes_read": weights_needed,
+        "kv_cache_bytes": graph.bytes_of("kv"),
+        "kv_cache_bytes_read": kv_read,
+        "stall_s": stalls,
+        "stall_total_s": sum(stalls.values()),
+        "dominant_stall": dominant if busy < step_s / 2 else "compute",
+        "ops": len(plan.tasks),
+        "engine": {"events": result.events, "simulated_ops": result.simulated_tasks,
+                   "replayed_ops": result.replayed_tasks, "records": len(result.records)},
+    }

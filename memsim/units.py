@@ -1,0 +1,195 @@
+"""Quantities as people write them (``3.35 TB/s``, ``50 MiB``, ``600 ns``) and exact integer time.
+
+Simulated time is an integer number of picoseconds. Parsing returns plain numbers in
+base units (bytes, bytes/s, ps, FLOP/s); formatting writes a value back in a form that
+parses to exactly the same number.
+"""
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+
+PS_PER_S = 10**12
+
+_PREFIX_DEC = {"": 1, "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
+_PREFIX_BIN = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50}
+
+_NUM = r"(?P<num>[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)"
+_RE = re.compile(rf"^\s*{_NUM}\s*(?P<unit>[A-Za-z/]*)\s*$")
+
+_TIME = {"ps": 1, "ns": 10**3, "us": 10**6, "µs": 10**6, "ms": 10**9, "s": 10**12}
+
+KINDS = ("bytes", "bandwidth", "time", "flops", "count", "ratio")
+
+
+class UnitError(ValueError):
+    """A quantity string could not be parsed; the message says why."""
+
+
+def _split(text: str) -> tuple[Fraction, str]:
+    if isinstance(text, bool):
+        raise UnitError(f"expected a quantity, got {text!r}")
+    if isinstance(text, (int, float)):
+        raise UnitError(f"{text!r} has no unit")
+    m = _RE.match(str(text))
+    if not m:
+        raise UnitError(f"cannot parse {text!r} as a quantity")
+    return Fraction(m.group("num")), m.group("unit")
+
+
+def _prefixed(unit: str, base: str) -> int | None:
+    """Multiplier for ``unit`` = prefix + ``base`` (e.g. ``GiB`` for base ``B``), else None."""
+    if not unit.endswith(base):
+        return None
+    prefix = unit[: len(unit) - len(base)]
+    if prefix in _PREFIX_BIN:
+        return _PREFIX_BIN[prefix]
+    return _PREFIX_DEC.get(prefix)
+
+
+def _nonneg_int(value: Fraction, text: str) -> int:
+    if value < 0:
+        raise UnitError(f"{text!r} is negative")
+    return math.ceil(value)
+
+
+def parse_bytes(text: str) -> int:
+    """``"50 MiB"`` -> 52428800. Bits (``Gb``) are accepted and rounded up to whole bytes."""
+    num, unit = _split(text)
+    mult = _prefixed(unit, "B")
+    if mult is not None:
+        return _nonneg_int(num * mult, text)
+    mult = _prefixed(unit, "b")
+    if mult is not None:
+        return _nonneg_int(num * mult / 8, text)
+    raise UnitError(f"{text!r} is not a size (use B, KiB, MiB, GB, ...)")
+
+
+def parse_bandwidth(text: str) -> int:
+    """``"3.35 TB/s"`` -> 3350000000000 bytes per second (``Gb/s`` means bits)."""
+    num, unit = _split(text)
+    if "/" not in unit or not unit.endswith("/s"):
+        raise UnitError(f"{text!r} is not a bandwidth (use B/s, GB/s, TB/s, Gb/s, ...)")
+    size = unit[:-2]
+    for base, div in (("B", 1), ("b", 8)):
+        mult = _prefixed(size, base)
+        if mult is not None:
+            return _nonneg_int(num * mult / div, text)
+    raise UnitError(f"{text!r} is not a bandwidth (use B/s, GB/s, TB/s, Gb/s, ...)")
+
+
+def parse_time_ps(text: str) -> int:
+    """``"600 ns"`` -> 600000 (integer picoseconds)."""
+    num, unit = _split(text)
+    if unit not in _TIME:
+        raise UnitError(f"{text!r} is not a time (use ps, ns, us, ms, s)")
+    return _nonneg_int(num * _TIME[unit], text)
+
+
+def parse_flops(text: str) -> int:
+    """``"989 TFLOP/s"`` or ``"1979 TOPS"`` -> operations per second."""
+    num, unit = _split(text)
+    for base in ("FLOP/s", "FLOPS", "OP/s", "OPS"):
+        mult = _prefixed(unit, base)
+        if mult is not None:
+            return _nonneg_int(num * mult, text)
+    raise UnitError(f"{text!r} is not a compute rate (use TFLOP/s, TOPS, ...)")
+
+
+def parse_count(text: str | int) -> int:
+    if isinstance(text, bool) or not isinstance(text, (int, str)):
+        raise UnitError(f"expected a whole number, got {text!r}")
+    try:
+        value = int(str(text).strip())
+    except ValueError as exc:
+        raise UnitError(f"expected a whole number, got {text!r}") from exc
+    if value < 0:
+        raise UnitError(f"{text!r} is negative")
+    return value
+
+
+def parse_ratio(text: str | float) -> float:
+    if isinstance(text, bool):
+        raise UnitError(f"expected a number, got {text!r}")
+    try:
+        value = float(text)
+    except (TypeError, ValueError) as exc:
+        raise UnitError(f"expected a number, got {text!r}") from exc
+    if not (0.0 < value <= 1.0):
+        raise UnitError(f"{text!r} must be in (0, 1]")
+    return value
+
+
+PARSERS = {
+    "bytes": parse_bytes,
+    "bandwidth": parse_bandwidth,
+    "time": parse_time_ps,
+    "flops": parse_flops,
+    "count": parse_count,
+    "ratio": parse_ratio,
+}
+
+
+_BIN_TABLE = [("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)]
+_DEC_TABLE = [("P", 10**15), ("T", 10**12), ("G", 10**9), ("M", 10**6), ("k", 10**3)]
+
+
+def format_bytes(value: int) -> str:
+    """Exact, re-parseable: 52428800 -> ``"50 MiB"``, 80000000000 -> ``"80 GB"``."""
+    for name, mult in _BIN_TABLE + _DEC_TABLE:
+        if value and value % mult == 0:
+            return f"{value // mult} {name}B"
+    return f"{value} B"
+
+
+def format_bandwidth(value: int) -> str:
+    for name, mult in _DEC_TABLE:
+        if value and value % mult == 0:
+            return f"{value // mult} {name}B/s"
+    return f"{value} B/s"
+
+
+def format_time(ps: int) -> str:
+    for name, mult in (("s", 10**12), ("ms", 10**9), ("us", 10**6), ("ns", 10**3)):
+        if ps and ps % mult == 0:
+            return f"{ps // mult} {name}"
+    return f"{ps} ps"
+
+
+def format_flops(value: int) -> str:
+    for name, mult in _DEC_TABLE:
+        if value and value % mult == 0:
+            return f"{value // mult} {name}FLOP/s"
+    return f"{value} FLOP/s"
+
+
+FORMATTERS = {
+    "bytes": format_bytes,
+    "bandwidth": format_bandwidth,
+    "time": format_time,
+    "flops": format_flops,
+    "count": int,
+    "ratio": float,
+}
+
+
+def human_bytes(value: float) -> str:
+    """Rounded, for people: 14294237188 -> ``"14.29 GB"``."""
+    for name, mult in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if value >= mult:
+            return f"{value / mult:.2f} {name}"
+    return f"{int(value)} B"
+
+
+def ps_to_s(ps: int) -> float:
+    return ps / PS_PER_S
+
+
+def transfer_ps(nbytes: int, bytes_per_s: int) -> int:
+    """Time to move ``nbytes`` at ``bytes_per_s``, rounded up to a whole picosecond."""
+    return -(-nbytes * PS_PER_S // bytes_per_s)
+
+
+def compute_ps(flops: int, flops_per_s: int) -> int:
+    return -(-flops * PS_PER_S // flops_per_s)

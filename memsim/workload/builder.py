@@ -1,0 +1,215 @@
+"""Build the operator DAG of one step of a transformer: decode or prefill.
+
+A step processes ``tokens`` new tokens per sequence for ``batch`` sequences on top of a
+KV cache holding ``context`` tokens (decode: tokens=1, context=C; prefill: tokens=P,
+context=0). Decoders (GPT-2, Llama family with grouped-query attention) and encoders
+(BERT) are supported.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memsim.errors import ConfigError
+from memsim.workload.dtypes import KV_DTYPES, WEIGHT_DTYPES, nbytes
+from memsim.workload.graph import Op, OpGraph, Read, Tensor
+from memsim.workload.models import ModelConfig
+
+# Vector operations per element, for the FLOP count of memory-bound ops.
+FLOPS_PER_ELEMENT = {"add": 1, "rope": 6, "silu_mul": 5, "gelu": 8, "layernorm": 8, "rmsnorm": 5}
+
+
+@dataclass(frozen=True, slots=True)
+class StepSpec:
+    phase: str  # decode | prefill
+    batch: int
+    tokens: int  # new tokens per sequence in this step
+    context: int  # tokens already in the KV cache
+    weight_dtype: str = "bf16"
+    kv_dtype: str = "bf16"
+    act_dtype: str = "bf16"
+
+    @classmethod
+    def make(cls, phase: str, batch: int = 1, context: int = 0, prompt: int = 0,
+             weight_dtype: str = "bf16", kv_dtype: str = "bf16") -> "StepSpec":
+        if phase not in ("decode", "prefill"):
+            raise ConfigError(f"unknown phase {phase!r} (decode, prefill)", field="--phase")
+        if weight_dtype not in WEIGHT_DTYPES:
+            raise ConfigError(f"{weight_dtype!r} is not one of {', '.join(WEIGHT_DTYPES)}", field="--weight-dtype")
+        if kv_dtype not in KV_DTYPES:
+            raise ConfigError(f"{kv_dtype!r} is not one of {', '.join(KV_DTYPES)}", field="--kv-dtype")
+        if batch < 1:
+            raise ConfigError("must be at least 1", field="--batch")
+        if phase == "decode":
+            if context < 0:
+                raise ConfigError("must not be negative", field="--context")
+            return cls(phase, batch, 1, context, weight_dtype, kv_dtype)
+        if prompt < 1:
+            raise ConfigError("prefill needs --prompt of at least 1 token", field="--prompt")
+        return cls(phase, batch, prompt, 0, weight_dtype, kv_dtype)
+
+
+class _Builder:
+    def __init__(self, m: ModelConfig, s: StepSpec) -> None:
+        self.m, self.s = m, s
+        self.g = OpGraph(meta={"model": m.name, "arch": m.arch, "phase": s.phase, "batch": s.batch,
+                               "tokens": s.tokens, "context": s.context,
+                               "weight_dtype": s.weight_dtype, "kv_dtype": s.kv_dtype})
+        self.rows = s.batch * s.tokens
+
+    # -- tensors ---------------------------------------------------------------
+    def tensor(self, name: str, shape: tuple[int, ...], klass: str, dtype: str | None = None) -> str:
+        dtype = dtype or {"weight": self.s.weight_dtype, "kv": self.s.kv_dtype}.get(klass, self.s.act_dtype)
+        numel = 1
+        for d in shape:
+            numel *= d
+        self.g.add_tensor(Tensor(name, shape, dtype, klass, nbytes(numel, dtype)))
+        return name
+
+    def act(self, name: str, width: int, rows: int | None = None) -> str:
+        return self.tensor(name, (rows or self.rows, width), "activation")
+
+    def full(self, *names: str) -> tuple[Read, ...]:
+        return tuple(Read(n, self.g.tensors[n].bytes) for n in names)
+
+    # -- ops -------------------------------------------------------------------
+    def op(self, name: str, kind: str, layer: int, flops: int, inputs: tuple[Read, ...], outputs: tuple[str, ...],
+           **dims: int) -> None:
+        self.g.add_op(Op(name, kind, layer, self.s.act_dtype, flops, inputs, outputs, tuple(sorted(dims.items()))))
+
+    def matmul(self, name: str, layer: int, x: str, n: int, out: str, rows: int | None = None) -> str:
+        rows = rows or self.rows
+        k = self.g.tensors[x].shape[-1]
+        w = self.tensor(f"{name}.weight", (k, n), "weight")
+        self.act(out, n, rows)
+        self.op(name, "matmul", layer, 2 * rows * n * k, self.full(x, w), (out,), m=rows, n=n, k=k)
+        return out
+
+    def vector(self, name: str, kind: str, layer: int, ins: tuple[str, ...], out: str, width: int, per_elem: int,
+               weights: tuple[str, ...] = ()) -> str:
+        self.act(out, width)
+        elems = self.rows * width
+        self.op(name, kind, layer, per_elem * elems, self.full(*ins, *weights), (out,), elements=elems)
+        return out
+
+    def norm(self, name: str, layer: int, x: str) -> str:
+        h = self.m.hidden
+        kind = "rmsnorm" if self.m.arch == "llama" else "layernorm"
+        params = (f"{name}.weight",) if kind == "rmsnorm" else (f"{name}.weight", f"{name}.bias")
+        for p in params:
+            self.tensor(p, (h,), "weight")
+        return self.vector(name, "norm", layer, (x,), f"{name}.out", h, FLOPS_PER_ELEMENT[kind], params)
+
+    def attention(self, name: str, layer: int, q: str, k: str, v: str) -> str:
+        m, s = self.m, self.s
+        hd, kvh = m.head_dim, m.kv_heads
+        ins = [q, k, v]
+        if s.context:
+            ins += [self.tensor(f"{name}.k_cache", (s.batch, kvh, s.context, hd), "kv"),
+                    self.tensor(f"{name}.v_cache", (s.batch, kvh, s.context, hd), "kv")]
+        outs = [self.act(f"{name}.out", m.hidden)]
+        if not m.is_encoder:  # decoders append this step's keys and values to the cache
+            outs += [self.tensor(f"{name}.k_new", (s.batch, kvh, s.tokens, hd), "kv"),
+                     self.tensor(f"{name}.v_new", (s.batch, kvh, s.tokens, hd), "kv")]
+        causal = 0 if m.is_encoder else 1
+        t, c = s.tokens, s.context
+        pairs = t * (c + t) if not causal else t * c + t * (t + 1) // 2
+        flops = 4 * s.batch * m.heads * pairs * hd  # QK^T and PV
+        self.op(name, "attention", layer, flops, self.full(*ins), tuple(outs),
+                batch=s.batch, heads=m.heads, kv_heads=kvh, q_len=t, kv_len=c + t, head_dim=hd,
+                causal=causal, pairs=pairs)
+        return outs[0]
+
+    # -- model -----------------------------------------------------------------
+    def build(self) -> OpGraph:
+        m, s = self.m, self.s
+        h = m.hidden
+        ids = self.tensor("input_ids", (self.rows,), "activation", dtype="fp32")
+        wte = self.tensor("embed.weight", (m.vocab, h), "weight")
+        reads = [Read(ids, self.g.tensors[ids].bytes), Read(wte, nbytes(self.rows * h, s.weight_dtype))]
+        if m.arch in ("gpt2", "bert"):  # learned absolute positions
+            wpe = self.tensor("embed.pos", (m.max_positions, h), "weight")
+            reads.append(Read(wpe, nbytes(self.rows * h, s.weight_dtype)))
+        x = self.act("embed.out", h)
+        self.op("embed", "embedding", -1, self.rows * h, tuple(reads), (x,), elements=self.rows * h)
+        if m.is_encoder:
+            x = self.norm("embed.norm", -1, x)
+        for i in range(m.layers):
+            x = self.encoder_layer(i, x) if m.is_encoder else self.decoder_layer(i, x)
+        if m.is_encoder:
+            return self.g
+        x = self.norm("final_norm", -1, x)
+        # Only the last position of each sequence needs logits.
+        last = x
+        if s.tokens > 1:
+            last = self.act("final_norm.last", h, s.batch)
+            self.g.add_op(Op("take_last", "elementwise", -1, s.act_dtype, 0,
+                             (Read(x, nbytes(s.batch * h, s.act_dtype)),), (last,), (("elements", s.batch * h),)))
+        if m.tie_embeddings:
+            self.act("logits", m.vocab, s.batch)
+            self.op("lm_head", "matmul", -1, 2 * s.batch * m.vocab * h, self.full(last, "embed.weight"),
+                    ("logits",), m=s.batch, n=m.vocab, k=h)
+        else:
+            self.matmul("lm_head", -1, last, m.vocab, "logits", rows=s.batch)
+        return self.g
+
+    def qkv(self, p: str, i: int, x: str) -> tuple[str, str, str]:
+        m = self.m
+        hd = m.head_dim
+        q_w, kv_w = m.heads * hd, m.kv_heads * hd
+        w = self.tensor(f"{p}.qkv.weight", (m.hidden, q_w + 2 * kv_w), "weight")
+        outs = (self.act(f"{p}.q", q_w), self.act(f"{p}.k", kv_w), self.act(f"{p}.v", kv_w))
+        n = q_w + 2 * kv_w
+        self.op(f"{p}.qkv", "matmul", i, 2 * self.rows * n * m.hidden, self.full(x, w), outs,
+                m=self.rows, n=n, k=m.hidden)
+        return outs
+
+    def decoder_layer(self, i: int, x: str) -> str:
+        m = self.m
+        p = f"L{i}"
+        h = self.norm(f"{p}.attn_norm", i, x)
+        q, k, v = self.qkv(p, i, h)
+        if m.arch == "llama":
+            kv_w = m.kv_heads * m.head_dim
+            self.act(f"{p}.q_rot", m.hidden)
+            self.act(f"{p}.k_rot", kv_w)
+            self.op(f"{p}.rope", "elementwise", i, FLOPS_PER_ELEMENT["rope"] * self.rows * (m.hidden + kv_w),
+                    self.full(q, k), (f"{p}.q_rot", f"{p}.k_rot"), elements=self.rows * (m.hidden + kv_w))
+            q, k = f"{p}.q_rot", f"{p}.k_rot"
+        a = self.attention(f"{p}.attn", i, q, k, v)
+        o = self.matmul(f"{p}.o_proj", i, a, m.hidden, f"{p}.o_proj.out")
+        x1 = self.vector(f"{p}.attn_add", "elementwise", i, (x, o), f"{p}.attn_add.out", m.hidden, 1)
+        h2 = self.norm(f"{p}.mlp_norm", i, x1)
+        if m.gated_mlp:
+            gu = self.matmul(f"{p}.gate_up", i, h2, 2 * m.intermediate, f"{p}.gate_up.out")
+            act = self.vector(f"{p}.act", "elementwise", i, (gu,), f"{p}.act.out", m.intermediate,
+                              FLOPS_PER_ELEMENT["silu_mul"])
+        else:
+            up = self.matmul(f"{p}.fc", i, h2, m.intermediate, f"{p}.fc.out")
+            act = self.vector(f"{p}.act", "elementwise", i, (up,), f"{p}.act.out", m.intermediate,
+                              FLOPS_PER_ELEMENT["gelu"])
+        d = self.matmul(f"{p}.down", i, act, m.hidden, f"{p}.down.out")
+        return self.vector(f"{p}.mlp_add", "elementwise", i, (x1, d), f"{p}.mlp_add.out", m.hidden, 1)
+
+    def encoder_layer(self, i: int, x: str) -> str:
+        m = self.m
+        p = f"L{i}"
+        q, k, v = self.qkv(p, i, x)
+        a = self.attention(f"{p}.attn", i, q, k, v)
+        o = self.matmul(f"{p}.o_proj", i, a, m.hidden, f"{p}.o_proj.out")
+        x1 = self.vector(f"{p}.attn_add", "elementwise", i, (x, o), f"{p}.attn_add.out", m.hidden, 1)
+        x1 = self.norm(f"{p}.attn_norm", i, x1)
+        up = self.matmul(f"{p}.fc", i, x1, m.intermediate, f"{p}.fc.out")
+        act = self.vector(f"{p}.act", "elementwise", i, (up,), f"{p}.act.out", m.intermediate, FLOPS_PER_ELEMENT["gelu"])
+        d = self.matmul(f"{p}.down", i, act, m.hidden, f"{p}.down.out")
+        x2 = self.vector(f"{p}.mlp_add", "elementwise", i, (x1, d), f"{p}.mlp_add.out", m.hidden, 1)
+        return self.norm(f"{p}.mlp_norm", i, x2)
+
+
+def build_step(model: ModelConfig, step: StepSpec) -> OpGraph:
+    """The operator DAG of one step of ``model``."""
+    if model.is_encoder and step.phase == "decode":
+        raise ConfigError(f"{model.name} is an encoder: use --phase prefill", field="--phase")
+    if step.context + step.tokens > model.max_positions and model.arch != "llama":
+        raise ConfigError(f"{step.context + step.tokens} tokens exceed the model's {model.max_positions} positions",
+                          field="--context/--prompt")
+    return _Builder(model, step).build()

@@ -1,0 +1,83 @@
+"""Transformer shape parameters read from a Hugging Face style ``config.json``."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from memsim.errors import ConfigError
+
+ARCH = {"gpt2": "gpt2", "bert": "bert", "llama": "llama", "mistral": "llama", "qwen2": "llama"}
+
+
+@dataclass(frozen=True, slots=True)
+class ModelConfig:
+    name: str
+    arch: str  # gpt2 | bert | llama: decides norms, MLP and embeddings
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    intermediate: int
+    vocab: int
+    max_positions: int
+    tie_embeddings: bool
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden // self.heads
+
+    @property
+    def is_encoder(self) -> bool:
+        return self.arch == "bert"
+
+    @property
+    def gated_mlp(self) -> bool:
+        return self.arch == "llama"
+
+
+def load_model(path: Path) -> ModelConfig:
+    file = str(path)
+    try:
+        raw = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError("file not found", file=file) from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"invalid JSON at line {exc.lineno}: {exc.msg}", file=file) from None
+    if not isinstance(raw, dict):
+        raise ConfigError("expected a JSON object", file=file)
+    mtype = raw.get("model_type")
+    if mtype not in ARCH:
+        raise ConfigError(f"unsupported model_type {mtype!r} (supported: {', '.join(ARCH)})", file=file, field="model_type")
+    arch = ARCH[mtype]
+
+    def get(*keys: str, default: int | None = None) -> int:
+        for key in keys:
+            if key in raw and raw[key] is not None:
+                value = raw[key]
+                if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                    raise ConfigError(f"expected a positive integer, got {value!r}", file=file, field=key)
+                return value
+        if default is None:
+            raise ConfigError("missing required field", file=file, field=keys[0])
+        return default
+
+    hidden = get("hidden_size", "n_embd")
+    heads = get("num_attention_heads", "n_head")
+    if hidden % heads:
+        raise ConfigError(f"hidden size {hidden} is not divisible by {heads} heads", file=file, field="num_attention_heads")
+    kv_heads = get("num_key_value_heads", default=heads)
+    if heads % kv_heads:
+        raise ConfigError(f"{heads} heads are not divisible into {kv_heads} KV groups", file=file, field="num_key_value_heads")
+    return ModelConfig(
+        name=path.stem,
+        arch=arch,
+        layers=get("num_hidden_layers", "n_layer"),
+        hidden=hidden,
+        heads=heads,
+        kv_heads=kv_heads,
+        intermediate=get("intermediate_size", "n_inner", default=4 * hidden),
+        vocab=get("vocab_size"),
+        max_positions=get("max_position_embeddings", "n_positions", default=2048),
+        tie_embeddings=bool(raw.get("tie_word_embeddings", arch == "gpt2")),
+    )
