@@ -16,9 +16,9 @@ _PREFIX_DEC = {"": 1, "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**1
 _PREFIX_BIN = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50}
 
 _NUM = r"(?P<num>[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)"
-_RE = re.compile(rf"^\s*{_NUM}\s*(?P<unit>[A-Za-z/]*)\s*$")
+_RE = re.compile(rf"^\s*{_NUM}\s*(?P<unit>[A-Za-zµμ/]*)\s*$")
 
-_TIME = {"ps": 1, "ns": 10**3, "us": 10**6, "µs": 10**6, "ms": 10**9, "s": 10**12}
+_TIME = {"ps": 1, "ns": 10**3, "us": 10**6, "µs": 10**6, "μs": 10**6, "ms": 10**9, "s": 10**12}
 
 KINDS = ("bytes", "bandwidth", "time", "flops", "count", "ratio")
 
@@ -136,11 +136,12 @@ _DEC_TABLE = [("P", 10**15), ("T", 10**12), ("G", 10**9), ("M", 10**6), ("k", 10
 
 
 def format_bytes(value: int) -> str:
-    """Exact, re-parseable: 52428800 -> ``"50 MiB"``, 80000000000 -> ``"80 GB"``."""
-    for name, mult in _BIN_TABLE + _DEC_TABLE:
-        if value and value % mult == 0:
-            return f"{value // mult} {name}B"
-    return f"{value} B"
+    """Exact, re-parseable, shortest: 52428800 -> ``"50 MiB"``, 80000000000 -> ``"80 GB"``."""
+    exact = [(value // mult, name) for name, mult in _BIN_TABLE + _DEC_TABLE if value and value % mult == 0]
+    if not exact:
+        return f"{value} B"
+    number, name = min(exact, key=lambda x: x[0])
+    return f"{number} {name}B"
 
 
 def format_bandwidth(value: int) -> str:

@@ -28,7 +28,7 @@ def share(total: int, count: int, index: int) -> int:
 
 
 def _pipeline(env: simpy.Environment, res: ChipResources, rec: Recorder, chip: str, task: OpTask, step: Step,
-              count: int, completions: list[int], first: bool = True):
+              count: int, completions: list[int], stalls: dict[str, int], first: bool = True):
     slots = simpy.Container(env, capacity=step.depth, init=step.depth)
     ready = simpy.Store(env)
     op, kind, layer = task.op, task.kind, task.layer
@@ -42,14 +42,15 @@ def _pipeline(env: simpy.Environment, res: ChipResources, rec: Recorder, chip: s
         for i in range(count):
             index = done_before + i
             asked = env.now
+            free_when_asked = {lvl: levels[lvl].free_at for lvl, _ in step.loads}
             yield slots.get(1)
             now = env.now
             arrival, source, held = now, "sram", 0
             for lvl, nbytes in step.loads:
                 level = levels[lvl]
-                # Time the level sat idle while this load waited for a free buffer: that wait
-                # is SRAM capacity's fault; waiting behind busy channels is the level's.
-                idle = now - max(asked, level.free_at)
+                # How long this load waited for a free buffer after the level could have taken
+                # it: that wait is SRAM capacity's fault; waiting behind busy channels is the level's.
+                idle = now - max(asked, free_when_asked[lvl])
                 start, end = level.transfer(now, nbytes)
                 moved = share(totals[lvl], step.count, index)
                 level.bytes_read += moved
@@ -69,10 +70,13 @@ def _pipeline(env: simpy.Environment, res: ChipResources, rec: Recorder, chip: s
         arrived, blocked, source = yield ready.get()
         yield arrived
         now = env.now
+        stalls.clear()
         if now > t0:
             capacity = min(now - t0, blocked)
             rec.add(t0, t0 + capacity, chip, "compute", "stall", op, kind, layer, 0, 0, "", "", "sram_capacity", 1)
             rec.add(t0 + capacity, now, chip, "compute", "stall", op, kind, layer, 0, 0, "", "", source, 1)
+            stalls["sram_capacity"] = capacity
+            stalls[source] = stalls.get(source, 0) + now - t0 - capacity
         start, end = res.compute.book(now, step.compute_ps)
         yield env.timeout(end - now)
         rec.add(start, end, chip, "compute", "compute", op, kind, layer, 0, share(step.flops, step.count, index),
@@ -104,21 +108,23 @@ def _steady_period(c: list[int]) -> int | None:
 def run_step(env: simpy.Environment, res: ChipResources, rec: Recorder, chip: str, task: OpTask, step: Step,
              fast_forward: bool):
     completions: list[int] = []
+    stalls: dict[str, int] = {}  # the last chunk's stall time per cause
     if not fast_forward or step.count <= PREFIX_CHUNKS + 1:
-        yield from _pipeline(env, res, rec, chip, task, step, step.count, completions)
+        yield from _pipeline(env, res, rec, chip, task, step, step.count, completions, stalls)
         return
-    yield from _pipeline(env, res, rec, chip, task, step, PREFIX_CHUNKS, completions)
+    yield from _pipeline(env, res, rec, chip, task, step, PREFIX_CHUNKS, completions, stalls)
     rest = step.count - PREFIX_CHUNKS
     period = _steady_period(completions)
-    if period is None:  # no steady state yet: keep simulating chunk by chunk
-        yield from _pipeline(env, res, rec, chip, task, step, rest, completions, first=False)
+    if period is None or period != step.compute_ps + sum(stalls.values()):
+        # No steady state yet: keep simulating chunk by chunk.
+        yield from _pipeline(env, res, rec, chip, task, step, rest, completions, stalls, first=False)
         return
-    yield from _bulk(env, res, rec, chip, task, step, rest, period)
+    yield from _bulk(env, res, rec, chip, task, step, rest, period, stalls)
 
 
 def _bulk(env: simpy.Environment, res: ChipResources, rec: Recorder, chip: str, task: OpTask, step: Step,
-          rest: int, period: int):
-    """``rest`` more chunks of a steady pipeline: busy time first, then the stall of the same run."""
+          rest: int, period: int, stalls: dict[str, int]):
+    """``rest`` more chunks of a steady pipeline: busy time first, then the stalls of the same run."""
     t0 = env.now
     op, kind, layer = task.op, task.kind, task.layer
     busy = step.compute_ps * rest
@@ -126,7 +132,6 @@ def _bulk(env: simpy.Environment, res: ChipResources, rec: Recorder, chip: str, 
     flops = step.flops - step.flops * done // step.count
     _, end = res.compute.book(t0, busy)
     rec.add(t0, end, chip, "compute", "compute", op, kind, layer, 0, flops, "", "", "", rest)
-    slowest, slowest_ps = "", 0
     for direction, items in (("load", step.loads), ("store", step.stores)):
         totals = dict(step.total_loads if direction == "load" else step.total_stores)
         for lvl, nbytes in items:
@@ -140,9 +145,8 @@ def _bulk(env: simpy.Environment, res: ChipResources, rec: Recorder, chip: str, 
                 level.bytes_written += moved
                 src, dst = "sram", lvl
             rec.add(s, e, chip, lvl, "transfer", op, kind, layer, moved, 0, src, dst, "", rest)
-            if level.duration(nbytes) * rest > slowest_ps:
-                slowest, slowest_ps = lvl, level.duration(nbytes) * rest
-    span = period * rest
-    if span > busy:
-        rec.add(end, t0 + span, chip, "compute", "stall", op, kind, layer, 0, 0, "", "", slowest or "sram", rest)
-    yield env.timeout(span)
+    t = end
+    for cause, ps in sorted(stalls.items()):
+        rec.add(t, t + ps * rest, chip, "compute", "stall", op, kind, layer, 0, 0, "", "", cause, rest)
+        t += ps * rest
+    yield env.timeout(period * rest)

@@ -82,6 +82,10 @@ def _value(cls: type, key: str, unit: str, raw: Any, file: str, path: str) -> An
         if dup:
             raise ConfigError(f"duplicate name {sorted(dup)[0]!r}", file=file, field=path)
         return items
+    if unit == "text":
+        if not isinstance(raw, str):
+            raise ConfigError(f"expected text, got {raw!r}", file=file, field=path)
+        return raw
     if unit in ("name", "choice"):
         if not isinstance(raw, str) or not raw:
             raise ConfigError(f"expected text, got {raw!r}", file=file, field=path)

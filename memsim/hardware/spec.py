@@ -104,7 +104,7 @@ class ChipSpec:
     levels: tuple[MemoryLevel, ...] = spec_field("levels", "list", "memory levels, fastest first")
     links: tuple[LinkSpec, ...] = spec_field("links", "list", "off-chip links", ())
     execution: ExecutionSpec = spec_field("execution", "section", "execution settings", ExecutionSpec())
-    description: str = spec_field("description", "name", "free text", "")
+    description: str = spec_field("description", "text", "free text", "")
 
     def level(self, name: str) -> MemoryLevel:
         for lvl in self.levels:

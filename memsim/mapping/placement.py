@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from memsim.errors import CapacityError
 from memsim.hardware.spec import ChipSpec
-from memsim.units import format_bytes
+from memsim.units import human_bytes
 from memsim.workload.graph import OpGraph
 
 
@@ -31,13 +31,9 @@ def place(graph: OpGraph, chip: ChipSpec) -> dict[str, str]:
                 break
         else:
             need = sum(x.bytes for x in persistent)
-            have = ", ".join(f"{lvl.name} {format_bytes(chip.chip_capacity(lvl))}" for lvl in levels)
+            have = ", ".join(f"{lvl.name} {human_bytes(chip.chip_capacity(lvl))}" for lvl in levels)
             raise CapacityError(f"weights and KV cache need {need / 1e9:.2f} GB but fit in no memory level "
                                 f"({have}); {t.name} has no room", field="levels")
     for t in graph.tensors.values():
         homes.setdefault(t.name, levels[0].name)
     return homes
-
-
-def describe(nbytes: int) -> str:
-    return format_bytes(nbytes)

@@ -7,7 +7,6 @@ step's external inputs and outputs, at no more than peak bandwidth.
 from __future__ import annotations
 
 from memsim.hardware.spec import ChipSpec
-from memsim.units import PS_PER_S
 from memsim.workload.graph import OpGraph
 
 
@@ -43,7 +42,3 @@ def roofline(graph: OpGraph, chip: ChipSpec, homes: dict[str, str]) -> tuple[flo
             if t > best:
                 best, bound = t, lvl.name
     return best, bound, need
-
-
-def at_least_ps(seconds: float) -> int:
-    return int(seconds * PS_PER_S)

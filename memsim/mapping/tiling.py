@@ -105,5 +105,5 @@ def chunk_count(traffic: int, buffer_bytes: int) -> int:
     plays no part, so faster memory never changes the plan.
     """
     fit = math.ceil(traffic / max(1, buffer_bytes))
-    pipelined = min(MAX_CHUNKS, math.ceil(traffic / CHUNK_FLOOR_BYTES))
+    pipelined = min(MAX_CHUNKS, traffic // CHUNK_FLOOR_BYTES)
     return max(1, fit, pipelined)

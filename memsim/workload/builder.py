@@ -81,8 +81,14 @@ class _Builder:
         k = self.g.tensors[x].shape[-1]
         w = self.tensor(f"{name}.weight", (k, n), "weight")
         self.act(out, n, rows)
-        self.op(name, "matmul", layer, 2 * rows * n * k, self.full(x, w), (out,), m=rows, n=n, k=k)
+        self.op(name, "matmul", layer, 2 * rows * n * k, self.full(x, w, *self.bias(name, n)), (out,), m=rows, n=n, k=k)
         return out
+
+    def bias(self, name: str, n: int) -> tuple[str, ...]:
+        """GPT-2 and BERT projections carry a bias vector; Llama-family ones do not."""
+        if self.m.arch == "llama" or name == "lm_head":
+            return ()
+        return (self.tensor(f"{name}.bias", (n,), "weight"),)
 
     def vector(self, name: str, kind: str, layer: int, ins: tuple[str, ...], out: str, width: int, per_elem: int,
                weights: tuple[str, ...] = ()) -> str:
@@ -129,6 +135,9 @@ class _Builder:
         if m.arch in ("gpt2", "bert"):  # learned absolute positions
             wpe = self.tensor("embed.pos", (m.max_positions, h), "weight")
             reads.append(Read(wpe, nbytes(self.rows * h, s.weight_dtype)))
+        if m.arch == "bert":  # segment (token type) embeddings
+            wtt = self.tensor("embed.type", (2, h), "weight")
+            reads.append(Read(wtt, nbytes(self.rows * h, s.weight_dtype)))
         x = self.act("embed.out", h)
         self.op("embed", "embedding", -1, self.rows * h, tuple(reads), (x,), elements=self.rows * h)
         if m.is_encoder:
@@ -159,7 +168,7 @@ class _Builder:
         w = self.tensor(f"{p}.qkv.weight", (m.hidden, q_w + 2 * kv_w), "weight")
         outs = (self.act(f"{p}.q", q_w), self.act(f"{p}.k", kv_w), self.act(f"{p}.v", kv_w))
         n = q_w + 2 * kv_w
-        self.op(f"{p}.qkv", "matmul", i, 2 * self.rows * n * m.hidden, self.full(x, w), outs,
+        self.op(f"{p}.qkv", "matmul", i, 2 * self.rows * n * m.hidden, self.full(x, w, *self.bias(f"{p}.qkv", n)), outs,
                 m=self.rows, n=n, k=m.hidden)
         return outs
 

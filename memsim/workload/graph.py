@@ -7,7 +7,7 @@ each consumer, plus explicit control dependencies.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import Iterator
 
 import networkx as nx
 
@@ -114,12 +114,11 @@ class OpGraph:
         for t in self.tensors.values():
             if t.klass not in TENSOR_CLASSES:
                 raise TraceError(f"unknown class {t.klass!r}", file=file, field=f"tensors[{t.name}].class")
-            if t.klass == "activation" and t.name not in prod and not self.meta.get("inputs_ok", True):
-                raise TraceError("activation has no producer", file=file, field=f"tensors[{t.name}]")
         g = self.graph()
         if not nx.is_directed_acyclic_graph(g):
-            cycle = nx.find_cycle(g)
-            raise TraceError(f"cycle through {' -> '.join(e[0] for e in cycle)}", file=file, field=f"ops[{cycle[0][0]}]")
+            nodes = [e[0] for e in nx.find_cycle(g)]
+            path = " -> ".join(nodes if len(nodes) <= 4 else [*nodes[:3], "...", nodes[-1]])
+            raise TraceError(f"cycle of {len(nodes)} ops: {path} -> {nodes[0]}", file=file, field=f"ops[{nodes[0]}]")
 
     def __iter__(self) -> Iterator[Op]:
         return iter(self.ops.values())
@@ -127,5 +126,5 @@ class OpGraph:
     def total_flops(self) -> int:
         return sum(op.flops for op in self.ops.values())
 
-    def bytes_of(self, klass: str, ops: Iterable[Op] | None = None) -> int:
+    def bytes_of(self, klass: str) -> int:
         return sum(t.bytes for t in self.tensors.values() if t.klass == klass)

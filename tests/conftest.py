@@ -1,0 +1,60 @@
+"""Shared fixtures: a tiny chip and a tiny model, small enough to simulate chunk by chunk."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memsim import hardware, mapping, workload
+
+TINY_CHIP = """\
+name: tiny
+family: gpu
+compute:
+  units: 4
+  peak: {bf16: 2 TFLOP/s, fp32: 1 TFLOP/s}
+  vector_peak: 1 TFLOP/s
+  efficiency: 0.9
+levels:
+  - {name: sram, kind: sram, capacity: 64 KiB, bandwidth: 1 TB/s, latency: 10 ns, channels: 4, scope: chip}
+  - {name: hbm, kind: hbm, capacity: 1 GB, bandwidth: 100 GB/s, latency: 200 ns, channels: 2, efficiency: 0.9}
+links:
+  - {name: pcie, bandwidth: 16 GB/s, latency: 1 us}
+execution:
+  op_overhead: 1 us
+  prefetch_depth: 2
+"""
+
+TINY_MODEL = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
+              "num_key_value_heads": 2, "num_hidden_layers": 2, "vocab_size": 256, "max_position_embeddings": 512}
+
+
+@pytest.fixture()
+def tiny_chip_path(tmp_path: Path) -> Path:
+    path = tmp_path / "tiny.yaml"
+    path.write_text(TINY_CHIP)
+    return path
+
+
+@pytest.fixture()
+def tiny_chip(tiny_chip_path: Path) -> hardware.ChipSpec:
+    chip, _ = hardware.load_chip(tiny_chip_path)
+    return chip
+
+
+@pytest.fixture()
+def tiny_model_path(tmp_path: Path) -> Path:
+    path = tmp_path / "tiny-llama.json"
+    path.write_text(json.dumps(TINY_MODEL))
+    return path
+
+
+@pytest.fixture()
+def tiny_graph(tiny_model_path: Path) -> workload.OpGraph:
+    return workload.build_step(workload.load_model(tiny_model_path), workload.StepSpec.make("decode", 2, context=32))
+
+
+@pytest.fixture()
+def tiny_plan(tiny_graph, tiny_chip) -> mapping.Plan:
+    return mapping.make_plan(tiny_graph, tiny_chip)

@@ -1,0 +1,329 @@
+"""Hardware YAML: shipped presets, ``--set`` overrides, errors that name file and field, dump round-trip."""
+from __future__ import annotations
+
+import dataclasses
+import textwrap
+
+import pytest
+import yaml
+
+from memsim import hardware
+from memsim.errors import ConfigError
+from memsim.hardware import ChipSpec, dump_chip, load_chip
+from memsim.presets import config_dir
+
+PRESETS = sorted(p.stem for p in config_dir("hardware").glob("*.yaml"))
+
+MINIMAL = """\
+name: tiny
+family: gpu
+description: a small test chip
+compute:
+  units: 4
+  peak:
+    bf16: 100 TFLOP/s
+  vector_peak: 10 TFLOP/s
+levels:
+  - name: sram
+    kind: sram
+    capacity: 1 MiB
+    bandwidth: 10 TB/s
+    latency: 10 ns
+  - name: hbm
+    kind: hbm
+    capacity: 16 GB
+    bandwidth: 3.35 TB/s
+    latency: 600 ns
+    channels: 4
+"""
+
+
+def write(tmp_path, text: str, name: str = "chip.yaml"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def config_error(path, *needles: str) -> ConfigError:
+    with pytest.raises(ConfigError) as info:
+        load_chip(path)
+    message = str(info.value)
+    assert str(path) in message
+    for needle in needles:
+        assert needle in message, message
+    return info.value
+
+
+def test_presets_are_listed():
+    assert set(PRESETS) == {"a100-80gb-sxm", "h100-sxm"}
+    assert hardware.presets() == PRESETS
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_shipped_preset_loads(name):
+    chip = hardware.load(name)
+    assert isinstance(chip, ChipSpec)
+    assert chip.name == name
+    assert chip.family == "gpu"
+    assert chip.sram.kind == "sram"
+    hbm = chip.level("hbm")
+    assert hbm.capacity_bytes == 80 * 10**9
+    assert chip.compute.peak("bf16") > chip.compute.vector_flops_per_s
+    assert chip.levels[0].name == "sram"  # fastest first
+
+
+def test_h100_values_are_parsed_into_base_units():
+    chip = hardware.load("h100-sxm")
+    hbm = chip.level("hbm")
+    assert hbm.bandwidth_bytes_per_s == 3_350_000_000_000
+    assert hbm.latency_ps == 600_000
+    assert hbm.channels == 5
+    assert hbm.efficiency == 0.8
+    assert chip.sram.capacity_bytes == 30096 * 1024
+    assert chip.compute.units == 132
+    assert chip.compute.peak("bf16") == 989 * 10**12
+    assert chip.compute.peak("fp8") == 1979 * 10**12
+    assert chip.compute.peak("int4") == 989 * 10**12  # weight-only format falls back to bf16
+    assert chip.execution.op_overhead_ps == 2 * 10**6
+    assert chip.execution.accumulator_bytes == 4
+    assert [link.name for link in chip.links] == ["nvlink", "pcie"]
+    assert chip.links[0].bandwidth_bytes_per_s == 450 * 10**9
+
+
+def test_load_by_path_equals_load_by_name():
+    path = config_dir("hardware") / "a100-80gb-sxm.yaml"
+    assert hardware.load(str(path)) == hardware.load("a100-80gb-sxm")
+
+
+def test_unknown_preset_lists_the_shipped_ones():
+    with pytest.raises(ConfigError) as info:
+        hardware.load("h200-nonexistent")
+    assert "h100-sxm" in str(info.value)
+    assert "h200-nonexistent" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "get", "expected"),
+    [
+        ("sram.capacity", "64MiB", lambda c: c.sram.capacity_bytes, 64 * 2**20),
+        ("hbm.bandwidth", "4 TB/s", lambda c: c.level("hbm").bandwidth_bytes_per_s, 4 * 10**12),
+        ("hbm.capacity", "1 GB", lambda c: c.level("hbm").capacity_bytes, 10**9),
+        ("compute.units", "64", lambda c: c.compute.units, 64),
+        ("execution.prefetch_depth", "3", lambda c: c.execution.prefetch_depth, 3),
+        ("compute.peak.bf16", "500 TFLOP/s", lambda c: c.compute.peak("bf16"), 500 * 10**12),
+        ("nvlink.bandwidth", "900 GB/s", lambda c: c.links[0].bandwidth_bytes_per_s, 900 * 10**9),
+        ("levels.hbm.latency", "1 us", lambda c: c.level("hbm").latency_ps, 10**6),
+        ("execution.attention", "unfused", lambda c: c.execution.attention, "unfused"),
+    ],
+)
+def test_override_changes_exactly_one_field(path, value, get, expected):
+    base = hardware.load("h100-sxm")
+    chip = hardware.load("h100-sxm", [(path, value)])
+    assert get(chip) == expected
+    assert get(base) != expected
+    # Everything else is untouched: undo the change on the base and compare whole specs.
+    dumped_base, dumped_chip = dump_chip(base), dump_chip(chip)
+    differences = _diff(dumped_base, dumped_chip)
+    assert len(differences) == 1, differences
+
+
+def _diff(a, b, where=""):
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for key in set(a) | set(b):
+            out += _diff(a.get(key), b.get(key), f"{where}.{key}")
+        return out
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in _diff(x, y, f"{where}[{i}]")]
+    return [] if a == b else [where]
+
+
+def test_override_of_peak_keeps_other_dtypes():
+    chip = hardware.load("h100-sxm", [("compute.peak.bf16", "1 PFLOP/s")])
+    assert chip.compute.peak("bf16") == 10**15
+    assert chip.compute.peak("fp16") == 989 * 10**12
+    assert chip.compute.peak("fp8") == 1979 * 10**12
+
+
+def test_overrides_do_not_leak_into_the_next_load():
+    hardware.load("h100-sxm", [("sram.capacity", "1 MiB")])
+    assert hardware.load("h100-sxm").sram.capacity_bytes == 30096 * 1024
+
+
+def test_overrides_apply_in_order():
+    chip = hardware.load("h100-sxm", [("sram.capacity", "1 MiB"), ("sram.capacity", "2 MiB")])
+    assert chip.sram.capacity_bytes == 2 * 2**20
+
+
+def test_override_can_add_an_optional_field():
+    chip = hardware.load("h100-sxm", [("sram.efficiency", "0.5")])
+    assert chip.sram.efficiency == 0.5
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "needle"),
+    [
+        ("nosuchlevel.capacity", "1 GB", "nosuchlevel"),
+        ("sram.bandwith", "1 TB/s", "bandwith"),
+        ("compute.unit", "4", "unit"),
+        ("hbm.capacity", "3.35", "hbm"),
+        ("hbm.bandwidth", "-1 TB/s", "bandwidth"),
+        ("execution.prefetch_depth", "0", "prefetch_depth"),
+    ],
+)
+def test_bad_override_raises_config_error_naming_the_field(path, value, needle):
+    with pytest.raises(ConfigError) as info:
+        hardware.load("h100-sxm", [(path, value)])
+    message = str(info.value)
+    assert needle in message
+    assert info.value.field is not None and needle in info.value.field
+    assert info.value.file is not None and ("--set" in info.value.file)
+
+
+def test_minimal_chip_loads_with_defaults(tmp_path):
+    chip, raw = load_chip(write(tmp_path, MINIMAL))
+    assert raw["name"] == "tiny"
+    assert chip.links == ()
+    assert chip.execution == hardware.ExecutionSpec()
+    assert chip.sram.channels == 1 and chip.sram.scope == "chip" and chip.sram.efficiency == 1.0
+    assert chip.level("hbm").channels == 4
+    assert chip.compute.efficiency == 1.0
+
+
+def test_unknown_field_names_file_and_dotted_field(tmp_path):
+    path = write(tmp_path, MINIMAL.replace("    bandwidth: 3.35 TB/s", "    bandwith: 3.35 TB/s"))
+    err = config_error(path, "bandwith", "unknown field")
+    assert err.field == "levels[hbm].bandwith"
+    assert err.file == str(path)
+
+
+def test_unknown_top_level_section_field(tmp_path):
+    path = write(tmp_path, MINIMAL.replace("  units: 4", "  units: 4\n  clock: 2 GHz"))
+    err = config_error(path, "compute.clock")
+    assert err.field == "compute.clock"
+
+
+def test_unitless_bandwidth_names_file_and_field(tmp_path):
+    path = write(tmp_path, MINIMAL.replace("bandwidth: 3.35 TB/s", "bandwidth: 3.35"))
+    err = config_error(path, "levels[hbm].bandwidth", "3.35")
+    assert err.field == "levels[hbm].bandwidth"
+
+
+def test_quoted_unitless_bandwidth_is_refused(tmp_path):
+    path = write(tmp_path, MINIMAL.replace("bandwidth: 3.35 TB/s", 'bandwidth: "3.35"'))
+    config_error(path, "levels[hbm].bandwidth")
+
+
+def test_negative_bandwidth_names_file_and_field(tmp_path):
+    path = write(tmp_path, MINIMAL.replace("bandwidth: 3.35 TB/s", "bandwidth: -1 TB/s"))
+    err = config_error(path, "levels[hbm].bandwidth", "negative")
+    assert err.field == "levels[hbm].bandwidth"
+
+
+def test_zero_bandwidth_is_refused(tmp_path):
+    path = write(tmp_path, MINIMAL.replace("bandwidth: 3.35 TB/s", "bandwidth: 0 TB/s"))
+    config_error(path, "levels[hbm].bandwidth", "positive")
+
+
+def test_wrong_unit_kind_names_the_field(tmp_path):
+    path = write(tmp_path, MINIMAL.replace("latency: 600 ns", "latency: 600 GB"))
+    err = config_error(path, "levels[hbm].latency")
+    assert err.field == "levels[hbm].latency"
+
+
+@pytest.mark.parametrize(
+    ("line", "field"),
+    [
+        ("    latency: 600 ns\n", "levels[hbm].latency"),
+        ("  vector_peak: 10 TFLOP/s\n", "compute.vector_peak"),
+        ("family: gpu\n", "family"),
+    ],
+)
+def test_missing_required_field_names_file_and_field(tmp_path, line, field):
+    assert line in MINIMAL
+    path = write(tmp_path, MINIMAL.replace(line, "", 1))
+    err = config_error(path, field, "missing")
+    assert err.field == field
+
+
+def test_chip_without_sram_level_is_refused(tmp_path):
+    text = MINIMAL.replace("  - name: sram\n    kind: sram\n", "  - name: smem\n    kind: sram\n")
+    err = config_error(write(tmp_path, text), "sram")
+    assert err.field == "levels"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "field"),
+    [
+        ("family: gpu", "family: tpu", "family"),
+        ("    kind: hbm", "    kind: flash", "levels[hbm].kind"),
+        ("  units: 4", "  units: 0", "compute.units"),
+        ("    channels: 4", "    channels: 0", "levels[hbm].channels"),
+        ("    capacity: 16 GB", "    capacity: 0 GB", "levels[hbm].capacity"),
+        ("  - name: hbm", "  - name: sram", "levels"),  # duplicate level name
+    ],
+)
+def test_impossible_values_name_their_field(tmp_path, old, new, field):
+    assert old in MINIMAL
+    err = config_error(write(tmp_path, MINIMAL.replace(old, new, 1)), field)
+    assert err.field == field
+
+
+def test_invalid_yaml_names_file_and_line(tmp_path):
+    path = write(tmp_path, "name: x\nlevels: [\n")
+    config_error(path, "invalid YAML", "line")
+
+
+def test_missing_file_names_file(tmp_path):
+    path = tmp_path / "absent.yaml"
+    with pytest.raises(ConfigError) as info:
+        hardware.load(str(path))
+    assert str(path) in str(info.value)
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_dump_round_trips_presets(tmp_path, name):
+    chip = hardware.load(name)
+    path = tmp_path / "dumped.yaml"
+    path.write_text(yaml.safe_dump(dump_chip(chip)))
+    again, _ = load_chip(path)
+    assert again == chip
+
+
+def test_dump_round_trips_minimal_chip(tmp_path):
+    # A chip that relies on defaults (no links, no description) must dump to a loadable file too.
+    text = MINIMAL.replace("description: a small test chip\n", "")
+    chip, _ = load_chip(write(tmp_path, text))
+    path = tmp_path / "dumped.yaml"
+    path.write_text(yaml.safe_dump(dump_chip(chip)))
+    again, _ = load_chip(path)
+    assert again == chip
+
+
+def test_dump_round_trips_an_overridden_chip(tmp_path):
+    chip = hardware.load("a100-80gb-sxm", [("sram.capacity", "1.5 MiB"), ("hbm.bandwidth", "1.234567 TB/s"),
+                                           ("execution.op_overhead", "1.5 us")])
+    path = tmp_path / "dumped.yaml"
+    path.write_text(yaml.safe_dump(dump_chip(chip)))
+    again, _ = load_chip(path)
+    assert again == chip
+    assert again.level("hbm").bandwidth_bytes_per_s == 1_234_567_000_000
+
+
+def test_specs_are_frozen():
+    chip = hardware.load("h100-sxm")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        chip.name = "other"  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        chip.sram.capacity_bytes = 1  # type: ignore[misc]
+
+
+def test_effective_bandwidth_and_chip_capacity_scale_per_unit(tmp_path):
+    text = MINIMAL.replace("    latency: 10 ns\n", "    latency: 10 ns\n    scope: unit\n    efficiency: 0.5\n")
+    chip, _ = load_chip(write(tmp_path, text))
+    assert chip.sram.scope == "unit"
+    assert chip.chip_capacity(chip.sram) == 4 * 2**20
+    assert chip.sram.effective_bandwidth(chip.compute.units) == 4 * 10 * 10**12 // 2
+    hbm = chip.level("hbm")
+    assert chip.chip_capacity(hbm) == 16 * 10**9
+    assert hbm.effective_bandwidth(chip.compute.units) == 3_350_000_000_000

@@ -1,0 +1,193 @@
+"""Placement of tensors in memory levels, and the roofline's compulsory traffic."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from memsim import hardware
+from memsim.errors import CapacityError
+from memsim.hardware import load_chip
+from memsim.mapping.placement import home_levels, place
+from memsim.mapping.roofline import compulsory_bytes, compute_seconds, roofline
+from memsim.workload import StepSpec, build_step, model_config
+
+TWO_TIER = """\
+name: two-tier
+family: gpu
+compute:
+  units: 2
+  peak: {bf16: 100 TFLOP/s}
+  vector_peak: 10 TFLOP/s
+levels:
+  - {name: sram, kind: sram, capacity: 4 MiB, bandwidth: 20 TB/s, latency: 10 ns}
+  - {name: hbm, kind: hbm, capacity: HBM_CAP, bandwidth: 2 TB/s, latency: 500 ns}
+  - {name: ddr, kind: ddr, capacity: 64 GB, bandwidth: 200 GB/s, latency: 900 ns}
+"""
+
+
+def gpt2_decode(batch: int = 2, context: int = 64, **kw):
+    return build_step(model_config("gpt2"), StepSpec.make("decode", batch=batch, context=context, **kw))
+
+
+def two_tier(tmp_path, hbm_cap: str):
+    path = tmp_path / "two.yaml"
+    path.write_text(textwrap.dedent(TWO_TIER).replace("HBM_CAP", hbm_cap))
+    return load_chip(path)[0]
+
+
+def test_every_tensor_gets_a_home_and_persistent_ones_go_to_hbm():
+    g = gpt2_decode()
+    chip = hardware.load("h100-sxm")
+    homes = place(g, chip)
+    assert set(homes) == set(g.tensors)
+    for t in g.tensors.values():
+        if t.klass in ("weight", "kv"):
+            assert homes[t.name] == "hbm", t.name
+    assert set(homes.values()) == {"hbm"}  # the scratchpad is never a home when off-chip memory exists
+
+
+def test_llama_on_h100_is_placed_in_hbm():
+    g = build_step(model_config("llama-2-7b"), StepSpec.make("decode", batch=4, context=1024))
+    homes = place(g, hardware.load("h100-sxm"))
+    assert all(homes[n] == "hbm" for n, t in g.tensors.items() if t.klass in ("weight", "kv"))
+
+
+def test_placement_does_not_touch_its_inputs():
+    g = gpt2_decode()
+    before = (dict(g.tensors), dict(g.ops), dict(g.meta))
+    chip = hardware.load("h100-sxm")
+    place(g, chip)
+    assert (g.tensors, g.ops, g.meta) == before
+    assert chip == hardware.load("h100-sxm")
+
+
+def test_model_too_big_for_hbm_raises_capacity_error():
+    g = build_step(model_config("llama-2-7b"), StepSpec.make("decode"))
+    chip = hardware.load("h100-sxm", [("hbm.capacity", "1 GB")])
+    with pytest.raises(CapacityError) as info:
+        place(g, chip)
+    message = str(info.value)
+    assert "13.48" in message  # GB the weights and KV need
+    assert "hbm" in message and info.value.field == "levels"
+
+
+def test_kv_cache_can_be_what_does_not_fit():
+    # gpt2 weights (~0.25 GB) fit in 1 GB, but a long context at a large batch does not.
+    chip = hardware.load("h100-sxm", [("hbm.capacity", "1 GB")])
+    place(gpt2_decode(batch=1, context=64), chip)
+    with pytest.raises(CapacityError):
+        place(gpt2_decode(batch=64, context=1000), chip)
+
+
+def test_persistent_tensors_spill_to_the_next_level(tmp_path):
+    g = gpt2_decode(batch=8, context=1000)
+    weights, kv = g.bytes_of("weight"), g.bytes_of("kv")
+    hbm_cap = weights + kv // 2  # weights fit, about half the cache does
+    chip = two_tier(tmp_path, f"{hbm_cap} B")
+    assert [lvl.name for lvl in home_levels(chip)] == ["hbm", "ddr"]
+    homes = place(g, chip)
+    in_hbm = sum(t.bytes for t in g.tensors.values() if t.klass in ("weight", "kv") and homes[t.name] == "hbm")
+    in_ddr = sum(t.bytes for t in g.tensors.values() if t.klass in ("weight", "kv") and homes[t.name] == "ddr")
+    assert in_hbm <= hbm_cap
+    assert in_hbm + in_ddr == weights + kv
+    assert in_ddr > 0
+    # Weights are placed before the cache, so all of them land in the fast level.
+    assert all(homes[n] == "hbm" for n, t in g.tensors.items() if t.klass == "weight")
+    # Activations live in the first off-chip level.
+    assert all(homes[n] == "hbm" for n, t in g.tensors.items() if t.klass == "activation")
+
+
+def test_nothing_spills_when_the_fast_level_is_big_enough(tmp_path):
+    g = gpt2_decode(batch=8, context=1000)
+    homes = place(g, two_tier(tmp_path, "80 GB"))
+    assert "ddr" not in homes.values()
+
+
+def test_scratchpad_only_chip_keeps_everything_in_sram(tmp_path):
+    text = textwrap.dedent(TWO_TIER).replace("HBM_CAP", "1 GB")
+    lines = [ln for ln in text.splitlines() if "name: hbm" not in ln and "name: ddr" not in ln]
+    text = "\n".join(lines).replace("capacity: 4 MiB", "capacity: 1 GB")
+    path = tmp_path / "wafer.yaml"
+    path.write_text(text + "\n")
+    chip = load_chip(path)[0]
+    assert [lvl.name for lvl in home_levels(chip)] == ["sram"]
+    homes = place(gpt2_decode(), chip)
+    assert set(homes.values()) == {"sram"}
+
+
+def test_per_unit_capacity_counts_for_the_whole_chip(tmp_path):
+    g = gpt2_decode()
+    need = g.bytes_of("weight") + g.bytes_of("kv")
+    per_unit = need // 2 + 1  # two units: fits only when summed over units
+    text = textwrap.dedent(TWO_TIER).replace("HBM_CAP", f"{per_unit} B, scope: unit")
+    text = "\n".join(ln for ln in text.splitlines() if "name: ddr" not in ln) + "\n"
+    path = tmp_path / "unit.yaml"
+    path.write_text(text)
+    chip = load_chip(path)[0]
+    assert chip.chip_capacity(chip.level("hbm")) == 2 * per_unit
+    homes = place(g, chip)
+    assert set(homes.values()) == {"hbm"}
+
+
+def _weight_and_kv_traffic(g) -> int:
+    reads = sum(r.bytes for op in g for r in op.inputs if g.tensors[r.tensor].klass in ("weight", "kv"))
+    writes = sum(g.tensors[o].bytes for op in g for o in op.outputs if g.tensors[o].klass == "kv")
+    return reads + writes
+
+
+@pytest.mark.parametrize("graph_fn", [
+    lambda: gpt2_decode(batch=2, context=64),
+    lambda: build_step(model_config("gpt2"), StepSpec.make("prefill", prompt=128)),
+    lambda: build_step(model_config("llama-2-7b"), StepSpec.make("decode", batch=1, context=256)),
+])
+def test_compulsory_bytes_cover_weights_and_kv(graph_fn):
+    g = graph_fn()
+    chip = hardware.load("h100-sxm")
+    homes = place(g, chip)
+    need = compulsory_bytes(g, homes)
+    assert set(need) == {"hbm"}
+    weight_reads = sum(r.bytes for op in g for r in op.inputs if g.tensors[r.tensor].klass == "weight")
+    assert need["hbm"] >= weight_reads
+    assert need["hbm"] >= _weight_and_kv_traffic(g)
+    # Every non-embedding weight is read whole at least once.
+    gathered = {"embed.weight", "embed.pos"}
+    assert need["hbm"] >= g.bytes_of("weight") - sum(g.tensors[n].bytes for n in gathered if n in g.tensors)
+    # Intermediate activations are not compulsory: only external inputs and final outputs add to the minimum.
+    activations = sum(t.bytes for t in g.tensors.values() if t.klass == "activation")
+    assert need["hbm"] < _weight_and_kv_traffic(g) + activations
+
+
+def test_llama_decode_compulsory_is_dominated_by_weights():
+    g = build_step(model_config("llama-2-7b"), StepSpec.make("decode", batch=1, context=256))
+    chip = hardware.load("h100-sxm")
+    need = compulsory_bytes(g, place(g, chip))["hbm"]
+    assert g.bytes_of("weight") * 0.98 <= need <= g.bytes_of("weight") * 1.05
+
+
+def test_roofline_bound_and_time():
+    chip = hardware.load("h100-sxm")
+    g = build_step(model_config("llama-2-7b"), StepSpec.make("decode", batch=1, context=256))
+    homes = place(g, chip)
+    seconds, bound, need = roofline(g, chip, homes)
+    assert bound == "hbm"  # batch-1 decode is memory bound
+    assert seconds == pytest.approx(need["hbm"] / chip.level("hbm").bandwidth_bytes_per_s)
+    assert seconds >= compute_seconds(g, chip)
+    assert 3.9e-3 < seconds < 4.2e-3  # ~13.5 GB at 3.35 TB/s
+
+
+def test_roofline_prefill_is_compute_bound():
+    chip = hardware.load("h100-sxm")
+    g = build_step(model_config("llama-2-7b"), StepSpec.make("prefill", batch=8, prompt=1024))
+    seconds, bound, need = roofline(g, chip, place(g, chip))
+    assert bound == "compute"
+    assert seconds == pytest.approx(compute_seconds(g, chip))
+    assert seconds >= need["hbm"] / chip.level("hbm").bandwidth_bytes_per_s
+
+
+def test_faster_memory_never_raises_the_roofline():
+    g = gpt2_decode(batch=1, context=64)
+    slow = hardware.load("h100-sxm")
+    fast = hardware.load("h100-sxm", [("hbm.bandwidth", "10 TB/s")])
+    assert roofline(g, fast, place(g, fast))[0] <= roofline(g, slow, place(g, slow))[0]
+    assert compulsory_bytes(g, place(g, fast)) == compulsory_bytes(g, place(g, slow))
