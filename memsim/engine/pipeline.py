@@ -1,14 +1,15 @@
 """Execution of one step: loads stream ahead of compute through SRAM buffers.
 
 A loader process takes a free SRAM buffer, books the transfer on the source level's
-channels and hands the arrival to the compute process, which waits for it, computes and
-frees the buffer, then books the store of its output share. Every idle moment of compute
+channels and hands the arrival to the compute process, which waits for it, computes,
+frees the buffer and books the store of its output share. Every idle moment of compute
 is recorded as a stall with its cause.
 
-Steps repeat identical chunks. Once the pipeline reaches a steady state, each further
-chunk adds exactly one period, so the engine simulates a prefix of chunks and advances
-time by ``period x remaining`` (fast-forward). This is exact when the step has the chip's
-resources to itself, which the scheduler guarantees, and a test compares it against the
+Steps repeat identical chunks, so once the pipeline is periodic (chunk completions repeat
+with a fixed cycle of ``q`` chunks) every further cycle adds exactly the same time. The
+engine then stops issuing loads, lets the chunks already in flight finish, and advances
+time by the remaining whole cycles (fast-forward). This is exact when the step has the
+chip's resources to itself, which the scheduler guarantees; tests compare it against the
 chunk-by-chunk run.
 """
 from __future__ import annotations
@@ -19,7 +20,8 @@ from memsim.engine.recorder import Recorder
 from memsim.engine.resources import ChipResources
 from memsim.mapping.plan import OpTask, Step
 
-PREFIX_CHUNKS = 8  # chunks simulated one by one before looking for a steady period
+MIN_PREFIX = 4  # chunks before looking for a periodic state
+MAX_CYCLE = 4  # longest cycle (in chunks) the detector looks for
 
 
 def share(total: int, count: int, index: int) -> int:
@@ -27,23 +29,55 @@ def share(total: int, count: int, index: int) -> int:
     return total * (index + 1) // count - total * index // count
 
 
-def _pipeline(env: simpy.Environment, res: ChipResources, rec: Recorder, chip: str, task: OpTask, step: Step,
-              count: int, completions: list[int], stalls: dict[str, int], first: bool = True):
-    slots = simpy.Container(env, capacity=step.depth, init=step.depth)
-    ready = simpy.Store(env)
-    op, kind, layer = task.op, task.kind, task.layer
-    levels = res.levels
+def _cycle(states: list[tuple], c: list[int], depth: int) -> int | None:
+    """Smallest q such that the pipeline's whole state, seen from the latest completion,
+    equals its state q chunks earlier: from then on the future provably repeats."""
+    for q in range(1, MAX_CYCLE + 1):
+        if len(c) < max(MIN_PREFIX, depth + 1) + 2 * q:
+            return None
+        if states[-1] == states[-1 - q] and c[-1] - c[-1 - q] == c[-1 - q] - c[-1 - 2 * q]:
+            return q
+    return None
 
-    done_before = len(completions)
-    totals = dict(step.total_loads)
-    store_totals = dict(step.total_stores)
 
-    def loader():
-        for i in range(count):
-            index = done_before + i
+class StepRun:
+    """The processes and state of one step on one chip."""
+
+    def __init__(self, env: simpy.Environment, res: ChipResources, rec: Recorder, chip: str, task: OpTask,
+                 step: Step, fast_forward: bool) -> None:
+        self.env, self.res, self.rec, self.chip = env, res, rec, chip
+        self.task, self.step = task, step
+        self.fast_forward = fast_forward
+        self.limit = step.count  # chunks the loader may issue; lowered when fast-forwarding
+        self.issued = 0
+        self.completions: list[int] = []
+        self.stalls: list[dict[str, int]] = []  # per chunk: stall time per cause
+        self.states: list[tuple] = []  # per chunk: pipeline state relative to its completion
+        self.arrivals: list[tuple[int, int, str]] = []  # per issued chunk: (arrival, held, source)
+        self.waiting: tuple | None = None  # the loader's pending buffer request, if any
+        self.last_store = 0
+        self.levels = sorted({lvl for lvl, _ in step.loads + step.stores})
+        self.load_totals = dict(step.total_loads)
+        self.store_totals = dict(step.total_stores)
+
+    def _row(self, start, end, resource, kind, nbytes=0, flops=0, src="", dst="", cause="", count=1):
+        t = self.task
+        self.rec.add(start, end, self.chip, resource, kind, t.op, t.kind, t.layer, nbytes, flops, src, dst, cause,
+                     count)
+
+    def loader(self, slots: simpy.Container, ready: simpy.Store):
+        env, levels, step = self.env, self.res.levels, self.step
+        while self.issued < self.limit:
+            index = self.issued
             asked = env.now
             free_when_asked = {lvl: levels[lvl].free_at for lvl, _ in step.loads}
+            self.waiting = (asked, tuple(sorted(free_when_asked.items())))
             yield slots.get(1)
+            self.waiting = None
+            if index >= self.limit:  # fast-forward began while this load waited for a buffer
+                slots.put(1)
+                return
+            self.issued += 1
             now = env.now
             arrival, source, held = now, "sram", 0
             for lvl, nbytes in step.loads:
@@ -52,101 +86,121 @@ def _pipeline(env: simpy.Environment, res: ChipResources, rec: Recorder, chip: s
                 # it: that wait is SRAM capacity's fault; waiting behind busy channels is the level's.
                 idle = now - max(asked, free_when_asked[lvl])
                 start, end = level.transfer(now, nbytes)
-                moved = share(totals[lvl], step.count, index)
+                moved = share(self.load_totals[lvl], step.count, index)
                 level.bytes_read += moved
-                rec.add(start, end, chip, lvl, "transfer", op, kind, layer, moved, 0, lvl, "sram", "", 1)
+                self._row(start, end, lvl, "transfer", moved, src=lvl, dst="sram")
                 # A stream of requests pays the latency once: later requests were issued ahead.
-                done = end + (level.latency_ps if i == 0 and first else 0)
+                done = end + (level.latency_ps if index == 0 else 0)
                 if done > arrival:
                     arrival, source, held = done, lvl, max(0, idle)
+            self.arrivals.append((arrival, held, source))
             ready.put((env.timeout(arrival - now), held, source))
 
-    env.process(loader())
-    last_store = 0
-    store_level = ""
-    for _ in range(count):
-        index = len(completions)
-        t0 = env.now
-        arrived, blocked, source = yield ready.get()
-        yield arrived
-        now = env.now
-        stalls.clear()
-        if now > t0:
-            capacity = min(now - t0, blocked)
-            rec.add(t0, t0 + capacity, chip, "compute", "stall", op, kind, layer, 0, 0, "", "", "sram_capacity", 1)
-            rec.add(t0 + capacity, now, chip, "compute", "stall", op, kind, layer, 0, 0, "", "", source, 1)
-            stalls["sram_capacity"] = capacity
-            stalls[source] = stalls.get(source, 0) + now - t0 - capacity
-        start, end = res.compute.book(now, step.compute_ps)
-        yield env.timeout(end - now)
-        rec.add(start, end, chip, "compute", "compute", op, kind, layer, 0, share(step.flops, step.count, index),
-                "", "", "", 1)
-        slots.put(1)
-        now = env.now
-        for lvl, nbytes in step.stores:
-            level = levels[lvl]
-            s, e = level.transfer(now, nbytes)
-            moved = share(store_totals[lvl], step.count, index)
-            level.bytes_written += moved
-            rec.add(s, e, chip, lvl, "transfer", op, kind, layer, moved, 0, "sram", lvl, "", 1)
-            if e + level.latency_ps > last_store:
-                last_store, store_level = e + level.latency_ps, lvl
-        completions.append(env.now)
-    if last_store > env.now:
-        t0 = env.now
-        yield env.timeout(last_store - t0)
-        rec.add(t0, env.now, chip, "compute", "stall", op, kind, layer, 0, 0, "", "", store_level, 1)
+    def run(self):
+        env, res, step = self.env, self.res, self.step
+        slots = simpy.Container(env, capacity=step.depth, init=step.depth)
+        ready = simpy.Store(env)
+        env.process(self.loader(slots, ready))
+        store_level = ""
+        index = 0
+        while index < self.limit:
+            t0 = env.now
+            arrived, held, source = yield ready.get()
+            yield arrived
+            now = env.now
+            stall: dict[str, int] = {}
+            if now > t0:
+                capacity = min(now - t0, held)
+                self._row(t0, t0 + capacity, "compute", "stall", cause="sram_capacity")
+                self._row(t0 + capacity, now, "compute", "stall", cause=source)
+                if capacity:
+                    stall["sram_capacity"] = capacity
+                if now - t0 - capacity:
+                    stall[source] = now - t0 - capacity
+            start, end = res.compute.book(now, step.compute_ps)
+            yield env.timeout(end - now)
+            self._row(start, end, "compute", "compute", flops=share(step.flops, step.count, index))
+            slots.put(1)
+            now = env.now
+            for lvl, nbytes in step.stores:
+                level = res.levels[lvl]
+                s, e = level.transfer(now, nbytes)
+                moved = share(self.store_totals[lvl], step.count, index)
+                level.bytes_written += moved
+                self._row(s, e, lvl, "transfer", moved, src="sram", dst=lvl)
+                if e + level.latency_ps > self.last_store:
+                    self.last_store, store_level = e + level.latency_ps, lvl
+            self.completions.append(now)
+            self.stalls.append(stall)
+            index += 1
+            if self.fast_forward and self.limit == step.count:
+                self.states.append(self._state(index, stall))
+                self._maybe_fast_forward()
+        if self.last_store > env.now:
+            t0 = env.now
+            yield env.timeout(self.last_store - t0)
+            self._row(t0, env.now, "compute", "stall", cause=store_level)
+        if self.limit < step.count:
+            yield from self._bulk()
 
+    def _state(self, consumed: int, stall: dict[str, int]) -> tuple:
+        """Everything that decides the future, as offsets from now (arrived loads count as 0)."""
+        now = self.env.now
+        flight = tuple((max(0, a - now), h, src) if a > now else (0, 0, "") for a, h, src in self.arrivals[consumed:])
+        channels = tuple(max(0, ch.free_at - now) for lvl in self.levels for ch in self.res.levels[lvl].channels)
+        waiting = None
+        if self.waiting is not None:
+            asked, free = self.waiting
+            waiting = (asked - now, tuple((lvl, f - now) for lvl, f in free))
+        return (flight, channels, max(0, self.last_store - now), max(0, self.res.compute.free_at - now), waiting,
+                tuple(sorted(stall.items())))
 
-def _steady_period(c: list[int]) -> int | None:
-    if len(c) < 4:
-        return None
-    d = [c[-1] - c[-2], c[-2] - c[-3], c[-3] - c[-4]]
-    return d[0] if d[0] == d[1] == d[2] else None
+    def _maybe_fast_forward(self) -> None:
+        q = _cycle(self.states, self.completions, self.step.depth)
+        if q is None:
+            return
+        remaining = self.step.count - self.issued
+        cycles = remaining // q
+        if cycles < 2:
+            return
+        self.limit = self.step.count - cycles * q  # the loader finishes the odd chunks, then stops
+        self.cycle_q = q
+        self.cycle_ps = self.completions[-1] - self.completions[-1 - q]
+        self.cycle_stalls = self.stalls[-q:]
+
+    def _bulk(self):
+        """The skipped whole cycles: busy time first, then the stalls of the same run."""
+        env, res, step = self.env, self.res, self.step
+        rest = step.count - self.limit
+        cycles = rest // self.cycle_q
+        t0 = env.now
+        done = self.limit
+        busy = step.compute_ps * rest
+        _, end = res.compute.book(t0, busy)
+        self._row(t0, end, "compute", "compute", flops=step.flops - step.flops * done // step.count, count=rest)
+        for direction, items in (("load", step.loads), ("store", step.stores)):
+            totals = self.load_totals if direction == "load" else self.store_totals
+            for lvl, nbytes in items:
+                level = res.levels[lvl]
+                s, e = level.transfer(t0, nbytes * rest)
+                moved = totals[lvl] - totals[lvl] * done // step.count
+                if direction == "load":
+                    level.bytes_read += moved
+                    self._row(s, e, lvl, "transfer", moved, src=lvl, dst="sram", count=rest)
+                else:
+                    level.bytes_written += moved
+                    self._row(s, e, lvl, "transfer", moved, src="sram", dst=lvl, count=rest)
+        per_cause: dict[str, int] = {}
+        for stall in self.cycle_stalls:
+            for cause, ps in stall.items():
+                per_cause[cause] = per_cause.get(cause, 0) + ps * cycles
+        t = end
+        for cause, ps in sorted(per_cause.items()):
+            self._row(t, t + ps, "compute", "stall", cause=cause, count=rest)
+            t += ps
+        yield env.timeout(self.cycle_ps * cycles)
 
 
 def run_step(env: simpy.Environment, res: ChipResources, rec: Recorder, chip: str, task: OpTask, step: Step,
              fast_forward: bool):
-    completions: list[int] = []
-    stalls: dict[str, int] = {}  # the last chunk's stall time per cause
-    if not fast_forward or step.count <= PREFIX_CHUNKS + 1:
-        yield from _pipeline(env, res, rec, chip, task, step, step.count, completions, stalls)
-        return
-    yield from _pipeline(env, res, rec, chip, task, step, PREFIX_CHUNKS, completions, stalls)
-    rest = step.count - PREFIX_CHUNKS
-    period = _steady_period(completions)
-    if period is None or period != step.compute_ps + sum(stalls.values()):
-        # No steady state yet: keep simulating chunk by chunk.
-        yield from _pipeline(env, res, rec, chip, task, step, rest, completions, stalls, first=False)
-        return
-    yield from _bulk(env, res, rec, chip, task, step, rest, period, stalls)
-
-
-def _bulk(env: simpy.Environment, res: ChipResources, rec: Recorder, chip: str, task: OpTask, step: Step,
-          rest: int, period: int, stalls: dict[str, int]):
-    """``rest`` more chunks of a steady pipeline: busy time first, then the stalls of the same run."""
-    t0 = env.now
-    op, kind, layer = task.op, task.kind, task.layer
-    busy = step.compute_ps * rest
-    done = step.count - rest
-    flops = step.flops - step.flops * done // step.count
-    _, end = res.compute.book(t0, busy)
-    rec.add(t0, end, chip, "compute", "compute", op, kind, layer, 0, flops, "", "", "", rest)
-    for direction, items in (("load", step.loads), ("store", step.stores)):
-        totals = dict(step.total_loads if direction == "load" else step.total_stores)
-        for lvl, nbytes in items:
-            level = res.levels[lvl]
-            s, e = level.transfer(t0, nbytes * rest)
-            moved = totals[lvl] - totals[lvl] * done // step.count
-            if direction == "load":
-                level.bytes_read += moved
-                src, dst = lvl, "sram"
-            else:
-                level.bytes_written += moved
-                src, dst = "sram", lvl
-            rec.add(s, e, chip, lvl, "transfer", op, kind, layer, moved, 0, src, dst, "", rest)
-    t = end
-    for cause, ps in sorted(stalls.items()):
-        rec.add(t, t + ps * rest, chip, "compute", "stall", op, kind, layer, 0, 0, "", "", cause, rest)
-        t += ps * rest
-    yield env.timeout(period * rest)
+    yield from StepRun(env, res, rec, chip, task, step, fast_forward).run()

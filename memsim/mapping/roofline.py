@@ -7,11 +7,21 @@ step's external inputs and outputs, at no more than peak bandwidth.
 from __future__ import annotations
 
 from memsim.hardware.spec import ChipSpec
-from memsim.workload.graph import OpGraph
+from memsim.workload.graph import Op, OpGraph
+
+
+MATRIX_KINDS = ("matmul", "attention")
+
+
+def peak_rate(chip: ChipSpec, op: Op) -> int:
+    """The fastest rate the op's FLOPs can run at: matrix units for GEMMs, vector units otherwise."""
+    if op.kind in MATRIX_KINDS:
+        return chip.compute.peak(op.dtype)
+    return chip.compute.vector_flops_per_s
 
 
 def compute_seconds(graph: OpGraph, chip: ChipSpec) -> float:
-    return sum(op.flops / chip.compute.peak(op.dtype) for op in graph)
+    return sum(op.flops / peak_rate(chip, op) for op in graph)
 
 
 def compulsory_bytes(graph: OpGraph, homes: dict[str, str]) -> dict[str, int]:

@@ -70,6 +70,7 @@ def gemm_tile(m: int, n: int, k: int, a_bits: int, b_bits: int, c_bits: int, acc
 @dataclass(frozen=True, slots=True)
 class AttentionTile:
     block_rows: int  # query rows held in SRAM per pass (per KV head)
+    block_cols: int  # keys per streamed K/V block
     passes: int  # times the K/V of one head is streamed
     kv_traffic: int  # bytes of K/V read including re-reads
     buffer_bytes: int
@@ -84,17 +85,21 @@ def attention_tile(q_rows: int, kv_len: int, head_dim: int, groups: int, q_bits:
     head's cache is shared by its whole group. Traffic falls as Theta(N^2 d^2 / M).
     """
     bc = max(1, min(block_cols, kv_len))
-    kv_chunk = depth * bits_bytes(2 * bc * head_dim, kv_bits)
-    per_row = bits_bytes(head_dim, q_bits) + head_dim * acc_bytes + bc * acc_bytes
-    room = sram_bytes - kv_chunk
-    if room < per_row:
-        raise CapacityError(f"SRAM of {sram_bytes} B cannot hold one attention row block with {depth} buffers",
-                            field="sram.capacity")
+    while True:  # narrower K/V blocks when SRAM is tight
+        kv_chunk = depth * bits_bytes(2 * bc * head_dim, kv_bits)
+        per_row = bits_bytes(head_dim, q_bits) + head_dim * acc_bytes + bc * acc_bytes
+        room = sram_bytes - kv_chunk
+        if room >= per_row:
+            break
+        if bc == 1:
+            raise CapacityError(f"SRAM of {sram_bytes} B cannot hold one attention row block with {depth} buffers",
+                                field="sram.capacity")
+        bc //= 2
     rows = min(q_rows, room // per_row)
     passes = math.ceil(q_rows / rows)
     fraction = (passes + 1) / (2 * passes) if causal and passes > 1 else 1.0
     kv = math.ceil(kv_bytes_once * passes * fraction) if passes > 1 else kv_bytes_once
-    return AttentionTile(rows, passes, kv, max(1, (sram_bytes - rows * per_row) // depth))
+    return AttentionTile(rows, bc, passes, kv, max(1, (sram_bytes - rows * per_row) // depth))
 
 
 def chunk_count(traffic: int, buffer_bytes: int) -> int:

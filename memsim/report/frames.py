@@ -5,6 +5,7 @@ import pandas as pd
 
 from memsim.engine import EngineResult
 from memsim.mapping import Plan
+from memsim.mapping.roofline import peak_rate
 from memsim.units import PS_PER_S, transfer_ps
 from memsim.workload import OpGraph
 
@@ -37,7 +38,7 @@ def ops(graph: OpGraph, plan: Plan, result: EngineResult) -> pd.DataFrame:
             row[f"{lvl}_read_bytes"] = moved.get(lvl, (0, 0))[0]
             row[f"{lvl}_written_bytes"] = moved.get(lvl, (0, 0))[1]
         row["arithmetic_intensity"] = task.flops / off_chip if off_chip else float("inf")
-        bounds = {"compute": task.flops / chip.compute.peak(op.dtype)}
+        bounds = {"compute": task.flops / peak_rate(chip, op)}
         for lvl, (r, w) in moved.items():
             level = chip.level(lvl)
             bounds[lvl] = transfer_ps(r + w, level.bandwidth_bytes_per_s) / PS_PER_S

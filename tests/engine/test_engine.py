@@ -6,7 +6,7 @@ from dataclasses import replace
 import pytest
 
 from memsim import engine, mapping, workload
-from memsim.engine.pipeline import PREFIX_CHUNKS
+from memsim.engine.pipeline import MIN_PREFIX
 
 
 def _compute_rows(result):
@@ -17,7 +17,7 @@ def _compute_rows(result):
 def test_fast_forward_and_replay_are_exact(tiny_graph, tiny_chip, depth):
     chip = replace(tiny_chip, execution=replace(tiny_chip.execution, prefetch_depth=depth))
     plan = mapping.make_plan(tiny_graph, chip)
-    assert any(s.count > PREFIX_CHUNKS + 1 for t in plan.tasks for s in t.steps), "nothing to fast-forward"
+    assert any(s.count > 4 * MIN_PREFIX for t in plan.tasks for s in t.steps), "nothing to fast-forward"
     full = engine.run(plan, fast_forward=False, memoize=False)
     fast = engine.run(plan, fast_forward=True, memoize=True)
     assert fast.end_ps == full.end_ps

@@ -145,7 +145,8 @@ def test_attention_tile_invariants(q_rows, kv_len, head_dim, kv_bits, depth, cau
     assert tile.passes == math.ceil(q_rows / tile.block_rows)
     assert tile.buffer_bytes >= 1
     # Q rows, their accumulators and the streamed K/V blocks fit in SRAM together.
-    bc = min(64, kv_len)
+    bc = tile.block_cols
+    assert 1 <= bc <= min(64, kv_len)
     per_row = bits_bytes(head_dim, 16) + head_dim * ACC + bc * ACC
     kv_chunk = depth * bits_bytes(2 * bc * head_dim, kv_bits)
     assert tile.block_rows * per_row + kv_chunk <= sram
