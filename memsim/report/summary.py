@@ -35,6 +35,7 @@ def summarize(graph: OpGraph, plan: Plan, result: EngineResult) -> dict[str, Any
     dominant = max(stalls, key=stalls.__getitem__) if stalls else "compute"
     weights_needed = sum(r.bytes for op in graph for r in op.inputs if graph.tensors[r.tensor].klass == "weight")
     kv_read = sum(r.bytes for op in graph for r in op.inputs if graph.tensors[r.tensor].klass == "kv")
+    kv_written = sum(graph.tensors[t].bytes for op in graph for t in op.outputs if graph.tensors[t].klass == "kv")
     return {
         "hardware": chip.name,
         "family": chip.family,
@@ -48,10 +49,10 @@ def summarize(graph: OpGraph, plan: Plan, result: EngineResult) -> dict[str, Any
         "compute_busy_s": busy,
         "bytes_per_level": per_level,
         "compulsory_bytes": dict(plan.compulsory_bytes),
-        "weight_bytes": graph.bytes_of("weight"),
-        "weight_bytes_read": weights_needed,
-        "kv_cache_bytes": graph.bytes_of("kv"),
-        "kv_cache_bytes_read": kv_read,
+        "weight_bytes": weights_needed,
+        "weight_bytes_stored": graph.bytes_of("weight"),
+        "kv_cache_bytes": kv_read,
+        "kv_cache_bytes_written": kv_written,
         "stall_s": stalls,
         "stall_total_s": sum(stalls.values()),
         "dominant_stall": dominant if busy < step_s / 2 else "compute",

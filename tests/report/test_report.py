@@ -1,0 +1,66 @@
+"""Reports: summary fields, table columns, and all-or-nothing output folders."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+import yaml
+
+from memsim import hardware, simulate
+from memsim.report import TIMELINE_COLUMNS
+
+
+@pytest.fixture()
+def result(tiny_chip_path, tiny_model_path):
+    return simulate(str(tiny_chip_path), str(tiny_model_path), phase="decode", batch=2, context=32)
+
+
+def test_summary_is_consistent_with_the_timeline(result):
+    s, tl = result.summary, result.timeline
+    assert s["step_time_s"] == pytest.approx(tl["end_s"].max())
+    compute = tl[tl.resource == "compute"]
+    stalls = compute[compute.kind == "stall"].groupby("cause")["end_s"].sum() - \
+        compute[compute.kind == "stall"].groupby("cause")["start_s"].sum()
+    assert s["stall_s"] == pytest.approx(stalls.to_dict())
+    assert s["compute_busy_s"] + s["stall_total_s"] == pytest.approx(s["step_time_s"])
+    assert s["flops_total"] == compute[compute.kind == "compute"]["flops"].sum() == result.graph.total_flops()
+    hbm = tl[(tl.kind == "transfer") & (tl.resource == "hbm")]
+    assert s["bytes_per_level"]["hbm"]["read"] == hbm[hbm.src == "hbm"]["bytes"].sum()
+    assert s["bytes_per_level"]["hbm"]["written"] == hbm[hbm.dst == "hbm"]["bytes"].sum()
+    assert s["step_time_s"] >= s["roofline_s"]
+    assert 0 < s["compute_utilization"] < 1
+
+
+def test_tables_have_the_documented_columns(result):
+    assert list(result.timeline.columns) == TIMELINE_COLUMNS
+    assert set(result.timeline["kind"]) == {"compute", "transfer", "stall"}
+    ops = result.ops
+    for col in ["op", "op_kind", "layer", "start_s", "end_s", "duration_s", "flops", "hbm_read_bytes",
+                "hbm_written_bytes", "arithmetic_intensity", "roofline_s", "bound", "tile"]:
+        assert col in ops.columns
+    assert len(ops) == len(result.graph.ops)
+    assert (ops["end_s"] >= ops["start_s"]).all()
+    assert (ops["duration_s"] >= ops["roofline_s"] * (1 - 1e-9)).all()
+    gemms = ops[ops.op_kind == "matmul"]
+    assert (gemms["arithmetic_intensity"] > 0).all()
+
+
+def test_outputs_are_written_and_reload(result, tmp_path):
+    out = tmp_path / "run"
+    written = result.write(out)
+    assert sorted(p.name for p in written) == ["hardware.yaml", "ops.csv", "summary.json", "timeline.csv"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["step_time_s"] == result.summary["step_time_s"]
+    assert len(pd.read_csv(out / "timeline.csv")) == len(result.timeline)
+    # The resolved configuration saved next to the result loads back to the same chip.
+    chip, _ = hardware.load_chip(out / "hardware.yaml")
+    assert chip == result.chip
+    assert yaml.safe_load((out / "hardware.yaml").read_text())["name"] == "tiny"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_overrides_reach_the_saved_config(tiny_chip_path, tiny_model_path, tmp_path):
+    r = simulate(str(tiny_chip_path), str(tiny_model_path), context=8, set={"sram.capacity": "128KiB"})
+    r.write(tmp_path / "o")
+    assert hardware.load_chip(tmp_path / "o" / "hardware.yaml")[0].sram.capacity_bytes == 128 * 1024
