@@ -11,7 +11,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 FAMILIES = ("gpu",)  # execution models with a mapping strategy (see memsim.mapping.strategy)
-LEVEL_KINDS = ("sram", "hbm", "ddr", "gddr", "lpddr", "l2", "cache")
+LEVEL_KINDS = ("sram", "hbm", "ddr", "gddr", "lpddr")
 SCOPES = ("unit", "chip")
 ATTENTION = ("fused", "unfused")
 

@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Benchmarks: prints figures, asserts nothing. Run: python scripts/bench.py [--repeat N]
+
+- wall time of one Llama-2-7B decode step on h100-sxm (whole pipeline and engine alone),
+  simulated events and events per second;
+- event count against the number of layers (should grow linearly);
+- wall time of a Llama-2-7B prefill step (4096 tokens).
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from dataclasses import replace
+
+from memsim import engine, hardware, mapping, simulate, workload
+
+
+def timed(fn, repeat: int) -> tuple[float, object]:
+    times, out = [], None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+
+    chip = hardware.load("h100-sxm")
+    model = workload.model_config("llama-2-7b")
+    step = workload.StepSpec.make("decode", batch=1, context=2048)
+
+    wall, result = timed(lambda: simulate("h100-sxm", "llama-2-7b", phase="decode", context=2048), args.repeat)
+    graph = workload.build_step(model, step)
+    plan = mapping.make_plan(graph, chip)
+    eng_wall, eng = timed(lambda: engine.run(plan), args.repeat)
+    print("Llama-2-7B decode, batch 1, context 2048, h100-sxm")
+    print(f"  simulated step time        {result.summary['step_time_s'] * 1e3:10.3f} ms")
+    print(f"  wall time, simulate()      {wall:10.3f} s   (config, DAG, mapping, engine, tables)")
+    print(f"  wall time, engine only     {eng_wall:10.3f} s")
+    print(f"  events                     {eng.events:10d}")
+    print(f"  events per second          {eng.events / eng_wall:10.0f}")
+    print(f"  ops simulated / replayed   {eng.simulated_tasks:5d} / {eng.replayed_tasks}")
+
+    print("Event count against layers (Llama-2-7B shapes, decode)")
+    counts = []
+    for layers in (8, 16, 32, 64):
+        g = workload.build_step(replace(model, layers=layers), step)
+        r = engine.run(mapping.make_plan(g, chip))
+        counts.append((layers, r.events))
+        print(f"  {layers:3d} layers  {r.events:8d} events  {r.events / layers:8.1f} per layer")
+    slopes = [(b[1] - a[1]) / (b[0] - a[0]) for a, b in zip(counts, counts[1:])]
+    print(f"  marginal events per layer: {', '.join(f'{s:.1f}' for s in slopes)} (constant = linear)")
+
+    wall, result = timed(lambda: simulate("h100-sxm", "llama-2-7b", phase="prefill", prompt=4096),
+                         max(1, args.repeat // 2))
+    print("Llama-2-7B prefill, 4096 tokens, h100-sxm")
+    print(f"  simulated step time        {result.summary['step_time_s'] * 1e3:10.3f} ms")
+    print(f"  wall time, simulate()      {wall:10.3f} s")
+
+
+if __name__ == "__main__":
+    main()

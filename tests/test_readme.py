@@ -1,0 +1,47 @@
+"""The README documents every CLI flag, config field and output column."""
+from __future__ import annotations
+
+from dataclasses import fields
+from pathlib import Path
+
+from memsim import cli, simulate
+from memsim.hardware.spec import ChipSpec, ComputeSpec, ExecutionSpec, LinkSpec, MemoryLevel
+from memsim.report import TIMELINE_COLUMNS
+
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+
+
+def test_every_cli_flag_is_documented():
+    for command in cli.main.commands.values():
+        for param in command.params:
+            for opt in param.opts:
+                if opt.startswith("-"):
+                    assert f"`{opt}" in README, f"{command.name} {opt}"
+
+
+def test_every_config_field_is_documented():
+    prefixes = {ChipSpec: "", ComputeSpec: "compute.", MemoryLevel: "levels[].", LinkSpec: "links[].",
+                ExecutionSpec: "execution."}
+    for cls, prefix in prefixes.items():
+        for f in fields(cls):
+            if f.metadata["unit"] not in ("section", "list"):
+                assert f"| `{prefix}{f.metadata['key']}` |" in README, f"{prefix}{f.metadata['key']}"
+
+
+def test_every_output_column_and_summary_key_is_documented(tiny_chip_path, tiny_model_path):
+    r = simulate(str(tiny_chip_path), str(tiny_model_path), context=8)
+    for col in TIMELINE_COLUMNS:
+        assert f"`{col}`" in README, col
+    for col in r.ops.columns:
+        generic = col.replace("hbm_", "<level>_")
+        assert f"`{col}`" in README or f"`{generic}`" in README, col
+    for key in r.summary:
+        assert f"`{key}`" in README, key
+
+
+def test_quick_start_has_exactly_two_commands():
+    quick = README.split("## Quick start")[1].split("\n## ")[0]
+    blocks = [b for b in quick.split("```bash")[1:]]
+    assert len(blocks) == 2
+    assert "memsim run --hw h100-sxm --model llama-2-7b" in blocks[0]
+    assert "pytest" in blocks[1]
