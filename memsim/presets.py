@@ -1,11 +1,15 @@
 """Shipped configs: a name resolves to `configs/KIND/NAME.SUFFIX`; a path is used as is."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from memsim.errors import ConfigError
 
-CONFIG_ROOT = Path(__file__).resolve().parents[1] / "configs"
+# A source checkout (or editable install) keeps configs/ beside the package; a regular install
+# puts them under <prefix>/share/memsim/configs (setup.cfg data_files).
+_CANDIDATES = (Path(__file__).resolve().parents[1] / "configs", Path(sys.prefix) / "share" / "memsim" / "configs")
+CONFIG_ROOT = next((p for p in _CANDIDATES if (p / "hardware").is_dir()), _CANDIDATES[0])
 
 
 def config_dir(kind: str) -> Path:
