@@ -85,7 +85,7 @@ def format_summary(s: dict) -> str:
             lines.append(f"  {lvl:<16} read {human_bytes(b['read']):>14}  written {human_bytes(b['written']):>14}")
     lines.append(f"  compute busy     {s['compute_busy_s'] * 1e3:12.4f} ms")
     for cause, sec in sorted(s["stall_s"].items(), key=lambda kv: -kv[1]):
-        lines.append(f"  stall {cause:<10} {sec * 1e3:12.4f} ms")
+        lines.append(f"  stall {cause:<13} {sec * 1e3:9.4f} ms")
     return "\n".join(lines)
 
 
