@@ -62,6 +62,8 @@ class ChipResources:
         self.chip = chip
         self.compute = Server("compute")
         self.levels = {lvl.name: Level(lvl, chip.compute.units) for lvl in chip.levels}
+        # One server per link direction; single-chip plans do not use them yet.
+        self.links = {f"{lk.name}:{d}": Server(f"{lk.name}:{d}") for lk in chip.links for d in ("tx", "rx")}
 
     def idle_at(self, now: int) -> bool:
         return self.compute.free_at <= now and all(

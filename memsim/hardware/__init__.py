@@ -1,8 +1,6 @@
 """Hardware: frozen chip specs, YAML loading with units, preset lookup."""
 from __future__ import annotations
 
-from pathlib import Path
-
 from memsim.hardware.loader import dump_chip, load_chip
 from memsim.presets import available, resolve
 from memsim.hardware.spec import ChipSpec, ComputeSpec, ExecutionSpec, LinkSpec, MemoryLevel
@@ -21,5 +19,5 @@ def presets() -> list[str]:
 
 __all__ = [
     "ChipSpec", "ComputeSpec", "ExecutionSpec", "LinkSpec", "MemoryLevel",
-    "dump_chip", "load", "load_chip", "presets", "resolve", "HW_SUFFIXES", "Path",
+    "dump_chip", "load", "load_chip", "presets", "resolve", "HW_SUFFIXES",
 ]

@@ -67,11 +67,6 @@ class MemoryLevel:
     def is_scratchpad(self) -> bool:
         return self.kind == "sram"
 
-    @property
-    def total_capacity_bytes(self) -> int:
-        """Capacity of the whole chip: per-unit levels are summed over units by the caller."""
-        return self.capacity_bytes
-
     def effective_bandwidth(self, units: int) -> int:
         scale = units if self.scope == "unit" else 1
         return max(1, int(self.bandwidth_bytes_per_s * scale * self.efficiency))

@@ -133,7 +133,7 @@ def _fused_attention(op: Op, cx: Context) -> tuple[Step, ...]:
     hd = op.dim("head_dim")
     q, *kv_reads = op.inputs
     kv_bits = max(cx.bits(r.tensor) for r in kv_reads)
-    tile = tiling.attention_tile(q_rows=(heads // kvh) * q_len, kv_len=kv_len, head_dim=hd, groups=batch * kvh,
+    tile = tiling.attention_tile(q_rows=(heads // kvh) * q_len, kv_len=kv_len, head_dim=hd,
                                  q_bits=cx.bits(q.tensor), kv_bits=kv_bits,
                                  acc_bytes=cx.chip.execution.accumulator_bytes, sram_bytes=cx.sram_bytes,
                                  depth=cx.depth, kv_bytes_once=sum(r.bytes for r in kv_reads),
@@ -152,39 +152,40 @@ def _fused_attention(op: Op, cx: Context) -> tuple[Step, ...]:
 
 
 def _unfused_attention(op: Op, cx: Context) -> tuple[Step, ...]:
-    """QK^T, softmax and PV as separate kernels: the score matrix goes through memory twice."""
+    """QK^T, softmax and PV as separate kernels: the score matrix goes through memory twice.
+
+    Attention inputs are ordered q, k, v, then optionally k_cache, v_cache (the trace schema).
+    """
     batch, heads, kvh, q_len, kv_len = _attn_shape(op)
     q, *kv_reads = op.inputs
+    keys, values = kv_reads[0::2], kv_reads[1::2]
     act = cx.home(q.tensor)
     score_bytes = tiling.bits_bytes(batch * heads * q_len * kv_len, cx.bits(q.tensor))
-    keys = [r for r in kv_reads if ".k" in r.tensor]
-    values = [r for r in kv_reads if r not in keys]
     buffer = cx.sram_bytes // (cx.depth + 1)
     rate = cx.matrix_rate(op.dtype)
     half = op.flops // 2
-    _, stores = _streams(op, cx)
-    out_name = op.outputs[0]
-    kv_stores = {k: v for k, v in stores.items()}
-    out_bytes = cx.graph.tensors[out_name].bytes
-    kv_stores[cx.home(out_name)] -= out_bytes
+    out, *appended = op.outputs  # appended: this step's keys and values, written to the cache
 
     qk_loads: dict[str, int] = {}
     _add(qk_loads, act, q.bytes)
     for r in keys:
         _add(qk_loads, cx.home(r.tensor), r.bytes)
-    qk_stores = dict(kv_stores)
+    qk_stores: dict[str, int] = {}
     _add(qk_stores, act, score_bytes)
+    for name in appended:
+        _add(qk_stores, cx.home(name), cx.graph.tensors[name].bytes)
     pv_loads: dict[str, int] = {act: score_bytes}
     for r in values:
         _add(pv_loads, cx.home(r.tensor), r.bytes)
+    pv_stores: dict[str, int] = {}
+    _add(pv_stores, cx.home(out), cx.graph.tensors[out].bytes)
     sm_flops = SOFTMAX_FLOPS_PER_SCORE * batch * heads * q_len * kv_len
     return (
-        make_step("qk", qk_loads, {k: v for k, v in qk_stores.items() if v}, compute_ps(half, rate), half,
-                  buffer, cx.depth, cx.sram_bytes),
+        make_step("qk", qk_loads, qk_stores, compute_ps(half, rate), half, buffer, cx.depth, cx.sram_bytes),
         make_step("softmax", {act: score_bytes}, {act: score_bytes}, compute_ps(sm_flops, cx.vector_rate()), 0,
                   buffer, cx.depth, cx.sram_bytes),
-        make_step("pv", pv_loads, {cx.home(out_name): out_bytes}, compute_ps(op.flops - half, rate),
-                  op.flops - half, buffer, cx.depth, cx.sram_bytes),
+        make_step("pv", pv_loads, pv_stores, compute_ps(op.flops - half, rate), op.flops - half, buffer, cx.depth,
+                  cx.sram_bytes),
     )
 
 

@@ -76,7 +76,7 @@ class AttentionTile:
     buffer_bytes: int
 
 
-def attention_tile(q_rows: int, kv_len: int, head_dim: int, groups: int, q_bits: int, kv_bits: int,
+def attention_tile(q_rows: int, kv_len: int, head_dim: int, q_bits: int, kv_bits: int,
                    acc_bytes: int, sram_bytes: int, depth: int, kv_bytes_once: int, causal: bool,
                    block_cols: int = 64) -> AttentionTile:
     """FlashAttention tiling: Q blocks stay in SRAM while K/V stream past them.

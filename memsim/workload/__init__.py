@@ -1,8 +1,6 @@
 """Workload: the operator DAG, builders from model configs, and the trace file."""
 from __future__ import annotations
 
-from pathlib import Path
-
 from memsim.presets import available, resolve
 from memsim.workload.builder import StepSpec, build_step
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
@@ -21,4 +19,4 @@ def models() -> list[str]:
 
 
 __all__ = ["ModelConfig", "Op", "OpGraph", "Read", "StepSpec", "Tensor", "build_step", "load_model",
-           "model_config", "models", "read_trace", "write_trace", "Path"]
+           "model_config", "models", "read_trace", "write_trace"]

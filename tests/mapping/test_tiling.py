@@ -106,12 +106,13 @@ def test_gemm_traffic_depends_on_depth_only_through_fit():
     assert deep.traffic >= shallow.traffic
 
 
-ATTN = dict(head_dim=128, groups=8, q_bits=16, kv_bits=16, acc_bytes=ACC, depth=2)
+ATTN = dict(head_dim=128, q_bits=16, kv_bits=16, acc_bytes=ACC, depth=2)
+GROUPS = 8  # (batch x KV heads) whose caches add up to kv_bytes_once
 
 
 def _attn(q_rows, kv_len, sram, causal, **kw):
     args = {**ATTN, **kw}
-    kv_once = 2 * kv_len * args["head_dim"] * args["kv_bits"] // 8 * args["groups"]
+    kv_once = 2 * kv_len * args["head_dim"] * args["kv_bits"] // 8 * GROUPS
     return attention_tile(q_rows=q_rows, kv_len=kv_len, sram_bytes=sram, kv_bytes_once=kv_once, causal=causal,
                           **args), kv_once
 
