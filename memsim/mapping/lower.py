@@ -79,14 +79,22 @@ def _gemm(m, n, k, a_bits, b_bits, c_bits, acc, sram, depth, name):
 
 @register("matmul")
 def lower_matmul(op: Op, cx: Context) -> tuple[Step, ...]:
-    a, b = op.inputs[0].tensor, op.inputs[1].tensor
-    m, n, k = op.dim("m"), op.dim("n"), op.dim("k")
+    """C = A @ B, tiled; ``groups`` independent GEMMs of ``m`` rows each (grouped MoE experts)
+    share the tile. Inputs after A and B (bias vectors, routing weights) are read once."""
+    a_read, b_read, *extra = op.inputs
+    a, b = a_read.tensor, b_read.tensor
+    m, n, k, groups = op.dim("m"), op.dim("n"), op.dim("k"), op.dim("groups", 1)
     c_bits = BITS[cx.graph.tensors[op.outputs[0]].dtype]
     tile = _gemm(m, n, k, cx.bits(a), cx.bits(b), c_bits, cx.chip.execution.accumulator_bytes,
                  cx.sram_bytes, cx.depth, op.name)
     loads: dict[str, int] = {}
-    _add(loads, cx.home(a), tile.a_bytes)
-    _add(loads, cx.home(b), tile.b_bytes)
+    # Re-fetch factors come from the tile; the bytes fetched once are what the op reads.
+    refetch_a = tile.a_bytes // max(1, tiling.bits_bytes(m * k, cx.bits(a)))
+    gathered = m * groups / max(1, cx.graph.tensors[a].shape[0])  # rows routed to several experts
+    _add(loads, cx.home(a), math.ceil(a_read.bytes * max(1.0, gathered)) * refetch_a)
+    _add(loads, cx.home(b), b_read.bytes * (tile.b_bytes // max(1, tiling.bits_bytes(k * n, cx.bits(b)))))
+    for r in extra:
+        _add(loads, cx.home(r.tensor), r.bytes)
     stores: dict[str, int] = {}
     for out in op.outputs:
         _add(stores, cx.home(out), cx.graph.tensors[out].bytes)

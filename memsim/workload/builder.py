@@ -13,6 +13,7 @@ from memsim.errors import ConfigError
 from memsim.workload.dtypes import KV_DTYPES, WEIGHT_DTYPES, nbytes
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
 from memsim.workload.models import ModelConfig
+from memsim.workload.moe import moe_mlp
 
 # Vector operations per element, for the FLOP count of memory-bound ops.
 FLOPS_PER_ELEMENT = {"add": 1, "rope": 6, "silu_mul": 5, "gelu": 8, "layernorm": 8, "rmsnorm": 5}
@@ -76,19 +77,25 @@ class _Builder:
            **dims: int) -> None:
         self.g.add_op(Op(name, kind, layer, self.s.act_dtype, flops, inputs, outputs, tuple(sorted(dims.items()))))
 
-    def matmul(self, name: str, layer: int, x: str, n: int, out: str, rows: int | None = None) -> str:
+    def matmul(self, name: str, layer: int, x: str, n: int, out: str, rows: int | None = None,
+               bias: bool | None = None) -> str:
         rows = rows or self.rows
         k = self.g.tensors[x].shape[-1]
         w = self.tensor(f"{name}.weight", (k, n), "weight")
         self.act(out, n, rows)
-        self.op(name, "matmul", layer, 2 * rows * n * k, self.full(x, w, *self.bias(name, n)), (out,), m=rows, n=n, k=k)
+        self.op(name, "matmul", layer, 2 * rows * n * k, self.full(x, w, *self.bias(name, n, bias)), (out,),
+                m=rows, n=n, k=k)
         return out
 
-    def bias(self, name: str, n: int) -> tuple[str, ...]:
-        """GPT-2 and BERT projections carry a bias vector; Llama-family ones do not."""
-        if self.m.arch == "llama" or name == "lm_head":
-            return ()
-        return (self.tensor(f"{name}.bias", (n,), "weight"),)
+    def bias(self, name: str, n: int, wanted: bool | None = None) -> tuple[str, ...]:
+        """Bias vectors as the architecture has them: GPT-2 and BERT on every projection, GPT-J on
+        its MLP and LM head, Qwen2 on QKV, Llama and Falcon-180B nowhere."""
+        if wanted is None:
+            role = name.rsplit(".", 1)[-1]
+            arch = self.m.arch
+            wanted = (arch in ("gpt2", "bert") and role != "lm_head") or \
+                (arch == "gptj" and role in ("fc", "down", "lm_head")) or (role == "qkv" and self.m.qkv_bias)
+        return (self.tensor(f"{name}.bias", (n,), "weight"),) if wanted else ()
 
     def vector(self, name: str, kind: str, layer: int, ins: tuple[str, ...], out: str, width: int, per_elem: int,
                weights: tuple[str, ...] = ()) -> str:
@@ -172,31 +179,46 @@ class _Builder:
                 m=self.rows, n=n, k=m.hidden)
         return outs
 
+    def rope(self, p: str, i: int, q: str, k: str) -> tuple[str, str]:
+        m = self.m
+        q_w, kv_w = m.heads * m.head_dim, m.kv_heads * m.head_dim
+        self.act(f"{p}.q_rot", q_w)
+        self.act(f"{p}.k_rot", kv_w)
+        elems = self.rows * (q_w + kv_w)
+        self.op(f"{p}.rope", "elementwise", i, FLOPS_PER_ELEMENT["rope"] * elems, self.full(q, k),
+                (f"{p}.q_rot", f"{p}.k_rot"), elements=elems)
+        return f"{p}.q_rot", f"{p}.k_rot"
+
+    def mlp(self, p: str, i: int, h: str) -> str:
+        m = self.m
+        if m.experts > 1:
+            return moe_mlp(self, p, i, h)
+        if m.gated_mlp:
+            gu = self.matmul(f"{p}.gate_up", i, h, 2 * m.intermediate, f"{p}.gate_up.out")
+            act = self.vector(f"{p}.act", "elementwise", i, (gu,), f"{p}.act.out", m.intermediate,
+                              FLOPS_PER_ELEMENT["silu_mul"])
+        else:
+            up = self.matmul(f"{p}.fc", i, h, m.intermediate, f"{p}.fc.out")
+            act = self.vector(f"{p}.act", "elementwise", i, (up,), f"{p}.act.out", m.intermediate,
+                              FLOPS_PER_ELEMENT["gelu"])
+        return self.matmul(f"{p}.down", i, act, m.hidden, f"{p}.down.out")
+
     def decoder_layer(self, i: int, x: str) -> str:
         m = self.m
         p = f"L{i}"
         h = self.norm(f"{p}.attn_norm", i, x)
         q, k, v = self.qkv(p, i, h)
-        if m.arch == "llama":
-            kv_w = m.kv_heads * m.head_dim
-            self.act(f"{p}.q_rot", m.hidden)
-            self.act(f"{p}.k_rot", kv_w)
-            self.op(f"{p}.rope", "elementwise", i, FLOPS_PER_ELEMENT["rope"] * self.rows * (m.hidden + kv_w),
-                    self.full(q, k), (f"{p}.q_rot", f"{p}.k_rot"), elements=self.rows * (m.hidden + kv_w))
-            q, k = f"{p}.q_rot", f"{p}.k_rot"
+        if m.rotary:
+            q, k = self.rope(p, i, q, k)
         a = self.attention(f"{p}.attn", i, q, k, v)
         o = self.matmul(f"{p}.o_proj", i, a, m.hidden, f"{p}.o_proj.out")
+        if m.parallel_block:  # GPT-J, Falcon: x + attn(ln(x)) + mlp(ln(x))
+            h2 = self.norm(f"{p}.mlp_norm", i, x) if m.arch == "falcon" else h
+            d = self.mlp(p, i, h2)
+            return self.vector(f"{p}.residual_add", "elementwise", i, (x, o, d), f"{p}.residual_add.out", m.hidden, 2)
         x1 = self.vector(f"{p}.attn_add", "elementwise", i, (x, o), f"{p}.attn_add.out", m.hidden, 1)
         h2 = self.norm(f"{p}.mlp_norm", i, x1)
-        if m.gated_mlp:
-            gu = self.matmul(f"{p}.gate_up", i, h2, 2 * m.intermediate, f"{p}.gate_up.out")
-            act = self.vector(f"{p}.act", "elementwise", i, (gu,), f"{p}.act.out", m.intermediate,
-                              FLOPS_PER_ELEMENT["silu_mul"])
-        else:
-            up = self.matmul(f"{p}.fc", i, h2, m.intermediate, f"{p}.fc.out")
-            act = self.vector(f"{p}.act", "elementwise", i, (up,), f"{p}.act.out", m.intermediate,
-                              FLOPS_PER_ELEMENT["gelu"])
-        d = self.matmul(f"{p}.down", i, act, m.hidden, f"{p}.down.out")
+        d = self.mlp(p, i, h2)
         return self.vector(f"{p}.mlp_add", "elementwise", i, (x1, d), f"{p}.mlp_add.out", m.hidden, 1)
 
     def encoder_layer(self, i: int, x: str) -> str:
@@ -218,7 +240,7 @@ def build_step(model: ModelConfig, step: StepSpec) -> OpGraph:
     """The operator DAG of one step of ``model``."""
     if model.is_encoder and step.phase == "decode":
         raise ConfigError(f"{model.name} is an encoder: use --phase prefill", field="--phase")
-    if step.context + step.tokens > model.max_positions and model.arch != "llama":
+    if step.context + step.tokens > model.max_positions and not model.rotary:
         raise ConfigError(f"{step.context + step.tokens} tokens exceed the model's {model.max_positions} positions",
                           field="--context/--prompt")
     return _Builder(model, step).build()

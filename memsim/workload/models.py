@@ -7,7 +7,9 @@ from pathlib import Path
 
 from memsim.errors import ConfigError
 
-ARCH = {"gpt2": "gpt2", "bert": "bert", "llama": "llama", "mistral": "llama", "qwen2": "llama"}
+# model_type -> the layer structure memsim builds
+ARCH = {"gpt2": "gpt2", "bert": "bert", "llama": "llama", "mistral": "llama", "qwen2": "llama", "mixtral": "llama",
+        "gptj": "gptj", "falcon": "falcon"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,10 +24,14 @@ class ModelConfig:
     vocab: int
     max_positions: int
     tie_embeddings: bool
+    head_dim_override: int = 0  # when the config sets head_dim explicitly
+    experts: int = 1  # mixture-of-experts: experts per layer (1 = dense MLP)
+    experts_per_token: int = 1  # top-k routing
+    qkv_bias: bool = False  # Qwen2-style bias on the QKV projection
 
     @property
     def head_dim(self) -> int:
-        return self.hidden // self.heads
+        return self.head_dim_override or self.hidden // self.heads
 
     @property
     def is_encoder(self) -> bool:
@@ -34,6 +40,15 @@ class ModelConfig:
     @property
     def gated_mlp(self) -> bool:
         return self.arch == "llama"
+
+    @property
+    def parallel_block(self) -> bool:
+        """Attention and MLP read the same normalised input and their outputs are summed."""
+        return self.arch in ("gptj", "falcon")
+
+    @property
+    def rotary(self) -> bool:
+        return self.arch in ("llama", "gptj", "falcon")
 
 
 def load_model(path: Path) -> ModelConfig:
@@ -64,9 +79,11 @@ def load_model(path: Path) -> ModelConfig:
 
     hidden = get("hidden_size", "n_embd")
     heads = get("num_attention_heads", "n_head")
-    if hidden % heads:
+    head_dim = get("head_dim", default=0)
+    if hidden % heads and not head_dim:
         raise ConfigError(f"hidden size {hidden} is not divisible by {heads} heads", file=file, field="num_attention_heads")
-    kv_heads = get("num_key_value_heads", default=heads)
+    default_kv = 1 if arch == "falcon" and not raw.get("new_decoder_architecture") else heads
+    kv_heads = get("num_key_value_heads", "num_kv_heads", default=default_kv)
     if heads % kv_heads:
         raise ConfigError(f"{heads} heads are not divisible into {kv_heads} KV groups", file=file, field="num_key_value_heads")
     return ModelConfig(
@@ -76,8 +93,12 @@ def load_model(path: Path) -> ModelConfig:
         hidden=hidden,
         heads=heads,
         kv_heads=kv_heads,
-        intermediate=get("intermediate_size", "n_inner", default=4 * hidden),
+        intermediate=get("intermediate_size", "n_inner", "ffn_hidden_size", default=4 * hidden),
         vocab=get("vocab_size"),
         max_positions=get("max_position_embeddings", "n_positions", default=2048),
-        tie_embeddings=bool(raw.get("tie_word_embeddings", arch == "gpt2")),
+        tie_embeddings=bool(raw.get("tie_word_embeddings", arch in ("gpt2", "falcon"))),
+        head_dim_override=head_dim,
+        experts=get("num_local_experts", default=1),
+        experts_per_token=get("num_experts_per_tok", default=1),
+        qkv_bias=mtype == "qwen2",
     )

@@ -1,0 +1,51 @@
+"""Mixture-of-experts MLP: a router, then grouped expert GEMMs over the experts a batch touches.
+
+Each token goes to its top-k experts. Under uniform routing, a step with N tokens touches
+E x (1 - (1 - k/E)^N) distinct experts on average: only those experts' weights are read,
+while every assigned (token, expert) pair is computed.
+"""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from memsim.workload.graph import Op, Read
+
+if TYPE_CHECKING:
+    from memsim.workload.builder import _Builder
+
+
+def expected_experts(experts: int, top_k: int, tokens: int) -> float:
+    """Expected number of distinct experts hit by ``tokens`` tokens routed to ``top_k`` each."""
+    if experts <= top_k:
+        return float(experts)
+    return experts * (1.0 - (1.0 - top_k / experts) ** tokens)
+
+
+def moe_mlp(b: "_Builder", p: str, i: int, h: str) -> str:
+    m, rows = b.m, b.rows
+    experts, k = m.experts, m.experts_per_token
+    router = b.matmul(f"{p}.router", i, h, experts, f"{p}.router.out", bias=False)
+    active = expected_experts(experts, k, rows)
+    groups = max(1, math.ceil(active))
+    assigned = rows * k
+    per_group = math.ceil(assigned / groups)
+    gu = b.act(f"{p}.experts.gate_up.out", 2 * m.intermediate, assigned)
+    w_gu = b.tensor(f"{p}.experts.gate_up.weight", (experts, m.hidden, 2 * m.intermediate), "weight")
+    touched = lambda w: Read(w, math.ceil(b.g.tensors[w].bytes * active / experts))  # noqa: E731
+    b.g.add_op(Op(f"{p}.experts.gate_up", "matmul", i, b.s.act_dtype, 2 * assigned * 2 * m.intermediate * m.hidden,
+                  (*b.full(h), touched(w_gu), *b.full(router)), (gu,),
+                  (("groups", groups), ("k", m.hidden), ("m", per_group), ("n", 2 * m.intermediate))))
+    act = b.act(f"{p}.experts.act.out", m.intermediate, assigned)
+    elems = assigned * m.intermediate
+    b.g.add_op(Op(f"{p}.experts.act", "elementwise", i, b.s.act_dtype, 5 * elems, b.full(gu), (act,),
+                  (("elements", elems),)))
+    down = b.act(f"{p}.experts.down.out", m.hidden, assigned)
+    w_d = b.tensor(f"{p}.experts.down.weight", (experts, m.intermediate, m.hidden), "weight")
+    b.g.add_op(Op(f"{p}.experts.down", "matmul", i, b.s.act_dtype, 2 * assigned * m.hidden * m.intermediate,
+                  (*b.full(act), touched(w_d)), (down,),
+                  (("groups", groups), ("k", m.intermediate), ("m", per_group), ("n", m.hidden))))
+    out = b.act(f"{p}.experts.combine.out", m.hidden)
+    b.g.add_op(Op(f"{p}.experts.combine", "elementwise", i, b.s.act_dtype, 2 * assigned * m.hidden,
+                  b.full(down, router), (out,), (("elements", assigned * m.hidden),)))
+    return out
