@@ -39,24 +39,25 @@ def parse_sets(items: Iterable[str]) -> list[tuple[str, str]]:
 
 
 def load_workload(model: str | None, trace: str | None, phase: str, batch: int, context: int, prompt: int,
-                  weight_dtype: str, kv_dtype: str) -> workload.OpGraph:
+                  weight_dtype: str, kv_dtype: str, group_size: int = 128) -> workload.OpGraph:
     if (model is None) == (trace is None):
         raise ConfigError("give exactly one of --model and --trace", field="--model/--trace")
     if trace is not None:
         return workload.read_trace(Path(trace))
     step = workload.StepSpec.make(phase, batch=batch, context=context, prompt=prompt,
-                                  weight_dtype=weight_dtype, kv_dtype=kv_dtype)
+                                  weight_dtype=weight_dtype, kv_dtype=kv_dtype, group_size=group_size)
     return workload.build_step(workload.model_config(model), step)
 
 
 def simulate(hw: str = "h100-sxm", model: str | None = None, *, trace: str | None = None, phase: str = "decode",
              batch: int = 1, context: int = 0, prompt: int = 0, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
-             set: Iterable[str] | dict[str, str] = (), fast_forward: bool = True, memoize: bool = True) -> Result:
+             group_size: int = 128, set: Iterable[str] | dict[str, str] = (), fast_forward: bool = True,
+             memoize: bool = True) -> Result:
     """Simulate one step. ``set`` overrides hardware fields: ``{"sram.capacity": "64MiB"}``."""
     overrides = list(set.items()) if isinstance(set, dict) else parse_sets(set)
     hw_path = hardware.resolve(hw, "hardware", hardware.HW_SUFFIXES)
     chip, _ = load_chip(hw_path, overrides)
-    graph = load_workload(model, trace, phase, batch, context, prompt, weight_dtype, kv_dtype)
+    graph = load_workload(model, trace, phase, batch, context, prompt, weight_dtype, kv_dtype, group_size)
     try:
         plan = mapping.make_plan(graph, chip)
     except CapacityError as exc:

@@ -23,6 +23,8 @@ def _workload_options(fn):
         click.option("--prompt", type=int, default=2048, show_default=True, help="prefill: prompt tokens"),
         click.option("--weight-dtype", default="bf16", show_default=True, help="bf16, fp16, fp8, int8, int4"),
         click.option("--kv-dtype", default="bf16", show_default=True, help="bf16, fp16, fp8, int8, int4"),
+        click.option("--group-size", type=int, default=128, show_default=True,
+                     help="int4 weights: weights per scale and zero point"),
     ]):
         fn = opt(fn)
     return fn
@@ -41,10 +43,11 @@ def main() -> None:
 @click.option("--set", "sets", multiple=True, metavar="PATH=VALUE", help="override a hardware field, repeatable")
 @click.option("--out", type=click.Path(file_okay=False), help="folder for summary.json, ops.csv, timeline.csv")
 @click.option("--no-fast-forward", is_flag=True, help="simulate every chunk and every layer (slow; for checking)")
-def run(hw, trace_file, model, phase, batch, context, prompt, weight_dtype, kv_dtype, sets, out, no_fast_forward):
+def run(hw, trace_file, model, phase, batch, context, prompt, weight_dtype, kv_dtype, group_size, sets, out,
+        no_fast_forward):
     """Simulate one decode or prefill step and print a summary."""
     result = api.simulate(hw, model, trace=trace_file, phase=phase, batch=batch, context=context, prompt=prompt,
-                          weight_dtype=weight_dtype, kv_dtype=kv_dtype, set=sets,
+                          weight_dtype=weight_dtype, kv_dtype=kv_dtype, group_size=group_size, set=sets,
                           fast_forward=not no_fast_forward, memoize=not no_fast_forward)
     click.echo(format_summary(result.summary))
     if out:
@@ -55,9 +58,9 @@ def run(hw, trace_file, model, phase, batch, context, prompt, weight_dtype, kv_d
 @main.command()
 @_workload_options
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="trace file to write")
-def trace(model, phase, batch, context, prompt, weight_dtype, kv_dtype, output):
+def trace(model, phase, batch, context, prompt, weight_dtype, kv_dtype, group_size, output):
     """Write the operator DAG of one step as a trace file."""
-    graph = api.load_workload(model, None, phase, batch, context, prompt, weight_dtype, kv_dtype)
+    graph = api.load_workload(model, None, phase, batch, context, prompt, weight_dtype, kv_dtype, group_size)
     workload.write_trace(graph, Path(output))
     click.echo(f"wrote {output}: {len(graph.ops)} ops, {len(graph.tensors)} tensors")
 

@@ -20,7 +20,6 @@ _RE = re.compile(rf"^\s*{_NUM}\s*(?P<unit>[A-Za-zµμ/]*)\s*$")
 
 _TIME = {"ps": 1, "ns": 10**3, "us": 10**6, "µs": 10**6, "μs": 10**6, "ms": 10**9, "s": 10**12}
 
-KINDS = ("bytes", "bandwidth", "time", "flops", "count", "ratio")
 
 
 class UnitError(ValueError):

@@ -55,6 +55,7 @@ class StepRun:
         self.states: list[tuple] = []  # per chunk: pipeline state relative to its completion
         self.arrivals: list[tuple[int, int, str]] = []  # per issued chunk: (arrival, held, source)
         self.waiting: tuple | None = None  # the loader's pending buffer request, if any
+        self.unpacking = 0  # when the loader finishes dequantising its latest chunk
         self.last_store = 0
         self.levels = sorted({lvl for lvl, _ in step.loads + step.stores})
         self.load_totals = dict(step.total_loads)
@@ -93,8 +94,15 @@ class StepRun:
                 done = end + (level.latency_ps if index == 0 else 0)
                 if done > arrival:
                     arrival, source, held = done, lvl, max(0, idle)
+            landed = arrival
+            if step.unpack_ps:  # the loader dequantises the chunk before it issues the next one
+                arrival += step.unpack_ps
+                self._row(landed, arrival, "dequant", "compute")
             self.arrivals.append((arrival, held, source))
-            ready.put((env.timeout(arrival - now), held, source))
+            ready.put((env.timeout(arrival - now), held, source, landed))
+            if step.unpack_ps:
+                self.unpacking = arrival
+                yield env.timeout(arrival - now)
 
     def run(self):
         env, res, step = self.env, self.res, self.step
@@ -105,18 +113,19 @@ class StepRun:
         index = 0
         while index < self.limit:
             t0 = env.now
-            arrived, held, source = yield ready.get()
+            arrived, held, source, landed = yield ready.get()
             yield arrived
             now = env.now
             stall: dict[str, int] = {}
             if now > t0:
+                # The wait splits into: no free buffer, data in transit, then dequantisation.
                 capacity = min(now - t0, held)
-                self._row(t0, t0 + capacity, "compute", "stall", cause="sram_capacity")
-                self._row(t0 + capacity, now, "compute", "stall", cause=source)
-                if capacity:
-                    stall["sram_capacity"] = capacity
-                if now - t0 - capacity:
-                    stall[source] = now - t0 - capacity
+                unpack = min(now - t0 - capacity, now - landed)
+                for cause, a, b in (("sram_capacity", t0, t0 + capacity), (source, t0 + capacity, now - unpack),
+                                    ("dequant", now - unpack, now)):
+                    if b > a:
+                        self._row(a, b, "compute", "stall", cause=cause)
+                        stall[cause] = stall.get(cause, 0) + b - a
             start, end = res.compute.book(now, step.compute_ps)
             yield env.timeout(end - now)
             self._row(start, end, "compute", "compute", flops=share(step.flops, step.count, index))
@@ -153,7 +162,7 @@ class StepRun:
             asked, free = self.waiting
             waiting = (asked - now, tuple((lvl, f - now) for lvl, f in free))
         return (flight, channels, max(0, self.last_store - now), max(0, self.res.compute.free_at - now), waiting,
-                tuple(sorted(stall.items())))
+                max(0, self.unpacking - now), tuple(sorted(stall.items())))
 
     def _maybe_fast_forward(self) -> None:
         q = _cycle(self.states, self.completions, self.step.depth)
@@ -190,6 +199,8 @@ class StepRun:
                 else:
                     level.bytes_written += moved
                     self._row(s, e, lvl, "transfer", moved, src="sram", dst=lvl, count=rest)
+        if step.unpack_ps:
+            self._row(t0, t0 + step.unpack_ps * rest, "dequant", "compute", count=rest)
         per_cause: dict[str, int] = {}
         for stall in self.cycle_stalls:
             for cause, ps in stall.items():

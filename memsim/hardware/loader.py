@@ -93,6 +93,15 @@ def _value(cls: type, key: str, unit: str, raw: Any, file: str, path: str) -> An
         if choices and raw not in choices:
             raise ConfigError(f"{raw!r} is not one of {', '.join(choices)}", file=file, field=path)
         return raw
+    if unit == "ops":
+        if not isinstance(raw, dict):
+            raise ConfigError("expected a mapping of dtype to a number", file=file, field=path)
+        out = []
+        for k, v in raw.items():
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+                raise ConfigError(f"expected a non-negative number, got {v!r}", file=file, field=f"{path}.{k}")
+            out.append((str(k), float(v)))
+        return tuple(sorted(out))
     if unit == "flops" and isinstance(raw, dict):
         return tuple(sorted((str(k), _parse("flops", v, file, f"{path}.{k}")) for k, v in raw.items()))
     return _parse(unit, raw, file, path)
@@ -189,6 +198,8 @@ def _dump(obj: Any) -> Any:
             out[key] = _dump(value)
         elif unit == "list":
             out[key] = [_dump(v) for v in value]
+        elif unit == "ops":
+            out[key] = dict(value)
         elif unit == "flops" and isinstance(value, tuple):
             out[key] = {k: units.format_flops(v) for k, v in value}
         elif unit in units.FORMATTERS:

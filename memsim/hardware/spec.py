@@ -89,6 +89,16 @@ class ExecutionSpec:
     )
     attention: str = spec_field("attention", "choice", "`fused` (FlashAttention) or `unfused`", "fused")
     accumulator_bytes: int = spec_field("accumulator", "bytes", "bytes per accumulator element in SRAM", 4)
+    unit_tile: int = spec_field(
+        "unit_tile", "count", "output tile edge one compute unit works on; GEMM tiles run in waves across units", 128
+    )
+    dequant_ops: tuple[tuple[str, float], ...] = spec_field(
+        "dequant", "ops", "vector ops per weight element to unpack a weight-only format, serial with the stream",
+        (("fp8", 2.0), ("int4", 4.0), ("int8", 3.0)),
+    )
+
+    def dequant(self, dtype: str) -> float:
+        return dict(self.dequant_ops).get(dtype, 0.0)
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,12 +64,28 @@ def _add(acc: dict[str, int], level: str, nbytes: int) -> None:
 
 
 def make_step(label: str, loads: dict[str, int], stores: dict[str, int], busy_ps: int, flops: int,
-              buffer_bytes: int, depth: int, sram_bytes: int, tile: dict[str, int] | None = None) -> Step:
+              buffer_bytes: int, depth: int, sram_bytes: int, tile: dict[str, int] | None = None,
+              unpack_ps: int = 0) -> Step:
     """Cut a step's totals into identical chunks (sizes rounded up, so no byte is lost)."""
     n = tiling.chunk_count(sum(loads.values()) + sum(stores.values()), buffer_bytes)
     per = lambda d: tuple(sorted((k, -(-v // n)) for k, v in d.items()))  # noqa: E731
     return Step(label, n, per(loads), per(stores), -(-busy_ps // n), flops, depth, sram_bytes,
-                tuple(sorted(loads.items())), tuple(sorted(stores.items())), tuple(sorted((tile or {}).items())))
+                tuple(sorted(loads.items())), tuple(sorted(stores.items())), tuple(sorted((tile or {}).items())),
+                -(-unpack_ps // n))
+
+
+def wave_factor(m: int, n: int, groups: int, units: int, unit_tile: int) -> float:
+    """Compute stretch from running unit-sized output tiles in waves: a last, partly filled
+    wave (or fewer tiles than units) leaves units idle for a whole tile time."""
+    tiles = math.ceil(m / unit_tile) * math.ceil(n / unit_tile) * groups
+    return math.ceil(tiles / units) * units / tiles
+
+
+def compute_dtype(cx: Context, act_dtype: str, weight_dtype: str) -> str:
+    """Weight-only formats compute in the activation dtype; fp8 uses fp8 units where the chip has them."""
+    if weight_dtype == "fp8" and "fp8" in dict(cx.chip.compute.peak_flops_per_s):
+        return "fp8"
+    return act_dtype
 
 
 @lru_cache(maxsize=4096)
@@ -92,15 +108,26 @@ def lower_matmul(op: Op, cx: Context) -> tuple[Step, ...]:
     refetch_a = tile.a_bytes // max(1, tiling.bits_bytes(m * k, cx.bits(a)))
     gathered = m * groups / max(1, cx.graph.tensors[a].shape[0])  # rows routed to several experts
     _add(loads, cx.home(a), math.ceil(a_read.bytes * max(1.0, gathered)) * refetch_a)
-    _add(loads, cx.home(b), b_read.bytes * (tile.b_bytes // max(1, tiling.bits_bytes(k * n, cx.bits(b)))))
+    refetch_b = tile.b_bytes // max(1, tiling.bits_bytes(k * n, cx.bits(b)))
+    _add(loads, cx.home(b), b_read.bytes * refetch_b)
     for r in extra:
         _add(loads, cx.home(r.tensor), r.bytes)
     stores: dict[str, int] = {}
     for out in op.outputs:
         _add(stores, cx.home(out), cx.graph.tensors[out].bytes)
-    busy = compute_ps(op.flops, cx.matrix_rate(op.dtype))
+    ex = cx.chip.execution
+    w_dtype = cx.graph.tensors[b].dtype
+    dtype = compute_dtype(cx, op.dtype, w_dtype)
+    stretch = wave_factor(m, n, groups, cx.chip.compute.units, ex.unit_tile)
+    busy = math.ceil(compute_ps(op.flops, cx.matrix_rate(dtype)) * stretch)
+    unpack = 0
+    if dtype != w_dtype and ex.dequant(w_dtype):
+        weight = cx.graph.tensors[b]
+        numel = math.prod(weight.shape)
+        elements = math.ceil(numel * b_read.bytes / weight.bytes) * refetch_b  # touched weights, scales aside
+        unpack = compute_ps(math.ceil(elements * ex.dequant(w_dtype)), cx.vector_rate())
     return (make_step("gemm", loads, stores, busy, op.flops, tile.buffer_bytes, cx.depth, cx.sram_bytes,
-                      {"tm": tile.tm, "tn": tile.tn}),)
+                      {"tm": tile.tm, "tn": tile.tn}, unpack),)
 
 
 def _streams(op: Op, cx: Context) -> tuple[dict[str, int], dict[str, int]]:

@@ -24,6 +24,7 @@ class Step:
     total_loads: tuple[tuple[str, int], ...]
     total_stores: tuple[tuple[str, int], ...]
     tile: tuple[tuple[str, int], ...] = ()  # tile shape, for reports
+    unpack_ps: int = 0  # per chunk: dequantising the loaded weights, serial with the load stream
 
 
 @dataclass(frozen=True, slots=True)

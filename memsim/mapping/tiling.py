@@ -84,18 +84,21 @@ def attention_tile(q_rows: int, kv_len: int, head_dim: int, q_bits: int, kv_bits
     ``q_rows`` counts query rows per KV head (tokens x query heads per KV group), so a KV
     head's cache is shared by its whole group. Traffic falls as Theta(N^2 d^2 / M).
     """
+    best = None
     bc = max(1, min(block_cols, kv_len))
-    while True:  # narrower K/V blocks when SRAM is tight
+    while bc >= 1:  # narrower K/V blocks leave room for more query rows when SRAM is tight
         kv_chunk = depth * bits_bytes(2 * bc * head_dim, kv_bits)
         per_row = bits_bytes(head_dim, q_bits) + head_dim * acc_bytes + bc * acc_bytes
         room = sram_bytes - kv_chunk
         if room >= per_row:
-            break
-        if bc == 1:
-            raise CapacityError(f"SRAM of {sram_bytes} B cannot hold one attention row block with {depth} buffers",
-                                field="sram.capacity")
+            rows = min(q_rows, room // per_row)
+            if best is None or rows > best[0]:
+                best = (rows, bc, per_row)
         bc //= 2
-    rows = min(q_rows, room // per_row)
+    if best is None:
+        raise CapacityError(f"SRAM of {sram_bytes} B cannot hold one attention row block with {depth} buffers",
+                            field="sram.capacity")
+    rows, bc, per_row = best
     passes = math.ceil(q_rows / rows)
     fraction = (passes + 1) / (2 * passes) if causal and passes > 1 else 1.0
     kv = math.ceil(kv_bytes_once * passes * fraction) if passes > 1 else kv_bytes_once

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memsim.errors import ConfigError
-from memsim.workload.dtypes import KV_DTYPES, WEIGHT_DTYPES, nbytes
+from memsim.workload.dtypes import KV_DTYPES, WEIGHT_DTYPES, nbytes, weight_storage_bytes
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
 from memsim.workload.models import ModelConfig
 from memsim.workload.moe import moe_mlp
@@ -28,10 +28,11 @@ class StepSpec:
     weight_dtype: str = "bf16"
     kv_dtype: str = "bf16"
     act_dtype: str = "bf16"
+    group_size: int = 128  # int4 weights: one scale and zero point per this many weights
 
     @classmethod
     def make(cls, phase: str, batch: int = 1, context: int = 0, prompt: int = 0,
-             weight_dtype: str = "bf16", kv_dtype: str = "bf16") -> "StepSpec":
+             weight_dtype: str = "bf16", kv_dtype: str = "bf16", group_size: int = 128) -> "StepSpec":
         if phase not in ("decode", "prefill"):
             raise ConfigError(f"unknown phase {phase!r} (decode, prefill)", field="--phase")
         if weight_dtype not in WEIGHT_DTYPES:
@@ -40,13 +41,15 @@ class StepSpec:
             raise ConfigError(f"{kv_dtype!r} is not one of {', '.join(KV_DTYPES)}", field="--kv-dtype")
         if batch < 1:
             raise ConfigError("must be at least 1", field="--batch")
+        if group_size < 1:
+            raise ConfigError("must be at least 1", field="--group-size")
         if phase == "decode":
             if context < 0:
                 raise ConfigError("must not be negative", field="--context")
-            return cls(phase, batch, 1, context, weight_dtype, kv_dtype)
+            return cls(phase, batch, 1, context, weight_dtype, kv_dtype, group_size=group_size)
         if prompt < 1:
             raise ConfigError("prefill needs --prompt of at least 1 token", field="--prompt")
-        return cls(phase, batch, prompt, 0, weight_dtype, kv_dtype)
+        return cls(phase, batch, prompt, 0, weight_dtype, kv_dtype, group_size=group_size)
 
 
 class _Builder:
@@ -54,16 +57,23 @@ class _Builder:
         self.m, self.s = m, s
         self.g = OpGraph(meta={"model": m.name, "arch": m.arch, "phase": s.phase, "batch": s.batch,
                                "tokens": s.tokens, "context": s.context,
-                               "weight_dtype": s.weight_dtype, "kv_dtype": s.kv_dtype})
+                               "weight_dtype": s.weight_dtype, "kv_dtype": s.kv_dtype, "group_size": s.group_size})
         self.rows = s.batch * s.tokens
 
     # -- tensors ---------------------------------------------------------------
     def tensor(self, name: str, shape: tuple[int, ...], klass: str, dtype: str | None = None) -> str:
-        dtype = dtype or {"weight": self.s.weight_dtype, "kv": self.s.kv_dtype}.get(klass, self.s.act_dtype)
+        """Weights default to the activation dtype (norms, biases, embeddings); projection weights
+        are made with ``projection``, which applies ``--weight-dtype``."""
+        dtype = dtype or {"kv": self.s.kv_dtype}.get(klass, self.s.act_dtype)
         numel = 1
         for d in shape:
             numel *= d
         self.g.add_tensor(Tensor(name, shape, dtype, klass, nbytes(numel, dtype)))
+        return name
+
+    def projection(self, name: str, shape: tuple[int, ...]) -> str:
+        dtype = self.s.weight_dtype
+        self.g.add_tensor(Tensor(name, shape, dtype, "weight", weight_storage_bytes(shape, dtype, self.s.group_size)))
         return name
 
     def act(self, name: str, width: int, rows: int | None = None) -> str:
@@ -81,7 +91,7 @@ class _Builder:
                bias: bool | None = None) -> str:
         rows = rows or self.rows
         k = self.g.tensors[x].shape[-1]
-        w = self.tensor(f"{name}.weight", (k, n), "weight")
+        w = self.projection(f"{name}.weight", (k, n))
         self.act(out, n, rows)
         self.op(name, "matmul", layer, 2 * rows * n * k, self.full(x, w, *self.bias(name, n, bias)), (out,),
                 m=rows, n=n, k=k)
@@ -138,13 +148,13 @@ class _Builder:
         h = m.hidden
         ids = self.tensor("input_ids", (self.rows,), "activation", dtype="fp32")
         wte = self.tensor("embed.weight", (m.vocab, h), "weight")
-        reads = [Read(ids, self.g.tensors[ids].bytes), Read(wte, nbytes(self.rows * h, s.weight_dtype))]
+        reads = [Read(ids, self.g.tensors[ids].bytes), Read(wte, nbytes(self.rows * h, s.act_dtype))]
         if m.arch in ("gpt2", "bert"):  # learned absolute positions
             wpe = self.tensor("embed.pos", (m.max_positions, h), "weight")
-            reads.append(Read(wpe, nbytes(self.rows * h, s.weight_dtype)))
+            reads.append(Read(wpe, nbytes(self.rows * h, s.act_dtype)))
         if m.arch == "bert":  # segment (token type) embeddings
             wtt = self.tensor("embed.type", (2, h), "weight")
-            reads.append(Read(wtt, nbytes(self.rows * h, s.weight_dtype)))
+            reads.append(Read(wtt, nbytes(self.rows * h, s.act_dtype)))
         x = self.act("embed.out", h)
         self.op("embed", "embedding", -1, self.rows * h, tuple(reads), (x,), elements=self.rows * h)
         if m.is_encoder:
@@ -172,7 +182,7 @@ class _Builder:
         m = self.m
         hd = m.head_dim
         q_w, kv_w = m.heads * hd, m.kv_heads * hd
-        w = self.tensor(f"{p}.qkv.weight", (m.hidden, q_w + 2 * kv_w), "weight")
+        w = self.projection(f"{p}.qkv.weight", (m.hidden, q_w + 2 * kv_w))
         outs = (self.act(f"{p}.q", q_w), self.act(f"{p}.k", kv_w), self.act(f"{p}.v", kv_w))
         n = q_w + 2 * kv_w
         self.op(f"{p}.qkv", "matmul", i, 2 * self.rows * n * m.hidden, self.full(x, w, *self.bias(f"{p}.qkv", n)), outs,

@@ -31,7 +31,7 @@ def moe_mlp(b: "_Builder", p: str, i: int, h: str) -> str:
     assigned = rows * k
     per_group = math.ceil(assigned / groups)
     gu = b.act(f"{p}.experts.gate_up.out", 2 * m.intermediate, assigned)
-    w_gu = b.tensor(f"{p}.experts.gate_up.weight", (experts, m.hidden, 2 * m.intermediate), "weight")
+    w_gu = b.projection(f"{p}.experts.gate_up.weight", (experts, m.hidden, 2 * m.intermediate))
     touched = lambda w: Read(w, math.ceil(b.g.tensors[w].bytes * active / experts))  # noqa: E731
     b.g.add_op(Op(f"{p}.experts.gate_up", "matmul", i, b.s.act_dtype, 2 * assigned * 2 * m.intermediate * m.hidden,
                   (*b.full(h), touched(w_gu), *b.full(router)), (gu,),
@@ -41,7 +41,7 @@ def moe_mlp(b: "_Builder", p: str, i: int, h: str) -> str:
     b.g.add_op(Op(f"{p}.experts.act", "elementwise", i, b.s.act_dtype, 5 * elems, b.full(gu), (act,),
                   (("elements", elems),)))
     down = b.act(f"{p}.experts.down.out", m.hidden, assigned)
-    w_d = b.tensor(f"{p}.experts.down.weight", (experts, m.intermediate, m.hidden), "weight")
+    w_d = b.projection(f"{p}.experts.down.weight", (experts, m.intermediate, m.hidden))
     b.g.add_op(Op(f"{p}.experts.down", "matmul", i, b.s.act_dtype, 2 * assigned * m.hidden * m.intermediate,
                   (*b.full(act), touched(w_d)), (down,),
                   (("groups", groups), ("k", m.intermediate), ("m", per_group), ("n", m.hidden))))

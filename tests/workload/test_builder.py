@@ -53,9 +53,23 @@ def test_llama2_7b_parameter_count():
 @pytest.mark.parametrize(("dtype", "num", "den"), [("bf16", 2, 1), ("fp16", 2, 1), ("fp8", 1, 1), ("int8", 1, 1),
                                                    ("int4", 1, 2)])
 def test_llama2_7b_weight_bytes_by_dtype(dtype, num, den):
+    """--weight-dtype applies to projection weights (scales included); norms and the embedding stay bf16."""
     g = decode("llama-2-7b", weight_dtype=dtype)
-    assert g.bytes_of("weight") == LLAMA2_7B_PARAMS * num // den
-    assert all(t.dtype == dtype for t in g.tensors.values() if t.klass == "weight")
+    proj = [t for t in g.tensors.values() if t.klass == "weight" and len(t.shape) == 2 and t.name != "embed.weight"]
+    rest = [t for t in g.tensors.values() if t.klass == "weight" and t not in proj]
+    proj_params = sum(_numel(t.shape) for t in proj)
+    assert proj_params + sum(_numel(t.shape) for t in rest) == LLAMA2_7B_PARAMS
+    assert all(t.dtype == dtype for t in proj) and all(t.dtype == "bf16" for t in rest)
+    scales = {"int8": 2 * sum(t.shape[1] for t in proj), "int4": 4 * proj_params // 128}.get(dtype, 0)
+    assert sum(t.bytes for t in proj) == proj_params * num // den + scales
+    assert sum(t.bytes for t in rest) == 2 * sum(_numel(t.shape) for t in rest)
+
+
+def test_int4_group_size_sets_the_scale_bytes():
+    g32 = decode("llama-2-7b", weight_dtype="int4", group_size=32).bytes_of("weight")
+    g128 = decode("llama-2-7b", weight_dtype="int4").bytes_of("weight")
+    proj_params = 6_738_415_616 - 2 * 32000 * 4096 - 4096 * 65  # minus embeddings, lm_head and norms
+    assert g32 - g128 == pytest.approx(4 * (proj_params + 32000 * 4096) * (1 / 32 - 1 / 128), rel=1e-6)
 
 
 def test_weight_bytes_do_not_depend_on_batch_or_context():
@@ -273,7 +287,7 @@ def test_layer_count_and_meta():
 
 
 def test_tensor_bytes_match_shape_and_dtype():
-    g = decode("llama-2-7b", context=3, weight_dtype="int4", kv_dtype="fp8")
+    g = decode("llama-2-7b", context=3, weight_dtype="fp8", kv_dtype="fp8")
     for t in g.tensors.values():
         assert t.bytes == nbytes(_numel(t.shape), t.dtype), t.name
 
