@@ -58,6 +58,9 @@ class StepRun:
         self.unpacking = 0  # when the loader finishes dequantising its latest chunk
         self.last_store = 0
         self.levels = sorted({lvl for lvl, _ in step.loads + step.stores})
+        # A direct copy (DMA staging) shows as level-to-level transfers; otherwise via SRAM.
+        self.load_dst = step.stores[0][0] if step.direct and step.stores else "sram"
+        self.store_src = step.loads[0][0] if step.direct and step.loads else "sram"
         self.load_totals = dict(step.total_loads)
         self.store_totals = dict(step.total_stores)
 
@@ -86,14 +89,14 @@ class StepRun:
                 # How long this load waited for a free buffer after the level could have taken
                 # it: that wait is SRAM capacity's fault; waiting behind busy channels is the level's.
                 idle = now - max(asked, free_when_asked[lvl])
-                start, end = level.transfer(now, nbytes)
+                start, end, limiter = level.transfer(now, nbytes, step.share)
                 moved = share(self.load_totals[lvl], step.count, index)
-                level.bytes_read += moved
-                self._row(start, end, lvl, "transfer", moved, src=lvl, dst="sram")
+                level.count(moved, read=True)
+                self._row(start, end, lvl, "transfer", moved, src=lvl, dst=self.load_dst)
                 # A stream of requests pays the latency once: later requests were issued ahead.
                 done = end + (level.latency_ps if index == 0 else 0)
                 if done > arrival:
-                    arrival, source, held = done, lvl, max(0, idle)
+                    arrival, source, held = done, limiter, max(0, idle)
             landed = arrival
             if step.unpack_ps:  # the loader dequantises the chunk before it issues the next one
                 arrival += step.unpack_ps
@@ -133,10 +136,10 @@ class StepRun:
             now = env.now
             for lvl, nbytes in step.stores:
                 level = res.levels[lvl]
-                s, e = level.transfer(now, nbytes)
+                s, e, _ = level.transfer(now, nbytes, step.share)
                 moved = share(self.store_totals[lvl], step.count, index)
-                level.bytes_written += moved
-                self._row(s, e, lvl, "transfer", moved, src="sram", dst=lvl)
+                level.count(moved, read=False)
+                self._row(s, e, lvl, "transfer", moved, src=self.store_src, dst=lvl)
                 if e + level.latency_ps > self.last_store:
                     self.last_store, store_level = e + level.latency_ps, lvl
             self.completions.append(now)
@@ -156,7 +159,9 @@ class StepRun:
         """Everything that decides the future, as offsets from now (arrived loads count as 0)."""
         now = self.env.now
         flight = tuple((max(0, a - now), h, src) if a > now else (0, 0, "") for a, h, src in self.arrivals[consumed:])
-        channels = tuple(max(0, ch.free_at - now) for lvl in self.levels for ch in self.res.levels[lvl].channels)
+        ports = [self.res.levels[lvl] for lvl in self.levels]
+        ports += [p.via for p in ports if p.via is not None]
+        channels = tuple(max(0, ch.free_at - now) for p in ports for ch in p.channels)
         waiting = None
         if self.waiting is not None:
             asked, free = self.waiting
@@ -191,14 +196,14 @@ class StepRun:
             totals = self.load_totals if direction == "load" else self.store_totals
             for lvl, nbytes in items:
                 level = res.levels[lvl]
-                s, e = level.transfer(t0, nbytes * rest)
+                s, e, _ = level.transfer(t0, nbytes * rest, step.share)
                 moved = totals[lvl] - totals[lvl] * done // step.count
                 if direction == "load":
-                    level.bytes_read += moved
-                    self._row(s, e, lvl, "transfer", moved, src=lvl, dst="sram", count=rest)
+                    level.count(moved, read=True)
+                    self._row(s, e, lvl, "transfer", moved, src=lvl, dst=self.load_dst, count=rest)
                 else:
-                    level.bytes_written += moved
-                    self._row(s, e, lvl, "transfer", moved, src="sram", dst=lvl, count=rest)
+                    level.count(moved, read=False)
+                    self._row(s, e, lvl, "transfer", moved, src=self.store_src, dst=lvl, count=rest)
         if step.unpack_ps:
             self._row(t0, t0 + step.unpack_ps * rest, "dequant", "compute", count=rest)
         per_cause: dict[str, int] = {}

@@ -27,5 +27,5 @@ class Recorder:
         self.spans: list[tuple[str, int, int]] = []  # (op, start_ps, end_ps)
 
     def add(self, *fields) -> None:
-        if fields[1] > fields[0] or fields[4] == "transfer":
+        if fields[1] > fields[0] or (fields[4] == "transfer" and fields[8]):
             self.records.append(Interval(*fields))

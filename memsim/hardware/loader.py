@@ -17,8 +17,10 @@ from memsim.errors import ConfigError
 from memsim.hardware.spec import (
     ATTENTION,
     FAMILIES,
+    LAUNCH,
     LEVEL_KINDS,
     SCOPES,
+    TENSOR_CLASSES,
     ChipSpec,
     ComputeSpec,
     ExecutionSpec,
@@ -32,6 +34,7 @@ _CHOICES = {
     (MemoryLevel, "kind"): LEVEL_KINDS,
     (MemoryLevel, "scope"): SCOPES,
     (ExecutionSpec, "attention"): ATTENTION,
+    (ExecutionSpec, "launch"): LAUNCH,
 }
 _SECTIONS = {"compute": ComputeSpec, "execution": ExecutionSpec}
 _LISTS = {"levels": MemoryLevel, "links": LinkSpec}
@@ -93,6 +96,11 @@ def _value(cls: type, key: str, unit: str, raw: Any, file: str, path: str) -> An
         if choices and raw not in choices:
             raise ConfigError(f"{raw!r} is not one of {', '.join(choices)}", file=file, field=path)
         return raw
+    if unit == "classes":
+        if not isinstance(raw, list) or any(c not in TENSOR_CLASSES for c in raw):
+            raise ConfigError(f"expected a list drawn from {', '.join(TENSOR_CLASSES)}, got {raw!r}", file=file,
+                              field=path)
+        return tuple(raw)
     if unit == "ops":
         if not isinstance(raw, dict):
             raise ConfigError("expected a mapping of dtype to a number", file=file, field=path)
@@ -174,7 +182,10 @@ def check_chip(chip: ChipSpec, file: str) -> None:
         raise ConfigError("must be at least 1", file=file, field="compute.units")
     if chip.execution.prefetch_depth < 1:
         raise ConfigError("must be at least 1", file=file, field="execution.prefetch_depth")
+    links = {lk.name for lk in chip.links}
     for lvl in chip.levels:
+        if lvl.via and lvl.via not in links:
+            raise ConfigError(f"no link named {lvl.via!r}", file=file, field=f"levels[{lvl.name}].via")
         if lvl.channels < 1:
             raise ConfigError("must be at least 1", file=file, field=f"levels[{lvl.name}].channels")
         if lvl.capacity_bytes <= 0:
@@ -200,6 +211,9 @@ def _dump(obj: Any) -> Any:
             out[key] = [_dump(v) for v in value]
         elif unit == "ops":
             out[key] = dict(value)
+        elif unit == "classes":
+            if value is not None:
+                out[key] = list(value)
         elif unit == "flops" and isinstance(value, tuple):
             out[key] = {k: units.format_flops(v) for k, v in value}
         elif unit in units.FORMATTERS:

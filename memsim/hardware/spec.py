@@ -10,8 +10,13 @@ from __future__ import annotations
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
-FAMILIES = ("gpu",)  # execution models with a mapping strategy (see memsim.mapping.strategy)
-LEVEL_KINDS = ("sram", "hbm", "ddr", "gddr", "lpddr")
+FAMILIES = ("gpu", "wafer", "rdu", "cpu")  # execution models, one mapping strategy each
+LEVEL_KINDS = ("sram", "l2", "l3", "hbm", "ddr", "gddr", "lpddr", "external")
+TENSOR_CLASSES = ("weight", "kv", "activation")
+# What a level holds when its YAML says nothing: scratchpads only stage tiles, caches keep
+# activations between operators, memories hold everything.
+DEFAULT_HOLDS = {"sram": (), "l2": ("activation",), "l3": ("activation",)}
+LAUNCH = ("graph", "eager")
 SCOPES = ("unit", "chip")
 ATTENTION = ("fused", "unfused")
 
@@ -62,10 +67,19 @@ class MemoryLevel:
     efficiency: float = spec_field(
         "efficiency", "ratio", "achievable fraction of peak bandwidth for streaming transfers (calibrated)", 1.0
     )
+    holds: tuple[str, ...] | None = spec_field(
+        "holds", "classes", "tensor classes this level is a home for (weight, kv, activation); default by kind",
+        None,
+    )
+    via: str = spec_field("via", "text", "link this level is reached over (e.g. host DDR over `pcie`)", "")
 
     @property
     def is_scratchpad(self) -> bool:
         return self.kind == "sram"
+
+    def home_for(self, klass: str) -> bool:
+        holds = self.holds if self.holds is not None else DEFAULT_HOLDS.get(self.kind, TENSOR_CLASSES)
+        return klass in holds
 
     def effective_bandwidth(self, units: int) -> int:
         scale = units if self.scope == "unit" else 1
@@ -82,15 +96,19 @@ class LinkSpec:
 @dataclass(frozen=True, slots=True)
 class ExecutionSpec:
     op_overhead_ps: int = spec_field(
-        "op_overhead", "time", "fixed cost per operator (kernel launch and sync)", 2_000_000
+        "op_overhead", "time", "fixed cost per kernel (launch and sync) when launches are graph-captured", 2_000_000
     )
+    launch: str = spec_field("launch", "choice", "`graph` (captured, e.g. CUDA graphs) or `eager` launches", "graph")
+    eager_overhead_ps: int = spec_field("eager_overhead", "time", "fixed cost per kernel with eager launches",
+                                        8_000_000)
     prefetch_depth: int = spec_field(
         "prefetch_depth", "count", "tile buffers per operand stream (2 = double buffering)", 2
     )
     attention: str = spec_field("attention", "choice", "`fused` (FlashAttention) or `unfused`", "fused")
     accumulator_bytes: int = spec_field("accumulator", "bytes", "bytes per accumulator element in SRAM", 4)
     unit_tile: int = spec_field(
-        "unit_tile", "count", "output tile edge one compute unit works on; GEMM tiles run in waves across units", 128
+        "unit_tile", "count", "output tile edge one compute unit works on; GEMM tiles run in waves across units "
+        "(0: work spreads finely over the units, no waves)", 128
     )
     dequant_ops: tuple[tuple[str, float], ...] = spec_field(
         "dequant", "ops", "vector ops per weight element to unpack a weight-only format, serial with the stream",
@@ -99,6 +117,10 @@ class ExecutionSpec:
 
     def dequant(self, dtype: str) -> float:
         return dict(self.dequant_ops).get(dtype, 0.0)
+
+    @property
+    def kernel_overhead_ps(self) -> int:
+        return self.eager_overhead_ps if self.launch == "eager" else self.op_overhead_ps
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +142,12 @@ class ChipSpec:
     @property
     def sram(self) -> MemoryLevel:
         return self.level("sram")
+
+    def link(self, name: str) -> LinkSpec:
+        for lk in self.links:
+            if lk.name == name:
+                return lk
+        raise KeyError(name)
 
     def chip_capacity(self, level: MemoryLevel) -> int:
         return level.capacity_bytes * (self.compute.units if level.scope == "unit" else 1)

@@ -26,6 +26,7 @@ class Context:
     chip: ChipSpec
     graph: OpGraph
     homes: dict
+    attention: str = "fused"  # the family may force unfused attention
 
     @property
     def sram_bytes(self) -> int:
@@ -77,6 +78,8 @@ def make_step(label: str, loads: dict[str, int], stores: dict[str, int], busy_ps
 def wave_factor(m: int, n: int, groups: int, units: int, unit_tile: int) -> float:
     """Compute stretch from running unit-sized output tiles in waves: a last, partly filled
     wave (or fewer tiles than units) leaves units idle for a whole tile time."""
+    if unit_tile == 0:  # work spreads over the units finely (a wafer's cores): no waves
+        return 1.0
     tiles = math.ceil(m / unit_tile) * math.ceil(n / unit_tile) * groups
     return math.ceil(tiles / units) * units / tiles
 
@@ -153,7 +156,7 @@ def lower_stream(op: Op, cx: Context) -> tuple[Step, ...]:
 
 @register("attention")
 def lower_attention(op: Op, cx: Context) -> tuple[Step, ...]:
-    if cx.chip.execution.attention == "fused":
+    if cx.attention == "fused":
         return _fused_attention(op, cx)
     return _unfused_attention(op, cx)
 

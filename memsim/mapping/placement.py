@@ -1,9 +1,10 @@
 """Placement: every tensor gets a home memory level.
 
-Persistent tensors (weights, then KV cache) fill the off-chip levels in order, fastest
-first, spilling to the next level when one is full. Activations live in the first
-off-chip level and pass through SRAM tile buffers. A chip with no off-chip memory keeps
-everything in its scratchpad.
+Each level says which tensor classes it can be a home for (``holds``; by default memories
+hold everything, caches hold activations and scratchpads only stage tiles). Persistent
+tensors (weights, then the KV cache) fill their eligible levels in order, fastest first,
+spilling to the next one when a level is full. An activation lives in the first eligible
+level large enough for it: caches keep small activations between operators.
 """
 from __future__ import annotations
 
@@ -13,27 +14,28 @@ from memsim.units import human_bytes
 from memsim.workload.graph import OpGraph
 
 
-def home_levels(chip: ChipSpec) -> list:
-    off_chip = [lvl for lvl in chip.levels if not lvl.is_scratchpad]
-    return off_chip or list(chip.levels)
-
-
 def place(graph: OpGraph, chip: ChipSpec) -> dict[str, str]:
-    levels = home_levels(chip)
-    free = {lvl.name: chip.chip_capacity(lvl) for lvl in levels}
+    free = {lvl.name: chip.chip_capacity(lvl) for lvl in chip.levels}
     homes: dict[str, str] = {}
-    persistent = [t for k in ("weight", "kv") for t in graph.tensors.values() if t.klass == k]
+    # The class with fewer eligible levels goes first (a wafer's KV cache can only live in SRAM,
+    # its weights can also stream from external memory); on a tie weights go first.
+    order = sorted(("weight", "kv"), key=lambda k: sum(lvl.home_for(k) for lvl in chip.levels))
+    persistent = [t for k in order for t in graph.tensors.values() if t.klass == k]
     for t in persistent:
-        for lvl in levels:
+        eligible = [lvl for lvl in chip.levels if lvl.home_for(t.klass)]
+        for lvl in eligible:
             if free[lvl.name] >= t.bytes:
                 free[lvl.name] -= t.bytes
                 homes[t.name] = lvl.name
                 break
         else:
             need = sum(x.bytes for x in persistent)
-            have = ", ".join(f"{lvl.name} {human_bytes(chip.chip_capacity(lvl))}" for lvl in levels)
+            have = ", ".join(f"{lvl.name} {human_bytes(chip.chip_capacity(lvl))}" for lvl in eligible) or "none"
             raise CapacityError(f"weights and KV cache need {need / 1e9:.2f} GB but fit in no memory level "
                                 f"({have}); {t.name} has no room", field="levels")
+    holders = [lvl for lvl in chip.levels if lvl.home_for("activation")] or list(chip.levels[-1:])
     for t in graph.tensors.values():
-        homes.setdefault(t.name, levels[0].name)
+        if t.name not in homes:
+            fits = [lvl for lvl in holders if chip.chip_capacity(lvl) >= t.bytes]
+            homes[t.name] = (fits or holders[-1:])[0].name
     return homes

@@ -25,6 +25,8 @@ class Step:
     total_stores: tuple[tuple[str, int], ...]
     tile: tuple[tuple[str, int], ...] = ()  # tile shape, for reports
     unpack_ps: int = 0  # per chunk: dequantising the loaded weights, serial with the load stream
+    share: float = 1.0  # fraction of each level's channels this step may use (a wafer region's share)
+    direct: bool = False  # a copy between levels (DMA staging): SRAM is only the bounce buffer
 
 
 @dataclass(frozen=True, slots=True)

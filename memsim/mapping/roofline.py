@@ -20,6 +20,15 @@ def peak_rate(chip: ChipSpec, op: Op) -> int:
     return chip.compute.vector_flops_per_s
 
 
+def peak_bandwidth(chip: ChipSpec, name: str) -> int:
+    """Peak bandwidth of a level (limited by the link it is reached over) or of ``link:NAME``."""
+    if name.startswith("link:"):
+        return chip.link(name[5:]).bandwidth_bytes_per_s
+    lvl = chip.level(name)
+    bw = lvl.bandwidth_bytes_per_s * (chip.compute.units if lvl.scope == "unit" else 1)
+    return min(bw, chip.link(lvl.via).bandwidth_bytes_per_s) if lvl.via else bw
+
+
 def compute_seconds(graph: OpGraph, chip: ChipSpec) -> float:
     return sum(op.flops / peak_rate(chip, op) for op in graph)
 
@@ -47,8 +56,7 @@ def roofline(graph: OpGraph, chip: ChipSpec, homes: dict[str, str]) -> tuple[flo
     best, bound = compute_seconds(graph, chip), "compute"
     for lvl in chip.levels:
         if lvl.name in need:
-            scale = chip.compute.units if lvl.scope == "unit" else 1
-            t = need[lvl.name] / (lvl.bandwidth_bytes_per_s * scale)
+            t = need[lvl.name] / peak_bandwidth(chip, lvl.name)
             if t > best:
                 best, bound = t, lvl.name
     return best, bound, need

@@ -1,11 +1,13 @@
 """Mapping strategies, one per accelerator family, registered by the name used in YAML.
 
-A strategy turns an ``OpGraph`` into a ``Plan``: placement, then lowering of every op in
-dependency order. The ``gpu`` strategy runs one kernel per operator in stream order with a
-fixed launch overhead; intermediates go through the activation home level.
+A strategy turns an ``OpGraph`` into a ``Plan``: placement, lowering of every op in
+dependency order, then the family's own shaping of the steps (launch overheads, fused
+layers, staging, regions). Each family lives in one file of ``memsim.mapping.families``.
 """
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from typing import Callable
 
 from memsim.errors import ConfigError
@@ -13,11 +15,14 @@ from memsim.hardware.spec import ChipSpec
 from memsim.mapping.lower import Context, lower
 from memsim.mapping.placement import place
 from memsim.mapping.plan import OpTask, Plan, Step
-from memsim.mapping.roofline import roofline
+from memsim.mapping.roofline import peak_bandwidth, roofline
 from memsim.units import transfer_ps
-from memsim.workload.graph import OpGraph
+from memsim.workload.graph import Op, OpGraph
 
 STRATEGIES: dict[str, Callable[[OpGraph, ChipSpec], Plan]] = {}
+
+# A family shapes each op's lowered steps and says what fixed overhead the op pays.
+Shaper = Callable[[Op, tuple[Step, ...], Context], tuple[tuple[Step, ...], int]]
 
 
 def register(family: str):
@@ -27,30 +32,42 @@ def register(family: str):
     return deco
 
 
+def bandwidth_of(chip: ChipSpec, name: str) -> int:
+    """Achievable bandwidth of a level (limited by the link it is reached over) or a link."""
+    if name.startswith("link:"):
+        return chip.link(name[5:]).bandwidth_bytes_per_s
+    level = chip.level(name)
+    return min(level.effective_bandwidth(chip.compute.units), peak_bandwidth(chip, name))
+
+
 def _bound(chip: ChipSpec, steps: tuple[Step, ...]) -> str:
     busy: dict[str, int] = {"compute": sum(s.compute_ps * s.count for s in steps)}
     for s in steps:
         for lvl, b in s.total_loads + s.total_stores:
-            level = chip.level(lvl)
-            busy[lvl] = busy.get(lvl, 0) + transfer_ps(b, level.effective_bandwidth(chip.compute.units))
+            busy[lvl] = busy.get(lvl, 0) + transfer_ps(b, max(1, int(bandwidth_of(chip, lvl) * s.share)))
     return max(busy, key=busy.__getitem__)
 
 
-@register("gpu")
-def plan_gpu(graph: OpGraph, chip: ChipSpec) -> Plan:
+def plan_with(graph: OpGraph, chip: ChipSpec, shape: Shaper, attention: str | None = None) -> Plan:
+    """Place, lower every op in dependency order, and let the family shape its steps."""
     homes = place(graph, chip)
-    cx = Context(chip, graph, homes)
+    cx = Context(chip, graph, homes, attention or chip.execution.attention)
     deps = graph.graph()
     tasks = []
     for op in graph.order():
-        steps = lower(op, cx)
-        tasks.append(OpTask(op.name, op.kind, op.layer, op.flops, chip.execution.op_overhead_ps, steps,
+        steps, overhead = shape(op, lower(op, cx), cx)
+        tasks.append(OpTask(op.name, op.kind, op.layer, op.flops, overhead, steps,
                             tuple(sorted(deps.predecessors(op.name))), _bound(chip, steps)))
     seconds, bound, need = roofline(graph, chip, homes)
     return Plan(chip, tuple(tasks), tuple(sorted(homes.items())), seconds, bound, tuple(sorted(need.items())))
 
 
 def make_plan(graph: OpGraph, chip: ChipSpec) -> Plan:
+    if not STRATEGIES:
+        from memsim.mapping import families
+
+        for mod in pkgutil.iter_modules(families.__path__):
+            importlib.import_module(f"{families.__name__}.{mod.name}")
     if chip.family not in STRATEGIES:
         raise ConfigError(f"no mapping strategy for family {chip.family!r}", field="family")
     return STRATEGIES[chip.family](graph, chip)

@@ -5,7 +5,7 @@ import pandas as pd
 
 from memsim.engine import EngineResult
 from memsim.mapping import Plan
-from memsim.mapping.roofline import peak_rate
+from memsim.mapping.roofline import peak_bandwidth, peak_rate
 from memsim.units import PS_PER_S, transfer_ps
 from memsim.workload import OpGraph
 
@@ -25,7 +25,9 @@ def timeline(result: EngineResult) -> pd.DataFrame:
 def ops(graph: OpGraph, plan: Plan, result: EngineResult) -> pd.DataFrame:
     chip = plan.chip
     spans = {op: (s, e) for op, s, e in result.spans}
-    levels = [lvl.name for lvl in chip.levels if not lvl.is_scratchpad] or [lvl.name for lvl in chip.levels]
+    used = {name for t in plan.tasks for name in t.bytes_by_level()}
+    levels = [lvl.name for lvl in chip.levels if lvl.name in used or not lvl.is_scratchpad]
+    levels += sorted(name for name in used if name.startswith("link:"))
     rows = []
     for task in plan.tasks:
         op = graph.ops[task.op]
@@ -40,8 +42,7 @@ def ops(graph: OpGraph, plan: Plan, result: EngineResult) -> pd.DataFrame:
         row["arithmetic_intensity"] = task.flops / off_chip if off_chip else float("inf")
         bounds = {"compute": task.flops / peak_rate(chip, op)}
         for lvl, (r, w) in moved.items():
-            level = chip.level(lvl)
-            bounds[lvl] = transfer_ps(r + w, level.bandwidth_bytes_per_s) / PS_PER_S
+            bounds[lvl] = transfer_ps(r + w, peak_bandwidth(chip, lvl)) / PS_PER_S
         row["roofline_s"] = max(bounds.values())
         row["bound"] = task.bound
         row["tile"] = " ".join(f"{k}={v}" for s in task.steps for k, v in s.tile)

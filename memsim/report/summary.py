@@ -28,6 +28,8 @@ def summarize(graph: OpGraph, plan: Plan, result: EngineResult) -> dict[str, Any
     read, written = dict(result.bytes_read), dict(result.bytes_written)
     per_level = {lvl.name: {"read": read.get(lvl.name, 0), "written": written.get(lvl.name, 0),
                             "total": read.get(lvl.name, 0) + written.get(lvl.name, 0)} for lvl in chip.levels}
+    per_link = {name[5:]: {"read": read[name], "written": written[name], "total": read[name] + written[name]}
+                for name in read if name.startswith("link:")}
     stalls = stall_seconds(result)
     busy = compute_busy_seconds(result)
     dtypes = {op.dtype for op in graph}
@@ -48,6 +50,7 @@ def summarize(graph: OpGraph, plan: Plan, result: EngineResult) -> dict[str, Any
         "compute_utilization": flops / (step_s * peak) if step_s else 0.0,
         "compute_busy_s": busy,
         "bytes_per_level": per_level,
+        "bytes_per_link": per_link,
         "compulsory_bytes": dict(plan.compulsory_bytes),
         "weight_bytes": weights_needed,
         "weight_bytes_stored": graph.bytes_of("weight"),

@@ -55,8 +55,8 @@ def config_error(path, *needles: str) -> ConfigError:
 
 
 def test_presets_are_listed():
-    assert set(PRESETS) == {"a100-80gb-sxm", "h100-sxm"}
-    assert hardware.presets() == PRESETS
+    assert {"a100-80gb-sxm", "h100-sxm"} <= set(PRESETS)
+    assert hardware.presets() == sorted(PRESETS)
 
 
 @pytest.mark.parametrize("name", PRESETS)
@@ -64,12 +64,12 @@ def test_shipped_preset_loads(name):
     chip = hardware.load(name)
     assert isinstance(chip, ChipSpec)
     assert chip.name == name
-    assert chip.family == "gpu"
+    assert chip.family in ("gpu", "wafer", "rdu", "cpu")
     assert chip.sram.kind == "sram"
-    hbm = chip.level("hbm")
-    assert hbm.capacity_bytes == 80 * 10**9
-    assert chip.compute.peak("bf16") > chip.compute.vector_flops_per_s
-    assert chip.levels[0].name == "sram"  # fastest first
+    if name in ("h100-sxm", "a100-80gb-sxm"):
+        assert chip.level("hbm").capacity_bytes == 80 * 10**9
+    assert chip.compute.peak("bf16") >= chip.compute.vector_flops_per_s
+    assert chip.levels[0].kind == "sram"  # fastest first
 
 
 def test_h100_values_are_parsed_into_base_units():

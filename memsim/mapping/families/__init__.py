@@ -1,0 +1,1 @@
+"""One mapping strategy per accelerator family; each module registers itself by name."""

@@ -1,0 +1,51 @@
+"""Dataflow RDU (SambaNova SN40L style): three memory tiers, a decoder layer per kernel.
+
+A decoder layer runs as one fused dataflow kernel: its intermediates stay in on-chip SRAM
+(the preset lets ``sram`` hold activations) and the launch cost is paid once per layer.
+Weights stream from HBM. Weights or experts that do not fit in HBM live in DDR and are
+staged into HBM before use; the staging copy is its own step, so its time is visible.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from memsim.hardware.spec import ChipSpec
+from memsim.mapping.lower import make_step
+from memsim.mapping.plan import Step
+from memsim.mapping.strategy import plan_with, register
+from memsim.workload.graph import OpGraph
+
+
+def stage_through(steps: tuple[Step, ...], slow: set[str], fast: str, sram_bytes: int) -> tuple[Step, ...]:
+    """Copy what a step would load from a ``slow`` level into ``fast`` first, then load it from there."""
+    out: list[Step] = []
+    for step in steps:
+        staged = {lvl: b for lvl, b in step.total_loads if lvl in slow}
+        if not staged:
+            out.append(step)
+            continue
+        moved = sum(staged.values())
+        copy = make_step("stage", staged, {fast: moved}, 0, 0, sram_bytes // 2, step.depth, sram_bytes)
+        out.append(dataclasses.replace(copy, direct=True))
+        loads = {lvl: b for lvl, b in step.total_loads if lvl not in slow}
+        loads[fast] = loads.get(fast, 0) + moved
+        remade = make_step(step.label, loads, dict(step.total_stores), step.compute_ps * step.count, step.flops,
+                           sram_bytes // 2, step.depth, step.sram_bytes, dict(step.tile), step.unpack_ps * step.count)
+        out.append(dataclasses.replace(remade, share=step.share))
+    return tuple(out)
+
+
+@register("rdu")
+def plan_rdu(graph: OpGraph, chip: ChipSpec):
+    slow = {lvl.name for lvl in chip.levels if lvl.kind == "ddr"}
+    fast = next((lvl.name for lvl in chip.levels if lvl.kind == "hbm"), None)
+    seen_layers: set[int] = set()
+
+    def fused_layers(op, steps, cx):
+        if fast is not None:
+            steps = stage_through(steps, slow, fast, cx.sram_bytes)
+        first = op.layer < 0 or op.layer not in seen_layers
+        seen_layers.add(op.layer)
+        return steps, cx.chip.execution.kernel_overhead_ps if first else 0
+
+    return plan_with(graph, chip, fused_layers)
