@@ -35,3 +35,15 @@ def test_quantised_weights_move_fewer_bytes_and_run_faster(hw):
     int4 = simulate(hw, "llama-3.1-8b", context=1024, weight_dtype="int4").summary
     assert int4["bytes_per_level"]["hbm"]["read"] < 0.4 * base["bytes_per_level"]["hbm"]["read"]
     assert int4["step_time_s"] < base["step_time_s"]
+
+
+def test_quantised_decode_speedup_follows_the_bytes_moved():
+    runs = {d: simulate("a100-80gb-sxm", "llama-2-7b", context=2048, weight_dtype=d, group_size=32).summary
+            for d in ("bf16", "int8", "int4")}
+    hbm = {d: r["bytes_per_level"]["hbm"]["read"] for d, r in runs.items()}
+    t = {d: r["step_time_s"] for d, r in runs.items()}
+    assert t["bf16"] > t["int8"] > t["int4"]
+    for d in ("int8", "int4"):
+        byte_ratio, speedup = hbm["bf16"] / hbm[d], t["bf16"] / t[d]
+        # Unpacking costs some of the gain but never all of it, and never adds any.
+        assert 0.5 * byte_ratio < speedup < byte_ratio

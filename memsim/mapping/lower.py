@@ -27,6 +27,7 @@ class Context:
     graph: OpGraph
     homes: dict
     attention: str = "fused"  # the family may force unfused attention
+    compute_share: float = 1.0  # fraction of the chip's compute an op gets (a wafer region)
 
     @property
     def sram_bytes(self) -> int:
@@ -37,10 +38,10 @@ class Context:
         return self.chip.execution.prefetch_depth
 
     def matrix_rate(self, dtype: str) -> int:
-        return max(1, int(self.chip.compute.peak(dtype) * self.chip.compute.efficiency))
+        return max(1, int(self.chip.compute.peak(dtype) * self.chip.compute.efficiency * self.compute_share))
 
     def vector_rate(self) -> int:
-        return max(1, int(self.chip.compute.vector_flops_per_s * self.chip.compute.efficiency))
+        return max(1, int(self.chip.compute.vector_flops_per_s * self.chip.compute.efficiency * self.compute_share))
 
     def bits(self, tensor: str) -> int:
         return BITS[self.graph.tensors[tensor].dtype]

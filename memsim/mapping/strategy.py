@@ -48,10 +48,11 @@ def _bound(chip: ChipSpec, steps: tuple[Step, ...]) -> str:
     return max(busy, key=busy.__getitem__)
 
 
-def plan_with(graph: OpGraph, chip: ChipSpec, shape: Shaper, attention: str | None = None) -> Plan:
+def plan_with(graph: OpGraph, chip: ChipSpec, shape: Shaper, attention: str | None = None,
+              compute_share: float = 1.0) -> Plan:
     """Place, lower every op in dependency order, and let the family shape its steps."""
     homes = place(graph, chip)
-    cx = Context(chip, graph, homes, attention or chip.execution.attention)
+    cx = Context(chip, graph, homes, attention or chip.execution.attention, compute_share)
     deps = graph.graph()
     tasks = []
     for op in graph.order():

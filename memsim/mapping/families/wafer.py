@@ -3,8 +3,9 @@
 Layers are laid out as pipelined regions of the mesh, one region per layer, so an operator
 runs on its layer's share of the cores, SRAM bandwidth and compute. Weights and the KV cache
 stay in on-wafer SRAM when they fit; otherwise they stream in from external memory
-(MemoryX) over the wafer's I/O links. Each matrix operator ends by moving its output across
-its region over the fabric (``link:fabric``: per-hop latency times the hops crossed).
+(MemoryX) over the wafer's I/O links. A matrix operator broadcasts its input across its
+region and reduces its output across it over the fabric (``link:fabric``, whose latency is
+the hop latency times the hops a traversal crosses).
 """
 from __future__ import annotations
 
@@ -25,13 +26,14 @@ def plan_wafer(graph: OpGraph, chip: ChipSpec):
 
     def regional(op, steps, cx):
         share = 1.0 / regions
-        shaped = [dataclasses.replace(s, share=share, compute_ps=s.compute_ps * regions,
-                                      unpack_ps=s.unpack_ps * regions) for s in steps]
+        shaped = [dataclasses.replace(s, share=share) for s in steps]
         if has_fabric and op.kind in FABRIC_OPS:
-            out = sum(cx.graph.tensors[t].bytes for t in op.outputs[:1])
-            shaped.append(dataclasses.replace(
-                make_step("fabric", {"link:fabric": out}, {}, 0, 0, cx.sram_bytes, cx.depth, cx.sram_bytes),
-                share=share))
+            # The input is broadcast across the region and partial outputs are reduced across
+            # it: two traversals of the fabric, each paying the hop latency once.
+            moves = (("broadcast", op.inputs[0].bytes), ("reduce", cx.graph.tensors[op.outputs[0]].bytes))
+            fabric = [dataclasses.replace(make_step(label, {"link:fabric": n}, {}, 0, 0, cx.sram_bytes, cx.depth,
+                                                    cx.sram_bytes), share=share) for label, n in moves]
+            shaped = [fabric[0], *shaped, fabric[1]]
         return tuple(shaped), cx.chip.execution.kernel_overhead_ps
 
-    return plan_with(graph, chip, regional)
+    return plan_with(graph, chip, regional, compute_share=1.0 / regions)
