@@ -7,9 +7,12 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from memsim import engine, hardware, mapping, report, workload
+from memsim import engine, generation, hardware, mapping, report, workload
 from memsim.errors import CapacityError, ConfigError
 from memsim.hardware.loader import dump_chip, load_chip
+
+
+DEFAULT_SAMPLES = 8  # decode steps simulated for a generation; the rest are interpolated
 
 
 @dataclass(frozen=True)
@@ -52,17 +55,38 @@ def load_workload(model: str | None, trace: str | None, phase: str, batch: int, 
 def simulate(hw: str = "h100-sxm", model: str | None = None, *, trace: str | None = None, phase: str = "decode",
              batch: int = 1, context: int = 0, prompt: int = 0, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
              group_size: int = 128, set: Iterable[str] | dict[str, str] = (), fast_forward: bool = True,
-             memoize: bool = True) -> Result:
-    """Simulate one step. ``set`` overrides hardware fields: ``{"sram.capacity": "64MiB"}``."""
+             memoize: bool = True, generate: int = 0, samples: int = DEFAULT_SAMPLES) -> Result:
+    """Simulate one step, or with ``phase="generate"`` a prefill of ``prompt`` tokens and
+    ``generate`` decode steps. ``set`` overrides hardware fields: ``{"sram.capacity": "64MiB"}``."""
     overrides = list(set.items()) if isinstance(set, dict) else parse_sets(set)
     hw_path = hardware.resolve(hw, "hardware", hardware.HW_SUFFIXES)
     chip, _ = load_chip(hw_path, overrides)
-    graph = load_workload(model, trace, phase, batch, context, prompt, weight_dtype, kv_dtype, group_size)
-    try:
-        plan = mapping.make_plan(graph, chip)
-    except CapacityError as exc:
-        exc.file = exc.file or str(hw_path)
-        raise
-    result = engine.run(plan, fast_forward=fast_forward, memoize=memoize)
-    return Result(report.summarize(graph, plan, result), report.timeline(result), report.ops(graph, plan, result),
-                  chip, graph, plan, result)
+
+    def run_step(step_phase: str, tokens: int) -> Result:
+        graph = load_workload(model, trace, step_phase, batch, tokens if step_phase == "decode" else context,
+                              tokens if step_phase == "prefill" else prompt, weight_dtype, kv_dtype, group_size)
+        try:
+            plan = mapping.make_plan(graph, chip)
+        except CapacityError as exc:
+            exc.file = exc.file or str(hw_path)
+            raise
+        result = engine.run(plan, fast_forward=fast_forward, memoize=memoize)
+        return Result(report.summarize(graph, plan, result), report.timeline(result),
+                      report.ops(graph, plan, result), chip, graph, plan, result)
+
+    if phase != "generate":
+        return run_step(phase, context if phase == "decode" else prompt)
+    if trace is not None:
+        raise ConfigError("a trace holds one step; --phase generate needs --model", field="--phase")
+    if prompt < 1 or generate < 1:
+        raise ConfigError("generate needs --prompt and --generate of at least 1 token", field="--generate")
+    if samples < 2:
+        raise ConfigError("must be at least 2", field="--samples")
+    prefill, summary, first = generation.generate(run_step, prompt, generate, samples)
+    shift = prefill.summary["step_time_s"]
+    timeline = pd.concat([prefill.timeline, first.timeline.assign(start_s=first.timeline.start_s + shift,
+                                                                  end_s=first.timeline.end_s + shift)])
+    ops = pd.concat([prefill.ops, first.ops.assign(start_s=first.ops.start_s + shift,
+                                                   end_s=first.ops.end_s + shift)])
+    return Result(summary, timeline.reset_index(drop=True), ops.reset_index(drop=True), chip, prefill.graph,
+                  prefill.plan, prefill.engine)

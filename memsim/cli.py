@@ -10,7 +10,7 @@ from memsim import __version__, api, hardware, workload
 from memsim.errors import MemsimError
 from memsim.units import human_bytes
 
-PHASES = ("decode", "prefill")
+PHASES = ("decode", "prefill", "generate")
 
 
 def _workload_options(fn):
@@ -20,7 +20,8 @@ def _workload_options(fn):
         click.option("--batch", type=int, default=1, show_default=True, help="sequences per step"),
         click.option("--context", type=int, default=2048, show_default=True,
                      help="decode: tokens already in the KV cache"),
-        click.option("--prompt", type=int, default=2048, show_default=True, help="prefill: prompt tokens"),
+        click.option("--prompt", type=int, default=2048, show_default=True,
+                     help="prefill and generate: prompt tokens"),
         click.option("--weight-dtype", default="bf16", show_default=True, help="bf16, fp16, fp8, int8, int4"),
         click.option("--kv-dtype", default="bf16", show_default=True, help="bf16, fp16, fp8, int8, int4"),
         click.option("--group-size", type=int, default=128, show_default=True,
@@ -40,15 +41,20 @@ def main() -> None:
 @click.option("--hw", default="h100-sxm", show_default=True, help="preset name or path to a hardware YAML")
 @click.option("--trace", "trace_file", help="simulate a trace file instead of --model")
 @_workload_options
+@click.option("--generate", "generate_n", type=int, default=128, show_default=True,
+              help="generate: decode steps after the prefill")
+@click.option("--samples", type=int, default=api.DEFAULT_SAMPLES, show_default=True,
+              help="generate: decode steps simulated; the others are interpolated")
 @click.option("--set", "sets", multiple=True, metavar="PATH=VALUE", help="override a hardware field, repeatable")
 @click.option("--out", type=click.Path(file_okay=False), help="folder for summary.json, ops.csv, timeline.csv")
 @click.option("--no-fast-forward", is_flag=True, help="simulate every chunk and every layer (slow; for checking)")
-def run(hw, trace_file, model, phase, batch, context, prompt, weight_dtype, kv_dtype, group_size, sets, out,
-        no_fast_forward):
-    """Simulate one decode or prefill step and print a summary."""
+def run(hw, trace_file, model, phase, batch, context, prompt, weight_dtype, kv_dtype, group_size, generate_n,
+        samples, sets, out, no_fast_forward):
+    """Simulate one decode or prefill step, or a whole generation, and print a summary."""
     result = api.simulate(hw, model, trace=trace_file, phase=phase, batch=batch, context=context, prompt=prompt,
                           weight_dtype=weight_dtype, kv_dtype=kv_dtype, group_size=group_size, set=sets,
-                          fast_forward=not no_fast_forward, memoize=not no_fast_forward)
+                          fast_forward=not no_fast_forward, memoize=not no_fast_forward, generate=generate_n,
+                          samples=samples)
     click.echo(format_summary(result.summary))
     if out:
         for path in result.write(out):
@@ -60,6 +66,8 @@ def run(hw, trace_file, model, phase, batch, context, prompt, weight_dtype, kv_d
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="trace file to write")
 def trace(model, phase, batch, context, prompt, weight_dtype, kv_dtype, group_size, output):
     """Write the operator DAG of one step as a trace file."""
+    if phase == "generate":
+        raise MemsimError("a trace holds one step: use --phase decode or prefill", field="--phase")
     graph = api.load_workload(model, None, phase, batch, context, prompt, weight_dtype, kv_dtype, group_size)
     workload.write_trace(graph, Path(output))
     click.echo(f"wrote {output}: {len(graph.ops)} ops, {len(graph.tensors)} tensors")
@@ -75,9 +83,10 @@ def list_(what):
 
 def format_summary(s: dict) -> str:
     w = s["workload"]
+    shape = (f"prompt={w.get('prompt')} generate={w.get('generate')}" if w.get("phase") == "generate"
+             else f"tokens={w.get('tokens')} context={w.get('context')}")
     lines = [
-        f"{s['hardware']}  {w.get('model', '?')}  {w.get('phase', '?')}  batch={w.get('batch')} "
-        f"tokens={w.get('tokens')} context={w.get('context')}",
+        f"{s['hardware']}  {w.get('model', '?')}  {w.get('phase', '?')}  batch={w.get('batch')} {shape}",
         f"  step time        {s['step_time_s'] * 1e3:12.4f} ms",
         f"  roofline         {s['roofline_s'] * 1e3:12.4f} ms  (bound: {s['roofline_bound']}, "
         f"x{s['step_over_roofline']:.2f})",
@@ -87,6 +96,9 @@ def format_summary(s: dict) -> str:
         if b["total"]:
             lines.append(f"  {lvl:<16} read {human_bytes(b['read']):>14}  written {human_bytes(b['written']):>14}")
     lines.append(f"  compute busy     {s['compute_busy_s'] * 1e3:12.4f} ms")
+    if "ttft_s" in s:
+        lines.append(f"  generation       ttft {s['ttft_s'] * 1e3:.3f} ms, tpot {s['tpot_s'] * 1e3:.3f} ms, "
+                     f"total {s['total_s']:.4f} s, {s['tokens_per_s']:.1f} tokens/s")
     for cause, sec in sorted(s["stall_s"].items(), key=lambda kv: -kv[1]):
         lines.append(f"  stall {cause:<13} {sec * 1e3:9.4f} ms")
     return "\n".join(lines)

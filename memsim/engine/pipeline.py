@@ -53,9 +53,11 @@ class StepRun:
         self.completions: list[int] = []
         self.stalls: list[dict[str, int]] = []  # per chunk: stall time per cause
         self.states: list[tuple] = []  # per chunk: pipeline state relative to its completion
-        self.arrivals: list[tuple[int, int, str]] = []  # per issued chunk: (arrival, held, source)
+        self.arrivals: list[tuple] = []  # per issued chunk: (arrival, held, source, (drain, writer))
         self.waiting: tuple | None = None  # the loader's pending buffer request, if any
         self.unpacking = 0  # when the loader finishes dequantising its latest chunk
+        self.pending: list[int] = []  # when buffers still draining to a store level come free
+        self.released = (0, 0, "sram_capacity")  # latest buffer freed: (compute end, freed at, store limiter)
         self.last_store = 0
         self.levels = sorted({lvl for lvl, _ in step.loads + step.stores})
         # A direct copy (DMA staging) shows as level-to-level transfers; otherwise via SRAM.
@@ -78,6 +80,10 @@ class StepRun:
             self.waiting = (asked, tuple(sorted(free_when_asked.items())))
             yield slots.get(1)
             self.waiting = None
+            # Of the wait for a buffer, the part after its chunk's compute ended, while a slow
+            # store still drained it, is that store's fault; the rest is SRAM capacity's.
+            computed, freed, writer = self.released
+            drain = max(0, freed - max(asked, computed)) if env.now > asked else 0
             if index >= self.limit:  # fast-forward began while this load waited for a buffer
                 slots.put(1)
                 return
@@ -101,8 +107,8 @@ class StepRun:
             if step.unpack_ps:  # the loader dequantises the chunk before it issues the next one
                 arrival += step.unpack_ps
                 self._row(landed, arrival, "dequant", "compute")
-            self.arrivals.append((arrival, held, source))
-            ready.put((env.timeout(arrival - now), held, source, landed))
+            self.arrivals.append((arrival, held, source, (drain, writer)))
+            ready.put((env.timeout(arrival - now), held, source, landed, (drain, writer)))
             if step.unpack_ps:
                 self.unpacking = arrival
                 yield env.timeout(arrival - now)
@@ -116,32 +122,39 @@ class StepRun:
         index = 0
         while index < self.limit:
             t0 = env.now
-            arrived, held, source, landed = yield ready.get()
+            arrived, held, source, landed, (drain, writer) = yield ready.get()
             yield arrived
             now = env.now
             stall: dict[str, int] = {}
             if now > t0:
-                # The wait splits into: no free buffer, data in transit, then dequantisation.
+                # The wait splits into: no free buffer (SRAM capacity, or a store still draining
+                # it), data in transit, then dequantisation.
                 capacity = min(now - t0, held)
+                draining = min(capacity, drain)
                 unpack = min(now - t0 - capacity, now - landed)
-                for cause, a, b in (("sram_capacity", t0, t0 + capacity), (source, t0 + capacity, now - unpack),
-                                    ("dequant", now - unpack, now)):
+                for cause, a, b in (("sram_capacity", t0, t0 + capacity - draining),
+                                    (writer, t0 + capacity - draining, t0 + capacity),
+                                    (source, t0 + capacity, now - unpack), ("dequant", now - unpack, now)):
                     if b > a:
                         self._row(a, b, "compute", "stall", cause=cause)
                         stall[cause] = stall.get(cause, 0) + b - a
             start, end = res.compute.book(now, step.compute_ps)
             yield env.timeout(end - now)
             self._row(start, end, "compute", "compute", flops=share(step.flops, step.count, index))
-            slots.put(1)
             now = env.now
+            written, writer = now, "sram_capacity"
             for lvl, nbytes in step.stores:
                 level = res.levels[lvl]
-                s, e, _ = level.transfer(now, nbytes, step.share)
+                s, e, limiter = level.transfer(now, nbytes, step.share)
                 moved = share(self.store_totals[lvl], step.count, index)
                 level.count(moved, read=False)
                 self._row(s, e, lvl, "transfer", moved, src=self.store_src, dst=lvl)
+                if e > written:
+                    written, writer = e, limiter
                 if e + level.latency_ps > self.last_store:
                     self.last_store, store_level = e + level.latency_ps, lvl
+            # The chunk's buffer holds its output until the store has drained it.
+            self._release(slots, written, writer)
             self.completions.append(now)
             self.stalls.append(stall)
             index += 1
@@ -155,10 +168,26 @@ class StepRun:
         if self.limit < step.count:
             yield from self._bulk()
 
+    def _release(self, slots: simpy.Container, at: int, cause: str) -> None:
+        computed = self.env.now
+        if at <= computed:
+            self.released = (computed, computed, cause)
+            slots.put(1)
+            return
+        self.pending.append(at)
+
+        def free(_event) -> None:
+            self.pending.remove(at)
+            self.released = (computed, at, cause)
+            slots.put(1)
+
+        self.env.timeout(at - self.env.now).callbacks.append(free)
+
     def _state(self, consumed: int, stall: dict[str, int]) -> tuple:
         """Everything that decides the future, as offsets from now (arrived loads count as 0)."""
         now = self.env.now
-        flight = tuple((max(0, a - now), h, src) if a > now else (0, 0, "") for a, h, src in self.arrivals[consumed:])
+        flight = tuple((a - now, h, src, by) if a > now else (0, 0, "", ("", 0)) for a, h, src, by in
+                       self.arrivals[consumed:])
         ports = [self.res.levels[lvl] for lvl in self.levels]
         ports += [p.via for p in ports if p.via is not None]
         channels = tuple(max(0, ch.free_at - now) for p in ports for ch in p.channels)
@@ -167,7 +196,9 @@ class StepRun:
             asked, free = self.waiting
             waiting = (asked - now, tuple((lvl, f - now) for lvl, f in free))
         return (flight, channels, max(0, self.last_store - now), max(0, self.res.compute.free_at - now), waiting,
-                max(0, self.unpacking - now), tuple(sorted(stall.items())))
+                max(0, self.unpacking - now), tuple(t - now for t in self.pending),
+                (self.released[0] - now, self.released[1] - now, self.released[2]),
+                tuple(sorted(stall.items())))
 
     def _maybe_fast_forward(self) -> None:
         q = _cycle(self.states, self.completions, self.step.depth)

@@ -34,7 +34,7 @@ class StepSpec:
     def make(cls, phase: str, batch: int = 1, context: int = 0, prompt: int = 0,
              weight_dtype: str = "bf16", kv_dtype: str = "bf16", group_size: int = 128) -> "StepSpec":
         if phase not in ("decode", "prefill"):
-            raise ConfigError(f"unknown phase {phase!r} (decode, prefill)", field="--phase")
+            raise ConfigError(f"unknown phase {phase!r} for one step (decode, prefill)", field="--phase")
         if weight_dtype not in WEIGHT_DTYPES:
             raise ConfigError(f"{weight_dtype!r} is not one of {', '.join(WEIGHT_DTYPES)}", field="--weight-dtype")
         if kv_dtype not in KV_DTYPES:

@@ -1,0 +1,87 @@
+"""Generation: a prefill, then N decode steps with the KV cache growing one token a step.
+
+Decode steps differ only in their context length, and a step's metrics change smoothly
+with it (KV traffic and attention work grow linearly). So a few steps spread evenly over
+the context range are simulated and every additive metric (times, bytes, FLOPs, stalls) is
+interpolated linearly in between and summed over all N steps. With ``samples >= N`` every
+step is simulated. Orchestration only: each step goes through the ordinary pipeline.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+NOT_SUMMED = {"hardware", "family", "workload", "roofline_bound", "step_over_roofline", "compute_utilization",
+              "dominant_stall", "engine"}
+
+
+def sample_contexts(prompt: int, steps: int, samples: int) -> list[int]:
+    """Contexts of the decode steps to simulate: all of them, or ``samples`` spread evenly."""
+    last = prompt + steps - 1
+    if steps <= samples:
+        return list(range(prompt, last + 1))
+    return sorted({int(round(c)) for c in np.linspace(prompt, last, max(2, samples))})
+
+
+def _sum_interpolated(samples: dict[int, dict], contexts: np.ndarray, key_path: tuple = ()) -> Any:
+    first = next(iter(samples.values()))
+    node = first
+    for k in key_path:
+        node = node[k]
+    if isinstance(node, dict):
+        keys = set().union(*(_at(s, key_path).keys() for s in samples.values()))
+        return {k: _sum_interpolated(samples, contexts, (*key_path, k)) for k in sorted(keys)}
+    xs = np.array(sorted(samples), dtype=float)
+    ys = np.array([_at(samples[c], key_path) or 0 for c in sorted(samples)], dtype=float)
+    total = float(np.interp(contexts, xs, ys).sum())
+    return int(round(total)) if isinstance(node, int) else total
+
+
+def _at(summary: dict, key_path: tuple) -> Any:
+    for k in key_path:
+        summary = summary.get(k, 0) if isinstance(summary, dict) else 0
+    return summary
+
+
+def _add(a: Any, b: Any) -> Any:
+    if isinstance(a, dict):
+        return {k: _add(a.get(k, 0), b.get(k, 0)) for k in sorted(set(a) | set(b))}
+    return a + b
+
+
+def combine(prefill: dict, decodes: dict[int, dict], prompt: int, steps: int) -> dict[str, Any]:
+    """The generation summary: prefill plus every decode step (interpolated between samples)."""
+    contexts = np.arange(prompt, prompt + steps, dtype=float)
+    summed = {k: _sum_interpolated(decodes, contexts, (k,)) for k in prefill if k not in NOT_SUMMED}
+    out: dict[str, Any] = {k: prefill[k] for k in ("hardware", "family")}
+    out["workload"] = {**prefill["workload"], "phase": "generate", "prompt": prompt, "generate": steps}
+    out.update({k: _add(prefill[k], v) for k, v in summed.items()})
+    decode_s = summed["step_time_s"]
+    total = out["step_time_s"]
+    peak = prefill["flops_total"] / (prefill["compute_utilization"] * prefill["step_time_s"])
+    out["roofline_bound"] = prefill["roofline_bound"]
+    out["step_over_roofline"] = total / out["roofline_s"]
+    out["compute_utilization"] = out["flops_total"] / (total * peak)
+    stalls = out["stall_s"]
+    top = max(stalls, key=stalls.__getitem__) if stalls else "compute"
+    out["dominant_stall"] = top if out["compute_busy_s"] < total / 2 else "compute"
+    engines = [prefill["engine"], *(d["engine"] for d in decodes.values())]
+    out["engine"] = {k: sum(e[k] for e in engines) for k in engines[0]}
+    batch = prefill["workload"]["batch"]
+    out.update({
+        "ttft_s": prefill["step_time_s"],
+        "tpot_s": decode_s / steps,
+        "total_s": total,
+        "tokens_per_s": batch * steps / total,
+        "decode_samples": [{"context": c, "step_time_s": d["step_time_s"]} for c, d in sorted(decodes.items())],
+    })
+    return out
+
+
+def generate(run_step: Callable[[str, int], Any], prompt: int, steps: int, samples: int) -> tuple[Any, dict, Any]:
+    """Run the prefill and the sampled decode steps; returns (prefill result, summary, first decode result)."""
+    prefill = run_step("prefill", prompt)
+    decodes = {c: run_step("decode", c) for c in sample_contexts(prompt, steps, samples)}
+    summary = combine(prefill.summary, {c: r.summary for c, r in decodes.items()}, prompt, steps)
+    return prefill, summary, decodes[min(decodes)]
