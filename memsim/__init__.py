@@ -3,7 +3,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from memsim.api import Result, simulate  # noqa: E402
+from memsim.api import Result, simulate, simulate_graph  # noqa: E402
 from memsim.errors import CapacityError, ConfigError, MemsimError, TraceError  # noqa: E402
 
-__all__ = ["CapacityError", "ConfigError", "MemsimError", "Result", "TraceError", "simulate", "__version__"]
+__all__ = ["CapacityError", "ConfigError", "MemsimError", "Result", "TraceError", "simulate", "simulate_graph", "__version__"]

@@ -52,6 +52,27 @@ def load_workload(model: str | None, trace: str | None, phase: str, batch: int, 
     return workload.build_step(workload.model_config(model), step)
 
 
+def _run(chip: hardware.ChipSpec, hw_file: str, graph: workload.OpGraph, fast_forward: bool, memoize: bool) -> Result:
+    try:
+        plan = mapping.make_plan(graph, chip)
+    except CapacityError as exc:
+        exc.file = exc.file or hw_file
+        raise
+    result = engine.run(plan, fast_forward=fast_forward, memoize=memoize)
+    return Result(report.summarize(graph, plan, result), report.timeline(result), report.ops(graph, plan, result),
+                  chip, graph, plan, result)
+
+
+def simulate_graph(hw: str, graph: workload.OpGraph, *, set: Iterable[str] | dict[str, str] = (),
+                   fast_forward: bool = True, memoize: bool = True) -> Result:
+    """Simulate an operator DAG built in Python (or by an importer) on a chip."""
+    overrides = list(set.items()) if isinstance(set, dict) else parse_sets(set)
+    hw_path = hardware.resolve(hw, "hardware", hardware.HW_SUFFIXES)
+    chip, _ = load_chip(hw_path, overrides)
+    graph.validate()
+    return _run(chip, str(hw_path), graph, fast_forward, memoize)
+
+
 def simulate(hw: str = "h100-sxm", model: str | None = None, *, trace: str | None = None, phase: str = "decode",
              batch: int = 1, context: int = 0, prompt: int = 0, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
              group_size: int = 128, set: Iterable[str] | dict[str, str] = (), fast_forward: bool = True,
@@ -65,14 +86,7 @@ def simulate(hw: str = "h100-sxm", model: str | None = None, *, trace: str | Non
     def run_step(step_phase: str, tokens: int) -> Result:
         graph = load_workload(model, trace, step_phase, batch, tokens if step_phase == "decode" else context,
                               tokens if step_phase == "prefill" else prompt, weight_dtype, kv_dtype, group_size)
-        try:
-            plan = mapping.make_plan(graph, chip)
-        except CapacityError as exc:
-            exc.file = exc.file or str(hw_path)
-            raise
-        result = engine.run(plan, fast_forward=fast_forward, memoize=memoize)
-        return Result(report.summarize(graph, plan, result), report.timeline(result),
-                      report.ops(graph, plan, result), chip, graph, plan, result)
+        return _run(chip, str(hw_path), graph, fast_forward, memoize)
 
     if phase != "generate":
         return run_step(phase, context if phase == "decode" else prompt)
