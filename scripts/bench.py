@@ -4,7 +4,8 @@
 - wall time of one Llama-2-7B decode step on h100-sxm (whole pipeline and engine alone),
   simulated events and events per second;
 - event count against the number of layers (should grow linearly);
-- wall time of a Llama-2-7B prefill step (4096 tokens).
+- wall time of a Llama-2-7B prefill step (4096 tokens);
+- wall time of a 2048-token Llama-2-70B generation at batch 64.
 """
 from __future__ import annotations
 
@@ -60,6 +61,13 @@ def main() -> None:
                          max(1, args.repeat // 2))
     print("Llama-2-7B prefill, 4096 tokens, h100-sxm")
     print(f"  simulated step time        {result.summary['step_time_s'] * 1e3:10.3f} ms")
+    print(f"  wall time, simulate()      {wall:10.3f} s")
+
+    wall, result = timed(lambda: simulate("h100-sxm", "llama-2-70b", phase="generate", batch=64, prompt=128,
+                                          generate=2048), 1)
+    s = result.summary
+    print("Llama-2-70B generation, batch 64, prompt 128, 2048 new tokens, one h100-sxm (weights offloaded to host)")
+    print(f"  simulated total            {s['total_s']:10.2f} s   ({s['tokens_per_s']:.1f} tokens/s)")
     print(f"  wall time, simulate()      {wall:10.3f} s")
 
 

@@ -11,14 +11,17 @@ when the median absolute error exceeds 10% or any row exceeds 20%.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
+import io
 import json
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from memsim import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CSV = ROOT.parent / "shared" / "validation" / "calibration.csv"
@@ -38,11 +41,9 @@ def chip_of(text: str) -> str | None:
 
 
 def step_ms(args: list[str]) -> float:
-    with tempfile.TemporaryDirectory() as out:
-        proc = subprocess.run([sys.executable, "-m", "memsim.cli", "run", *args, "--out", out],
-                              capture_output=True, text=True, cwd=ROOT)
-        if proc.returncode:
-            raise RuntimeError(proc.stderr.strip())
+    """One `memsim run ... --out DIR` through the CLI (in this process), read back from summary.json."""
+    with tempfile.TemporaryDirectory() as out, contextlib.redirect_stdout(io.StringIO()):
+        cli.main.main(args=["run", *args, "--out", out], standalone_mode=False)
         return json.loads((Path(out) / "summary.json").read_text())["step_time_s"] * 1e3
 
 

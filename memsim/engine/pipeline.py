@@ -21,7 +21,12 @@ from memsim.engine.resources import ChipResources
 from memsim.mapping.plan import OpTask, Step
 
 MIN_PREFIX = 4  # chunks before looking for a periodic state
-MAX_CYCLE = 4  # longest cycle (in chunks) the detector looks for
+MAX_CYCLE = 32  # longest cycle (in chunks) the detector looks for
+# Rounding to whole picoseconds can make the exact cycle longer than MAX_CYCLE. After this many
+# chunks without one, the engine repeats the last APPROX_WINDOW chunks instead (counted as an
+# approximate fast-forward in the run's engine statistics).
+APPROX_AFTER = 2048
+APPROX_WINDOW = 512
 
 
 def share(total: int, count: int, index: int) -> int:
@@ -57,6 +62,7 @@ class StepRun:
         self.waiting: tuple | None = None  # the loader's pending buffer request, if any
         self.unpacking = 0  # when the loader finishes dequantising its latest chunk
         self.pending: list[int] = []  # when buffers still draining to a store level come free
+        self.approximate = False  # fast-forwarded by repeating a window rather than an exact cycle
         self.released = (0, 0, "sram_capacity")  # latest buffer freed: (compute end, freed at, store limiter)
         self.last_store = 0
         self.levels = sorted({lvl for lvl, _ in step.loads + step.stores})
@@ -202,6 +208,8 @@ class StepRun:
 
     def _maybe_fast_forward(self) -> None:
         q = _cycle(self.states, self.completions, self.step.depth)
+        if q is None and len(self.completions) >= APPROX_AFTER:
+            q, self.approximate = APPROX_WINDOW, True
         if q is None:
             return
         remaining = self.step.count - self.issued
@@ -250,4 +258,7 @@ class StepRun:
 
 def run_step(env: simpy.Environment, res: ChipResources, rec: Recorder, chip: str, task: OpTask, step: Step,
              fast_forward: bool):
-    yield from StepRun(env, res, rec, chip, task, step, fast_forward).run()
+    """Run one step; returns True when it was fast-forwarded approximately."""
+    run = StepRun(env, res, rec, chip, task, step, fast_forward)
+    yield from run.run()
+    return run.approximate

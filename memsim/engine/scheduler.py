@@ -37,6 +37,7 @@ class EngineResult:
     events: int
     simulated_tasks: int
     replayed_tasks: int
+    approximate_steps: int  # steps fast-forwarded by repeating a window, not an exact cycle
     bytes_read: tuple[tuple[str, int], ...]
     bytes_written: tuple[tuple[str, int], ...]
 
@@ -47,7 +48,7 @@ def run(plan: Plan, *, chip_name: str = "chip0", fast_forward: bool = True, memo
     rec = Recorder()
     done = {t.op: env.event() for t in plan.tasks}
     cache: dict[tuple, tuple[int, list[Interval], dict[str, tuple[int, int]]]] = {}
-    stats = {"simulated": 0, "replayed": 0}
+    stats = {"simulated": 0, "replayed": 0, "approximate": 0}
 
     def run_task(task: OpTask):
         start = env.now
@@ -70,7 +71,7 @@ def run(plan: Plan, *, chip_name: str = "chip0", fast_forward: bool = True, memo
             rec.add(start, env.now, chip_name, "compute", "stall", task.op, task.kind, task.layer, 0, 0, "", "",
                     "overhead", 1)
         for step in task.steps:
-            yield from run_step(env, res, rec, chip_name, task, step, fast_forward)
+            stats["approximate"] += yield from run_step(env, res, rec, chip_name, task, step, fast_forward)
         stats["simulated"] += 1
         if memoize and idle and res.idle_at(env.now):
             rel = [r._replace(start_ps=r.start_ps - start, end_ps=r.end_ps - start) for r in rec.records[first:]]
@@ -99,6 +100,7 @@ def run(plan: Plan, *, chip_name: str = "chip0", fast_forward: bool = True, memo
         events=env.events,
         simulated_tasks=stats["simulated"],
         replayed_tasks=stats["replayed"],
+        approximate_steps=stats["approximate"],
         bytes_read=tuple((k, v.bytes_read) for k, v in res.levels.items()),
         bytes_written=tuple((k, v.bytes_written) for k, v in res.levels.items()),
     )

@@ -61,5 +61,6 @@ def summarize(graph: OpGraph, plan: Plan, result: EngineResult) -> dict[str, Any
         "dominant_stall": dominant if busy < step_s / 2 else "compute",
         "ops": len(plan.tasks),
         "engine": {"events": result.events, "simulated_ops": result.simulated_tasks,
-                   "replayed_ops": result.replayed_tasks, "records": len(result.records)},
+                   "replayed_ops": result.replayed_tasks, "approximate_steps": result.approximate_steps,
+                   "records": len(result.records)},
     }
