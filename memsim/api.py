@@ -9,7 +9,7 @@ import pandas as pd
 
 from memsim import engine, generation, hardware, mapping, report, workload
 from memsim.errors import CapacityError, ConfigError
-from memsim.hardware.loader import dump_chip, load_chip
+from memsim.hardware.loader import dump_chip, load_chip, read_yaml
 
 
 DEFAULT_SAMPLES = 8  # decode steps simulated for a generation; the rest are interpolated
@@ -42,19 +42,32 @@ def parse_sets(items: Iterable[str]) -> list[tuple[str, str]]:
 
 
 def load_workload(model: str | None, trace: str | None, phase: str, batch: int, context: int, prompt: int,
-                  weight_dtype: str, kv_dtype: str, group_size: int = 128) -> workload.OpGraph:
+                  weight_dtype: str, kv_dtype: str, group_size: int = 128, tp: int = 1,
+                  expert_parallel: bool = False) -> workload.OpGraph:
     if (model is None) == (trace is None):
         raise ConfigError("give exactly one of --model and --trace", field="--model/--trace")
     if trace is not None:
         return workload.read_trace(Path(trace))
     step = workload.StepSpec.make(phase, batch=batch, context=context, prompt=prompt,
-                                  weight_dtype=weight_dtype, kv_dtype=kv_dtype, group_size=group_size)
+                                  weight_dtype=weight_dtype, kv_dtype=kv_dtype, group_size=group_size, tp=tp,
+                                  expert_parallel=expert_parallel)
     return workload.build_step(workload.model_config(model), step)
 
 
-def _run(chip: hardware.ChipSpec, hw_file: str, graph: workload.OpGraph, fast_forward: bool, memoize: bool) -> Result:
+def system_overrides(path: Path) -> list[tuple[str, str]]:
+    """A system YAML (``topology``, ``link``, ``collective``) overrides the preset's ``system``."""
+    raw = read_yaml(path)
+    allowed = ("topology", "link", "collective")
+    for key in raw:
+        if key not in allowed:
+            raise ConfigError(f"unknown field (known: {', '.join(allowed)})", file=str(path), field=key)
+    return [(f"system.{k}", str(v)) for k, v in raw.items()]
+
+
+def _run(chip: hardware.ChipSpec, hw_file: str, graph: workload.OpGraph, fast_forward: bool, memoize: bool,
+         pp: int = 1) -> Result:
     try:
-        plan = mapping.make_plan(graph, chip)
+        plan = mapping.make_plan(graph, chip, pp)
     except CapacityError as exc:
         exc.file = exc.file or hw_file
         raise
@@ -76,17 +89,23 @@ def simulate_graph(hw: str, graph: workload.OpGraph, *, set: Iterable[str] | dic
 def simulate(hw: str = "h100-sxm", model: str | None = None, *, trace: str | None = None, phase: str = "decode",
              batch: int = 1, context: int = 0, prompt: int = 0, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
              group_size: int = 128, set: Iterable[str] | dict[str, str] = (), fast_forward: bool = True,
-             memoize: bool = True, generate: int = 0, samples: int = DEFAULT_SAMPLES) -> Result:
+             memoize: bool = True, generate: int = 0, samples: int = DEFAULT_SAMPLES, tp: int = 1, pp: int = 1,
+             chips: int | None = None, system: str | None = None, ep: bool = False) -> Result:
     """Simulate one step, or with ``phase="generate"`` a prefill of ``prompt`` tokens and
     ``generate`` decode steps. ``set`` overrides hardware fields: ``{"sram.capacity": "64MiB"}``."""
     overrides = list(set.items()) if isinstance(set, dict) else parse_sets(set)
+    if system is not None:
+        overrides = system_overrides(Path(system)) + overrides
+    if chips is not None and chips != tp * pp:
+        raise ConfigError(f"--chips {chips} must equal --tp x --pp ({tp * pp})", field="--chips")
     hw_path = hardware.resolve(hw, "hardware", hardware.HW_SUFFIXES)
     chip, _ = load_chip(hw_path, overrides)
 
     def run_step(step_phase: str, tokens: int) -> Result:
         graph = load_workload(model, trace, step_phase, batch, tokens if step_phase == "decode" else context,
-                              tokens if step_phase == "prefill" else prompt, weight_dtype, kv_dtype, group_size)
-        return _run(chip, str(hw_path), graph, fast_forward, memoize)
+                              tokens if step_phase == "prefill" else prompt, weight_dtype, kv_dtype, group_size, tp,
+                              ep)
+        return _run(chip, str(hw_path), graph, fast_forward, memoize, pp)
 
     if phase != "generate":
         return run_step(phase, context if phase == "decode" else prompt)

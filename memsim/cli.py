@@ -45,16 +45,21 @@ def main() -> None:
               help="generate: decode steps after the prefill")
 @click.option("--samples", type=int, default=api.DEFAULT_SAMPLES, show_default=True,
               help="generate: decode steps simulated; the others are interpolated")
+@click.option("--tp", type=int, default=1, show_default=True, help="tensor-parallel ranks")
+@click.option("--pp", type=int, default=1, show_default=True, help="pipeline stages")
+@click.option("--chips", type=int, help="chips in the system (must equal tp x pp)")
+@click.option("--ep", is_flag=True, help="mixture of experts: spread experts over the tp ranks (all-to-all)")
+@click.option("--system", "system_file", help="system YAML overriding topology, link and collective")
 @click.option("--set", "sets", multiple=True, metavar="PATH=VALUE", help="override a hardware field, repeatable")
 @click.option("--out", type=click.Path(file_okay=False), help="folder for summary.json, ops.csv, timeline.csv")
 @click.option("--no-fast-forward", is_flag=True, help="simulate every chunk and every layer (slow; for checking)")
 def run(hw, trace_file, model, phase, batch, context, prompt, weight_dtype, kv_dtype, group_size, generate_n,
-        samples, sets, out, no_fast_forward):
+        samples, tp, pp, chips, ep, system_file, sets, out, no_fast_forward):
     """Simulate one decode or prefill step, or a whole generation, and print a summary."""
     result = api.simulate(hw, model, trace=trace_file, phase=phase, batch=batch, context=context, prompt=prompt,
                           weight_dtype=weight_dtype, kv_dtype=kv_dtype, group_size=group_size, set=sets,
                           fast_forward=not no_fast_forward, memoize=not no_fast_forward, generate=generate_n,
-                          samples=samples)
+                          samples=samples, tp=tp, pp=pp, chips=chips, system=system_file, ep=ep)
     click.echo(format_summary(result.summary))
     if out:
         for path in result.write(out):
@@ -96,6 +101,8 @@ def format_summary(s: dict) -> str:
         if b["total"]:
             lines.append(f"  {lvl:<16} read {human_bytes(b['read']):>14}  written {human_bytes(b['written']):>14}")
     lines.append(f"  compute busy     {s['compute_busy_s'] * 1e3:12.4f} ms")
+    if s.get("chips", 1) > 1:
+        lines.append(f"  chips            {s['chips']}   exposed communication {s['exposed_comm_s'] * 1e3:.4f} ms")
     if "ttft_s" in s:
         lines.append(f"  generation       ttft {s['ttft_s'] * 1e3:.3f} ms, tpot {s['tpot_s'] * 1e3:.3f} ms, "
                      f"total {s['total_s']:.4f} s, {s['tokens_per_s']:.1f} tokens/s")

@@ -5,7 +5,8 @@
   simulated events and events per second;
 - event count against the number of layers (should grow linearly);
 - wall time of a Llama-2-7B prefill step (4096 tokens);
-- wall time of a 2048-token Llama-2-70B generation at batch 64.
+- wall time of the Llama-3.1-70B and Llama-3.1-405B decode steps at TP 8;
+- wall time of a 2048-token Llama-2-70B generation at batch 64, on one chip and on 4 (TP 4).
 """
 from __future__ import annotations
 
@@ -63,10 +64,24 @@ def main() -> None:
     print(f"  simulated step time        {result.summary['step_time_s'] * 1e3:10.3f} ms")
     print(f"  wall time, simulate()      {wall:10.3f} s")
 
+    for model in ("llama-3.1-70b", "llama-3.1-405b"):
+        wall, result = timed(lambda: simulate("h100-sxm", model, phase="decode", context=2048, tp=8), 1)
+        s = result.summary
+        print(f"{model} decode, batch 1, context 2048, TP 8 on h100-sxm")
+        print(f"  simulated step time        {s['step_time_s'] * 1e3:10.3f} ms   "
+              f"(exposed communication {s['exposed_comm_s'] * 1e3:.3f} ms)")
+        print(f"  wall time, simulate()      {wall:10.3f} s")
+
     wall, result = timed(lambda: simulate("h100-sxm", "llama-2-70b", phase="generate", batch=64, prompt=128,
                                           generate=2048), 1)
     s = result.summary
     print("Llama-2-70B generation, batch 64, prompt 128, 2048 new tokens, one h100-sxm (weights offloaded to host)")
+    print(f"  simulated total            {s['total_s']:10.2f} s   ({s['tokens_per_s']:.1f} tokens/s)")
+    print(f"  wall time, simulate()      {wall:10.3f} s")
+    wall, result = timed(lambda: simulate("h100-sxm", "llama-2-70b", phase="generate", batch=64, prompt=128,
+                                          generate=2048, tp=4), 1)
+    s = result.summary
+    print("Llama-2-70B generation, batch 64, prompt 128, 2048 new tokens, 4 h100-sxm (TP 4)")
     print(f"  simulated total            {s['total_s']:10.2f} s   ({s['tokens_per_s']:.1f} tokens/s)")
     print(f"  wall time, simulate()      {wall:10.3f} s")
 

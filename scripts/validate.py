@@ -5,7 +5,7 @@
 
 Each row becomes a `memsim run`: decode rows one step, prefill rows (time to first token with
 one output token) the prefill of the prompt, which produces the first token. Rows that need a feature memsim
-does not have yet (several chips) are listed as skipped with the reason. `--check` exits 1
+does not model are listed as skipped with the reason. Tensor-parallel rows run with --tp. `--check` exits 1
 when the median absolute error exceeds 10% or any row exceeds 20%.
 """
 from __future__ import annotations
@@ -48,14 +48,15 @@ def step_ms(args: list[str]) -> float:
 
 
 def predict(row: dict) -> tuple[float | None, str]:
-    if int(row["n_accelerators"]) > 1:
-        return None, f"needs {row['parallelism']} across {row['n_accelerators']} chips (multi-chip systems)"
+    tp = re.fullmatch(r"TP(\d+)", row["parallelism"].strip())
+    if tp is None or int(tp.group(1)) != int(row["n_accelerators"]):
+        return None, f"parallelism {row['parallelism']} on {row['n_accelerators']} chips is not modelled"
     model, chip = MODELS.get(row["model"]), chip_of(row["accelerator"])
     if model is None or chip is None:
         return None, f"no preset for {row['model']} on {row['accelerator']}"
     dtype, group = weight_format(row["weight_precision"])
     common = ["--hw", chip, "--model", model, "--batch", row["batch_size"], "--weight-dtype", dtype,
-              "--group-size", str(group), "--kv-dtype", row["kv_precision"]]
+              "--group-size", str(group), "--kv-dtype", row["kv_precision"], "--tp", tp.group(1)]
     prompt = int(row["prompt_len"])
     if row["phase"] == "decode":
         # gpt-fast attends over its whole static cache: prompt plus the generated tokens.

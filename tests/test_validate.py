@@ -30,6 +30,7 @@ def test_calibration_rows_within_bounds():
         pred, _ = validate.predict(row)
         if pred is not None:
             errors[row["id"]] = abs(pred - validate.measured_ms(row)) / validate.measured_ms(row)
-    assert len(errors) >= 8
+    assert len(errors) >= 12
+    assert all(errors[row] <= 0.15 for row in ('9', '10', '11')), errors  # tensor-parallel rows
     assert statistics.median(errors.values()) <= 0.10, errors
     assert max(errors.values()) <= 0.20, errors

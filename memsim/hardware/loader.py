@@ -23,9 +23,12 @@ from memsim.hardware.spec import (
     TENSOR_CLASSES,
     ChipSpec,
     ComputeSpec,
+    ALGORITHMS,
+    TOPOLOGIES,
     ExecutionSpec,
     LinkSpec,
     MemoryLevel,
+    SystemSpec,
     yaml_fields,
 )
 
@@ -35,8 +38,10 @@ _CHOICES = {
     (MemoryLevel, "scope"): SCOPES,
     (ExecutionSpec, "attention"): ATTENTION,
     (ExecutionSpec, "launch"): LAUNCH,
+    (SystemSpec, "topology"): TOPOLOGIES,
+    (SystemSpec, "collective"): ALGORITHMS,
 }
-_SECTIONS = {"compute": ComputeSpec, "execution": ExecutionSpec}
+_SECTIONS = {"compute": ComputeSpec, "execution": ExecutionSpec, "system": SystemSpec}
 _LISTS = {"levels": MemoryLevel, "links": LinkSpec}
 
 
@@ -183,6 +188,8 @@ def check_chip(chip: ChipSpec, file: str) -> None:
     if chip.execution.prefetch_depth < 1:
         raise ConfigError("must be at least 1", file=file, field="execution.prefetch_depth")
     links = {lk.name for lk in chip.links}
+    if chip.system.link and chip.system.link not in links:
+        raise ConfigError(f"no link named {chip.system.link!r}", file=file, field="system.link")
     for lvl in chip.levels:
         if lvl.via and lvl.via not in links:
             raise ConfigError(f"no link named {lvl.via!r}", file=file, field=f"levels[{lvl.name}].via")

@@ -17,6 +17,8 @@ TENSOR_CLASSES = ("weight", "kv", "activation")
 # activations between operators, memories hold everything.
 DEFAULT_HOLDS = {"sram": (), "l2": ("activation",), "l3": ("activation",)}
 LAUNCH = ("graph", "eager")
+TOPOLOGIES = ("switch", "ring", "mesh2d", "torus2d")
+ALGORITHMS = ("auto", "ring", "tree")
 SCOPES = ("unit", "chip")
 ATTENTION = ("fused", "unfused")
 
@@ -124,6 +126,14 @@ class ExecutionSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class SystemSpec:
+    topology: str = spec_field("topology", "choice", f"how chips are joined: {', '.join(TOPOLOGIES)}", "switch")
+    link: str = spec_field("link", "text", "the chip link that joins chips (default: the first link)", "")
+    collective: str = spec_field("collective", "choice", "all-reduce algorithm: auto (by size), ring or tree",
+                                 "auto")
+
+
+@dataclass(frozen=True, slots=True)
 class ChipSpec:
     name: str = spec_field("name", "name", "preset name")
     family: str = spec_field("family", "choice", f"execution model: {', '.join(FAMILIES)}")
@@ -131,6 +141,7 @@ class ChipSpec:
     levels: tuple[MemoryLevel, ...] = spec_field("levels", "list", "memory levels, fastest first")
     links: tuple[LinkSpec, ...] = spec_field("links", "list", "off-chip links", ())
     execution: ExecutionSpec = spec_field("execution", "section", "execution settings", ExecutionSpec())
+    system: SystemSpec = spec_field("system", "section", "default multi-chip system", SystemSpec())
     description: str = spec_field("description", "text", "free text", "")
 
     def level(self, name: str) -> MemoryLevel:
@@ -148,6 +159,13 @@ class ChipSpec:
             if lk.name == name:
                 return lk
         raise KeyError(name)
+
+    @property
+    def interconnect(self) -> LinkSpec | None:
+        """The link that joins chips in a system."""
+        if self.system.link:
+            return self.link(self.system.link)
+        return self.links[0] if self.links else None
 
     def chip_capacity(self, level: MemoryLevel) -> int:
         return level.capacity_bytes * (self.compute.units if level.scope == "unit" else 1)

@@ -39,11 +39,13 @@ class OpTask:
     steps: tuple[Step, ...]
     deps: tuple[str, ...]
     bound: str  # analytic: "compute" or the name of the limiting memory level
+    chip: int = 0  # the chip that runs it (the first rank of its pipeline stage)
+    rounds: tuple[tuple[tuple[int, int, int], ...], ...] = ()  # a collective: rounds of (src, dst, bytes)
 
     @property
     def signature(self) -> tuple:
         """Everything that decides the task's timing; equal signatures simulate identically."""
-        return (self.overhead_ps, self.steps)
+        return (self.overhead_ps, self.steps, self.chip, self.rounds)
 
     def bytes_by_level(self) -> dict[str, tuple[int, int]]:
         out: dict[str, list[int]] = {}
@@ -63,3 +65,5 @@ class Plan:
     roofline_s: float
     roofline_bound: str
     compulsory_bytes: tuple[tuple[str, int], ...]  # level -> bytes any schedule must move
+    chips: int = 1  # tensor-parallel ranks x pipeline stages
+    tp: int = 1

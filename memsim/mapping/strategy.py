@@ -17,7 +17,8 @@ from memsim.mapping.placement import place
 from memsim.mapping.plan import OpTask, Plan, Step
 from memsim.mapping.roofline import peak_bandwidth, roofline
 from memsim.units import transfer_ps
-from memsim.workload.graph import Op, OpGraph
+from memsim.mapping import system
+from memsim.workload.graph import COLLECTIVE_KINDS, Op, OpGraph
 
 STRATEGIES: dict[str, Callable[[OpGraph, ChipSpec], Plan]] = {}
 
@@ -49,21 +50,35 @@ def _bound(chip: ChipSpec, steps: tuple[Step, ...]) -> str:
 
 
 def plan_with(graph: OpGraph, chip: ChipSpec, shape: Shaper, attention: str | None = None,
-              compute_share: float = 1.0) -> Plan:
-    """Place, lower every op in dependency order, and let the family shape its steps."""
+              compute_share: float = 1.0, pp: int = 1) -> Plan:
+    """Place, lower every op in dependency order, and let the family shape its steps.
+
+    Collectives become rounds of link transfers within their tensor-parallel group; with
+    pipeline stages, the activation crossing a stage boundary is sent rank to rank.
+    """
     homes = place(graph, chip)
     cx = Context(chip, graph, homes, attention or chip.execution.attention, compute_share)
     deps = graph.graph()
+    tp = int(graph.meta.get("tp", 1))
+    order = graph.order()
+    stages = system.stages(order, pp)
     tasks = []
-    for op in graph.order():
+    for n, op in enumerate(order):
+        stage = stages[n]
+        if n and stage != stages[n - 1]:
+            tasks.append(system.send_task(order[n - 1], graph, chip, stages[n - 1], stage, tp))
+        if op.kind in COLLECTIVE_KINDS:
+            tasks.append(system.collective_task(op, chip, stage, tp, tuple(sorted(deps.predecessors(op.name)))))
+            continue
         steps, overhead = shape(op, lower(op, cx), cx)
         tasks.append(OpTask(op.name, op.kind, op.layer, op.flops, overhead, steps,
-                            tuple(sorted(deps.predecessors(op.name))), _bound(chip, steps)))
+                            tuple(sorted(deps.predecessors(op.name))), _bound(chip, steps), chip=stage * tp))
     seconds, bound, need = roofline(graph, chip, homes)
-    return Plan(chip, tuple(tasks), tuple(sorted(homes.items())), seconds, bound, tuple(sorted(need.items())))
+    return Plan(chip, tuple(tasks), tuple(sorted(homes.items())), seconds, bound, tuple(sorted(need.items())),
+                chips=tp * pp, tp=tp)
 
 
-def make_plan(graph: OpGraph, chip: ChipSpec) -> Plan:
+def make_plan(graph: OpGraph, chip: ChipSpec, pp: int = 1) -> Plan:
     if not STRATEGIES:
         from memsim.mapping import families
 
@@ -71,4 +86,6 @@ def make_plan(graph: OpGraph, chip: ChipSpec) -> Plan:
             importlib.import_module(f"{families.__name__}.{mod.name}")
     if chip.family not in STRATEGIES:
         raise ConfigError(f"no mapping strategy for family {chip.family!r}", field="family")
-    return STRATEGIES[chip.family](graph, chip)
+    if pp < 1:
+        raise ConfigError("must be at least 1", field="--pp")
+    return STRATEGIES[chip.family](graph, chip, pp)

@@ -30,17 +30,18 @@ def ops(graph: OpGraph, plan: Plan, result: EngineResult) -> pd.DataFrame:
     levels += sorted(name for name in used if name.startswith("link:"))
     rows = []
     for task in plan.tasks:
-        op = graph.ops[task.op]
+        op = graph.ops.get(task.op)  # sends between pipeline stages exist only in the plan
         start, end = spans[task.op]
         moved = task.bytes_by_level()
         off_chip = sum(r + w for r, w in moved.values())
-        row = {"op": task.op, "op_kind": task.kind, "layer": task.layer, "start_s": start / PS_PER_S,
+        row = {"op": task.op, "op_kind": task.kind, "layer": task.layer, "chip": f"chip{task.chip}",
+               "start_s": start / PS_PER_S,
                "end_s": end / PS_PER_S, "duration_s": (end - start) / PS_PER_S, "flops": task.flops}
         for lvl in levels:
             row[f"{lvl}_read_bytes"] = moved.get(lvl, (0, 0))[0]
             row[f"{lvl}_written_bytes"] = moved.get(lvl, (0, 0))[1]
         row["arithmetic_intensity"] = task.flops / off_chip if off_chip else float("inf")
-        bounds = {"compute": task.flops / peak_rate(chip, op)}
+        bounds = {"compute": task.flops / peak_rate(chip, op) if op is not None and not task.rounds else 0.0}
         for lvl, (r, w) in moved.items():
             bounds[lvl] = transfer_ps(r + w, peak_bandwidth(chip, lvl)) / PS_PER_S
         row["roofline_s"] = max(bounds.values())

@@ -28,7 +28,9 @@ def summarize(graph: OpGraph, plan: Plan, result: EngineResult) -> dict[str, Any
     read, written = dict(result.bytes_read), dict(result.bytes_written)
     per_level = {lvl.name: {"read": read.get(lvl.name, 0), "written": written.get(lvl.name, 0),
                             "total": read.get(lvl.name, 0) + written.get(lvl.name, 0)} for lvl in chip.levels}
-    per_link = {name[5:]: {"read": read[name], "written": written[name], "total": read[name] + written[name]}
+    busy_ps = dict(result.busy_ps)
+    per_link = {name[5:]: {"read": read[name], "written": written[name], "total": read[name] + written[name],
+                           "busy_s": busy_ps.get(name, 0) / PS_PER_S}
                 for name in read if name.startswith("link:")}
     stalls = stall_seconds(result)
     busy = compute_busy_seconds(result)
@@ -58,6 +60,9 @@ def summarize(graph: OpGraph, plan: Plan, result: EngineResult) -> dict[str, Any
         "kv_cache_bytes_written": kv_written,
         "stall_s": stalls,
         "stall_total_s": sum(stalls.values()),
+        "exposed_comm_s": sum(v for k, v in stalls.items() if chip.interconnect and plan.chips > 1
+                              and k == f"link:{chip.interconnect.name}"),
+        "chips": plan.chips,
         "dominant_stall": dominant if busy < step_s / 2 else "compute",
         "ops": len(plan.tasks),
         "engine": {"events": result.events, "simulated_ops": result.simulated_tasks,

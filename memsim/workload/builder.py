@@ -7,6 +7,8 @@ context=0). Decoders (GPT-2, Llama family with grouped-query attention) and enco
 """
 from __future__ import annotations
 
+import dataclasses
+import math
 from dataclasses import dataclass
 
 from memsim.errors import ConfigError
@@ -29,10 +31,13 @@ class StepSpec:
     kv_dtype: str = "bf16"
     act_dtype: str = "bf16"
     group_size: int = 128  # int4 weights: one scale and zero point per this many weights
+    tp: int = 1  # tensor-parallel ranks: the DAG describes one rank's shard
+    expert_parallel: bool = False  # MoE experts are spread over the tp ranks instead of split
 
     @classmethod
     def make(cls, phase: str, batch: int = 1, context: int = 0, prompt: int = 0,
-             weight_dtype: str = "bf16", kv_dtype: str = "bf16", group_size: int = 128) -> "StepSpec":
+             weight_dtype: str = "bf16", kv_dtype: str = "bf16", group_size: int = 128, tp: int = 1,
+             expert_parallel: bool = False) -> "StepSpec":
         if phase not in ("decode", "prefill"):
             raise ConfigError(f"unknown phase {phase!r} for one step (decode, prefill)", field="--phase")
         if weight_dtype not in WEIGHT_DTYPES:
@@ -43,13 +48,17 @@ class StepSpec:
             raise ConfigError("must be at least 1", field="--batch")
         if group_size < 1:
             raise ConfigError("must be at least 1", field="--group-size")
+        if tp < 1:
+            raise ConfigError("must be at least 1", field="--tp")
         if phase == "decode":
             if context < 0:
                 raise ConfigError("must not be negative", field="--context")
-            return cls(phase, batch, 1, context, weight_dtype, kv_dtype, group_size=group_size)
+            return cls(phase, batch, 1, context, weight_dtype, kv_dtype, group_size=group_size, tp=tp,
+                       expert_parallel=expert_parallel)
         if prompt < 1:
             raise ConfigError("prefill needs --prompt of at least 1 token", field="--prompt")
-        return cls(phase, batch, prompt, 0, weight_dtype, kv_dtype, group_size=group_size)
+        return cls(phase, batch, prompt, 0, weight_dtype, kv_dtype, group_size=group_size, tp=tp,
+                   expert_parallel=expert_parallel)
 
 
 class _Builder:
@@ -57,7 +66,8 @@ class _Builder:
         self.m, self.s = m, s
         self.g = OpGraph(meta={"model": m.name, "arch": m.arch, "phase": s.phase, "batch": s.batch,
                                "tokens": s.tokens, "context": s.context,
-                               "weight_dtype": s.weight_dtype, "kv_dtype": s.kv_dtype, "group_size": s.group_size})
+                               "weight_dtype": s.weight_dtype, "kv_dtype": s.kv_dtype, "group_size": s.group_size,
+                               "tp": s.tp, "expert_parallel": s.expert_parallel})
         self.rows = s.batch * s.tokens
 
     # -- tensors ---------------------------------------------------------------
@@ -129,7 +139,7 @@ class _Builder:
         if s.context:
             ins += [self.tensor(f"{name}.k_cache", (s.batch, kvh, s.context, hd), "kv"),
                     self.tensor(f"{name}.v_cache", (s.batch, kvh, s.context, hd), "kv")]
-        outs = [self.act(f"{name}.out", m.hidden)]
+        outs = [self.act(f"{name}.out", m.heads * hd)]
         if not m.is_encoder:  # decoders append this step's keys and values to the cache
             outs += [self.tensor(f"{name}.k_new", (s.batch, kvh, s.tokens, hd), "kv"),
                      self.tensor(f"{name}.v_new", (s.batch, kvh, s.tokens, hd), "kv")]
@@ -170,12 +180,18 @@ class _Builder:
             last = self.act("final_norm.last", h, s.batch)
             self.g.add_op(Op("take_last", "elementwise", -1, s.act_dtype, 0,
                              (Read(x, nbytes(s.batch * h, s.act_dtype)),), (last,), (("elements", s.batch * h),)))
+        vocab = -(-m.vocab // s.tp)  # the LM head is split by vocabulary across ranks
         if m.tie_embeddings:
-            self.act("logits", m.vocab, s.batch)
-            self.op("lm_head", "matmul", -1, 2 * s.batch * m.vocab * h, self.full(last, "embed.weight"),
-                    ("logits",), m=s.batch, n=m.vocab, k=h)
+            self.act("logits", vocab, s.batch)
+            table = Read("embed.weight", -(-self.g.tensors["embed.weight"].bytes // s.tp))
+            self.op("lm_head", "matmul", -1, 2 * s.batch * vocab * h, (*self.full(last), table),
+                    ("logits",), m=s.batch, n=vocab, k=h)
         else:
-            self.matmul("lm_head", -1, last, m.vocab, "logits", rows=s.batch)
+            self.matmul("lm_head", -1, last, vocab, "logits", rows=s.batch)
+        if s.tp > 1:
+            gathered = self.act("logits.gathered", vocab * s.tp, s.batch)
+            self.op("logits_allgather", "allgather", -1, 0, self.full("logits"), (gathered,),
+                    bytes=self.g.tensors[gathered].bytes, ranks=s.tp)
         return self.g
 
     def qkv(self, p: str, i: int, x: str) -> tuple[str, str, str]:
@@ -199,10 +215,21 @@ class _Builder:
                 (f"{p}.q_rot", f"{p}.k_rot"), elements=elems)
         return f"{p}.q_rot", f"{p}.k_rot"
 
+    def allreduce(self, name: str, layer: int, x: str) -> str:
+        """Sum a row-parallel output across the tensor-parallel ranks (no-op with one rank)."""
+        if self.s.tp == 1:
+            return x
+        t = self.g.tensors[x]
+        out = self.act(f"{name}.out", t.shape[-1], t.shape[0])
+        self.op(name, "allreduce", layer, (self.s.tp - 1) * math.prod(t.shape), self.full(x), (out,),
+                bytes=t.bytes, ranks=self.s.tp)
+        return out
+
     def mlp(self, p: str, i: int, h: str) -> str:
         m = self.m
         if m.experts > 1:
-            return moe_mlp(self, p, i, h)
+            out = moe_mlp(self, p, i, h)
+            return out if self.s.expert_parallel else self.allreduce(f"{p}.mlp_allreduce", i, out)
         if m.gated_mlp:
             gu = self.matmul(f"{p}.gate_up", i, h, 2 * m.intermediate, f"{p}.gate_up.out")
             act = self.vector(f"{p}.act", "elementwise", i, (gu,), f"{p}.act.out", m.intermediate,
@@ -211,7 +238,7 @@ class _Builder:
             up = self.matmul(f"{p}.fc", i, h, m.intermediate, f"{p}.fc.out")
             act = self.vector(f"{p}.act", "elementwise", i, (up,), f"{p}.act.out", m.intermediate,
                               FLOPS_PER_ELEMENT["gelu"])
-        return self.matmul(f"{p}.down", i, act, m.hidden, f"{p}.down.out")
+        return self.allreduce(f"{p}.mlp_allreduce", i, self.matmul(f"{p}.down", i, act, m.hidden, f"{p}.down.out"))
 
     def decoder_layer(self, i: int, x: str) -> str:
         m = self.m
@@ -221,7 +248,7 @@ class _Builder:
         if m.rotary:
             q, k = self.rope(p, i, q, k)
         a = self.attention(f"{p}.attn", i, q, k, v)
-        o = self.matmul(f"{p}.o_proj", i, a, m.hidden, f"{p}.o_proj.out")
+        o = self.allreduce(f"{p}.attn_allreduce", i, self.matmul(f"{p}.o_proj", i, a, m.hidden, f"{p}.o_proj.out"))
         if m.parallel_block:  # GPT-J, Falcon: x + attn(ln(x)) + mlp(ln(x))
             h2 = self.norm(f"{p}.mlp_norm", i, x) if m.arch == "falcon" else h
             d = self.mlp(p, i, h2)
@@ -236,12 +263,12 @@ class _Builder:
         p = f"L{i}"
         q, k, v = self.qkv(p, i, x)
         a = self.attention(f"{p}.attn", i, q, k, v)
-        o = self.matmul(f"{p}.o_proj", i, a, m.hidden, f"{p}.o_proj.out")
+        o = self.allreduce(f"{p}.attn_allreduce", i, self.matmul(f"{p}.o_proj", i, a, m.hidden, f"{p}.o_proj.out"))
         x1 = self.vector(f"{p}.attn_add", "elementwise", i, (x, o), f"{p}.attn_add.out", m.hidden, 1)
         x1 = self.norm(f"{p}.attn_norm", i, x1)
         up = self.matmul(f"{p}.fc", i, x1, m.intermediate, f"{p}.fc.out")
         act = self.vector(f"{p}.act", "elementwise", i, (up,), f"{p}.act.out", m.intermediate, FLOPS_PER_ELEMENT["gelu"])
-        d = self.matmul(f"{p}.down", i, act, m.hidden, f"{p}.down.out")
+        d = self.allreduce(f"{p}.mlp_allreduce", i, self.matmul(f"{p}.down", i, act, m.hidden, f"{p}.down.out"))
         x2 = self.vector(f"{p}.mlp_add", "elementwise", i, (x1, d), f"{p}.mlp_add.out", m.hidden, 1)
         return self.norm(f"{p}.mlp_norm", i, x2)
 
@@ -253,4 +280,20 @@ def build_step(model: ModelConfig, step: StepSpec) -> OpGraph:
     if step.context + step.tokens > model.max_positions and not model.rotary:
         raise ConfigError(f"{step.context + step.tokens} tokens exceed the model's {model.max_positions} positions",
                           field="--context/--prompt")
-    return _Builder(model, step).build()
+    if step.expert_parallel and (model.experts < 2 or model.experts % step.tp):
+        raise ConfigError(f"{model.experts} experts do not spread over {step.tp} ranks", field="--ep")
+    return _Builder(shard(model, step.tp, step.expert_parallel), step).build()
+
+
+def shard(model: ModelConfig, tp: int, expert_parallel: bool = False) -> ModelConfig:
+    """One tensor-parallel rank's share (Megatron style): query heads, KV heads and the MLP
+    are split across ranks; with more ranks than KV heads each rank keeps a replica of one."""
+    if tp == 1:
+        return model
+    if model.heads % tp:
+        raise ConfigError(f"{model.heads} attention heads do not split over {tp} ranks", field="--tp")
+    if model.kv_heads >= tp and model.kv_heads % tp:
+        raise ConfigError(f"{model.kv_heads} KV heads do not split over {tp} ranks", field="--tp")
+    mlp = model.intermediate if expert_parallel else -(-model.intermediate // tp)
+    return dataclasses.replace(model, heads=model.heads // tp, kv_heads=max(1, model.kv_heads // tp),
+                               intermediate=mlp, head_dim_override=model.head_dim)

@@ -14,7 +14,8 @@ import networkx as nx
 from memsim.errors import TraceError
 
 TENSOR_CLASSES = ("weight", "kv", "activation")
-OP_KINDS = ("matmul", "attention", "elementwise", "norm", "embedding")
+COLLECTIVE_KINDS = ("allreduce", "allgather", "reduce_scatter", "alltoall")
+OP_KINDS = ("matmul", "attention", "elementwise", "norm", "embedding", *COLLECTIVE_KINDS)
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,12 +23,19 @@ def expected_experts(experts: int, top_k: int, tokens: int) -> float:
 
 
 def moe_mlp(b: "_Builder", p: str, i: int, h: str) -> str:
+    """Router, grouped expert GEMMs and combine. Expert-parallel: each of the ``ep`` ranks holds
+    E/ep whole experts, and tokens reach them and come back through two all-to-alls."""
     m, rows = b.m, b.rows
     experts, k = m.experts, m.experts_per_token
+    ep = b.s.tp if b.s.expert_parallel else 1
     router = b.matmul(f"{p}.router", i, h, experts, f"{p}.router.out", bias=False)
-    active = expected_experts(experts, k, rows)
-    groups = max(1, math.ceil(active))
     assigned = rows * k
+    if ep > 1:
+        h = _alltoall(b, f"{p}.experts.dispatch", i, h, assigned)
+        experts, assigned = experts // ep, -(-assigned // ep)
+    # Distinct local experts hit when every token picks k of all m.experts experts.
+    active = experts * (1.0 - (1.0 - k / m.experts) ** rows) if m.experts > k else float(experts)
+    groups = max(1, math.ceil(active))
     per_group = math.ceil(assigned / groups)
     gu = b.act(f"{p}.experts.gate_up.out", 2 * m.intermediate, assigned)
     w_gu = b.projection(f"{p}.experts.gate_up.weight", (experts, m.hidden, 2 * m.intermediate))
@@ -45,7 +52,18 @@ def moe_mlp(b: "_Builder", p: str, i: int, h: str) -> str:
     b.g.add_op(Op(f"{p}.experts.down", "matmul", i, b.s.act_dtype, 2 * assigned * m.hidden * m.intermediate,
                   (*b.full(act), touched(w_d)), (down,),
                   (("groups", groups), ("k", m.intermediate), ("m", per_group), ("n", m.hidden))))
+    if ep > 1:
+        down = _alltoall(b, f"{p}.experts.gather", i, down, rows * k)
+        assigned = rows * k
     out = b.act(f"{p}.experts.combine.out", m.hidden)
     b.g.add_op(Op(f"{p}.experts.combine", "elementwise", i, b.s.act_dtype, 2 * assigned * m.hidden,
                   b.full(down, router), (out,), (("elements", assigned * m.hidden),)))
+    return out
+
+
+def _alltoall(b: "_Builder", name: str, i: int, x: str, rows: int) -> str:
+    """Exchange token rows among the expert-parallel ranks."""
+    out = b.act(f"{name}.out", b.m.hidden, rows)
+    nbytes = b.g.tensors[out].bytes
+    b.g.add_op(Op(name, "alltoall", i, b.s.act_dtype, 0, b.full(x), (out,), (("bytes", nbytes), ("ranks", b.s.tp))))
     return out

@@ -13,5 +13,5 @@ from memsim.workload.graph import OpGraph
 
 
 @register("cpu")
-def plan_cpu(graph: OpGraph, chip: ChipSpec):
-    return plan_with(graph, chip, kernel_per_op, attention="unfused")
+def plan_cpu(graph: OpGraph, chip: ChipSpec, pp: int = 1):
+    return plan_with(graph, chip, kernel_per_op, attention="unfused", pp=pp)

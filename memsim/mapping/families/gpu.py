@@ -16,5 +16,5 @@ def kernel_per_op(op, steps, cx):
 
 
 @register("gpu")
-def plan_gpu(graph: OpGraph, chip: ChipSpec):
-    return plan_with(graph, chip, kernel_per_op)
+def plan_gpu(graph: OpGraph, chip: ChipSpec, pp: int = 1):
+    return plan_with(graph, chip, kernel_per_op, pp=pp)

@@ -36,7 +36,7 @@ def stage_through(steps: tuple[Step, ...], slow: set[str], fast: str, sram_bytes
 
 
 @register("rdu")
-def plan_rdu(graph: OpGraph, chip: ChipSpec):
+def plan_rdu(graph: OpGraph, chip: ChipSpec, pp: int = 1):
     slow = {lvl.name for lvl in chip.levels if lvl.kind == "ddr"}
     fast = next((lvl.name for lvl in chip.levels if lvl.kind == "hbm"), None)
     seen_layers: set[int] = set()
@@ -48,4 +48,4 @@ def plan_rdu(graph: OpGraph, chip: ChipSpec):
         seen_layers.add(op.layer)
         return steps, cx.chip.execution.kernel_overhead_ps if first else 0
 
-    return plan_with(graph, chip, fused_layers)
+    return plan_with(graph, chip, fused_layers, pp=pp)

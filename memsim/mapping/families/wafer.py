@@ -20,7 +20,7 @@ FABRIC_OPS = ("matmul", "attention")
 
 
 @register("wafer")
-def plan_wafer(graph: OpGraph, chip: ChipSpec):
+def plan_wafer(graph: OpGraph, chip: ChipSpec, pp: int = 1):
     regions = max(1, 1 + max((op.layer for op in graph), default=0))
     has_fabric = any(lk.name == "fabric" for lk in chip.links)
 
@@ -36,4 +36,4 @@ def plan_wafer(graph: OpGraph, chip: ChipSpec):
             shaped = [fabric[0], *shaped, fabric[1]]
         return tuple(shaped), cx.chip.execution.kernel_overhead_ps
 
-    return plan_with(graph, chip, regional, compute_share=1.0 / regions)
+    return plan_with(graph, chip, regional, compute_share=1.0 / regions, pp=pp)

@@ -1,0 +1,114 @@
+"""Multi-chip systems: topologies, collectives on link resources, tensor and pipeline parallelism."""
+from __future__ import annotations
+
+import pytest
+
+from memsim import ConfigError, engine, hardware, simulate
+from memsim.hardware import topology
+from memsim.mapping import collectives
+from memsim.mapping.plan import OpTask, Plan
+from memsim.units import PS_PER_S
+
+
+def _allreduce_time(chip, n: int, nbytes: int, algorithm: str = "ring") -> int:
+    rounds = collectives.allreduce(list(range(n)), nbytes, 1.0, 0.0, algorithm)
+    task = OpTask("ar", "allreduce", 0, 0, 0, (), (), "link:nvlink", chip=0, rounds=tuple(rounds))
+    plan = Plan(chip, (task,), (), 0.0, "compute", (), chips=n, tp=n)
+    return engine.run(plan).end_ps
+
+
+@pytest.mark.parametrize("n", [2, 4, 8, 16])
+def test_ring_allreduce_on_a_switch_matches_the_textbook_cost(n):
+    chip = hardware.load("h100-sxm", [("system.topology", "switch")])
+    link = chip.interconnect
+    nbytes = 64 * 2**20
+    got = _allreduce_time(chip, n, nbytes) / PS_PER_S
+    # Every round sends bytes/n over two hops (chip -> switch -> chip) and pays both latencies.
+    expected = collectives.ring_cost(n, nbytes, link.bandwidth_bytes_per_s, 2 * link.latency_ps / PS_PER_S)
+    assert got == pytest.approx(expected, rel=1e-6)
+
+
+@pytest.mark.parametrize("n", [16, 32])
+def test_allreduce_on_a_2d_mesh_is_slower_than_on_a_switch(n):
+    nbytes = 32 * 2**20
+    switch = _allreduce_time(hardware.load("h100-sxm", [("system.topology", "switch")]), n, nbytes)
+    mesh = _allreduce_time(hardware.load("h100-sxm", [("system.topology", "mesh2d")]), n, nbytes)
+    torus = _allreduce_time(hardware.load("h100-sxm", [("system.topology", "torus2d")]), n, nbytes)
+    # Ring neighbours that are not mesh neighbours share links on multi-hop routes.
+    assert mesh > switch
+    assert torus <= mesh
+
+
+def test_routes_follow_the_topology():
+    g = topology.build("mesh2d", 16)
+    assert topology.grid_shape(16) == (4, 4)
+    assert len(topology.route(g, 0, 15, "mesh2d")) == 6  # 3 across, 3 down
+    assert topology.route(g, 0, 3, "mesh2d") == [(0, 1), (1, 2), (2, 3)]
+    assert len(topology.route(topology.build("torus2d", 16), 0, 3, "torus2d")) == 1  # wraparound
+    assert topology.route(topology.build("switch", 4), 1, 2, "switch") == [(1, "sw"), ("sw", 2)]
+
+
+def test_tree_is_chosen_for_small_messages_and_ring_for_large():
+    small = collectives.allreduce(list(range(8)), 8192, 300e9, 2e-6)
+    large = collectives.allreduce(list(range(8)), 512 * 2**20, 300e9, 2e-6)
+    assert len(small) == 2 * 3 and len(large) == 2 * 7
+
+
+def test_llama2_70b_decode_gets_faster_with_tensor_parallelism():
+    runs = {tp: simulate("a100-80gb-sxm", "llama-2-70b", context=1024, tp=tp) for tp in (2, 4, 8)}
+    times = [runs[tp].summary["step_time_s"] for tp in (2, 4, 8)]
+    assert times[0] > times[1] > times[2]
+    for tp, r in runs.items():
+        s = r.summary
+        assert s["chips"] == tp and s["exposed_comm_s"] > 0
+        allreduce = r.timeline[(r.timeline.op_kind == "allreduce") & (r.timeline.kind == "transfer")]
+        assert len(allreduce) > 0 and allreduce.resource.str.startswith("link:nvlink[").all()
+        assert s["stall_s"]["link:nvlink"] == pytest.approx(s["exposed_comm_s"])
+        links = {k: v for k, v in s["bytes_per_link"].items() if k.startswith("nvlink[")}
+        assert sum(v["total"] for v in links.values()) > 0 and all(v["busy_s"] >= 0 for v in links.values())
+
+
+def test_kv_heads_are_replicated_when_tp_exceeds_them():
+    r = simulate("h100-sxm", "llama-3.1-8b", context=512, tp=16, system=None)
+    attn = r.graph.ops["L0.attn"]
+    assert attn.dim("heads") == 2 and attn.dim("kv_heads") == 1  # 8 KV heads over 16 ranks
+
+
+def test_pipeline_stages_show_their_boundaries_and_sends():
+    r = simulate("h100-sxm", "llama-2-7b", context=256, pp=4)
+    tl = r.timeline
+    assert set(tl.chip) == {"chip0", "chip1", "chip2", "chip3"}
+    sends = tl[(tl.op_kind == "sendrecv") & (tl.kind == "transfer")]
+    assert len(sends) == 3 * 2  # three boundaries, two hops through the switch each
+    assert set(zip(sends.src, sends.dst)) == {("chip0", "chip1"), ("chip1", "chip2"), ("chip2", "chip3")}
+    layer_chip = tl[tl.op == "L31.qkv"].chip.unique()
+    assert list(layer_chip) == ["chip3"]
+    assert r.summary["step_time_s"] > simulate("h100-sxm", "llama-2-7b", context=256).summary["step_time_s"]
+
+
+def test_system_yaml_overrides_topology(tmp_path):
+    path = tmp_path / "sys.yaml"
+    path.write_text("topology: ring\ncollective: ring\n")
+    r = simulate("h100-sxm", "llama-2-7b", context=128, tp=4, system=str(path))
+    names = {k for k, v in r.summary["bytes_per_link"].items() if k.startswith("nvlink[") and v["total"]}
+    assert names == {"nvlink[0>1]", "nvlink[1>2]", "nvlink[2>3]", "nvlink[3>0]"}
+    path.write_text("topologie: ring\n")
+    with pytest.raises(ConfigError, match="topologie"):
+        simulate("h100-sxm", "llama-2-7b", tp=4, system=str(path))
+
+
+def test_chips_must_match_tp_times_pp():
+    with pytest.raises(ConfigError, match="--chips"):
+        simulate("h100-sxm", "llama-2-7b", tp=2, pp=2, chips=8)
+
+
+def test_expert_parallel_moe_exchanges_tokens_with_all_to_all():
+    r = simulate("h100-sxm", "mixtral-8x7b", batch=16, context=512, weight_dtype="int8", tp=8, ep=True)
+    kinds = r.timeline.groupby("op_kind").size()
+    assert kinds["alltoall"] > 0 and "L0.mlp_allreduce" not in set(r.timeline.op)
+    experts = r.graph.tensors["L0.experts.gate_up.weight"]
+    assert experts.shape[0] == 1  # one whole expert per rank
+    tp_only = simulate("h100-sxm", "mixtral-8x7b", batch=16, context=512, weight_dtype="int8", tp=8)
+    assert tp_only.graph.tensors["L0.experts.gate_up.weight"].shape == (8, 4096, 2 * 14336 // 8)
+    with pytest.raises(ConfigError, match="experts"):
+        simulate("h100-sxm", "llama-2-7b", tp=2, ep=True)
