@@ -11,7 +11,7 @@ import math
 
 import networkx as nx
 
-TOPOLOGIES = ("switch", "ring", "mesh2d", "torus2d")
+from memsim.hardware.spec import TOPOLOGIES  # noqa: F401  (re-exported)
 SWITCH = "sw"
 
 

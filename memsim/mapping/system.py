@@ -42,7 +42,8 @@ def collective_task(op: Op, chip: ChipSpec, stage: int, tp: int, deps: tuple[str
     group = [stage * tp + r for r in range(tp)]
     nbytes = op.dim("bytes")
     if op.kind == "allreduce":
-        rounds = collectives.allreduce(group, nbytes, link.bandwidth_bytes_per_s, link.latency_ps / PS_PER_S,
+        hops = 2 if chip.system.topology == "switch" else 1  # a switch adds a hop to every transfer
+        rounds = collectives.allreduce(group, nbytes, link.bandwidth_bytes_per_s, hops * link.latency_ps / PS_PER_S,
                                        chip.system.collective)
     else:
         rounds = collectives.COLLECTIVES[op.kind](group, nbytes)
