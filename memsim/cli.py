@@ -67,6 +67,74 @@ def run(hw, trace_file, model, phase, batch, context, prompt, weight_dtype, kv_d
 
 
 @main.command()
+@click.option("--hw", default="h100-sxm", show_default=True, help="preset name or path to a hardware YAML")
+@click.option("--trace", "trace_file", help="simulate a trace file instead of --model")
+@_workload_options
+@click.option("--generate", "generate_n", type=int, default=128, show_default=True,
+              help="generate: decode steps after the prefill")
+@click.option("--samples", type=int, default=api.DEFAULT_SAMPLES, show_default=True,
+              help="generate: decode steps simulated; the others are interpolated")
+@click.option("--tp", type=int, default=1, show_default=True, help="tensor-parallel ranks")
+@click.option("--pp", type=int, default=1, show_default=True, help="pipeline stages")
+@click.option("--ep", is_flag=True, help="mixture of experts: spread experts over the tp ranks (all-to-all)")
+@click.option("--system", "system_file", help="system YAML overriding topology, link and collective")
+@click.option("--set", "sets", multiple=True, metavar="PATH=VALUES",
+              help="swept field: PATH=V1,V2,... or PATH=A..B:x2 (or :+S); repeatable")
+@click.option("--sweep", "sweep_file", help="sweep YAML: run arguments and a `set:` mapping of swept fields")
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="folder for results.csv")
+@click.option("--workers", type=int, help="local worker processes (default: every core)")
+@click.option("--scheduler", help="Dask scheduler address (tcp://host:8786): run on that cluster")
+@click.option("--keep", is_flag=True, help="also write each point's full outputs under OUT/points/")
+@click.option("--no-progress", is_flag=True, help="no progress bar")
+def sweep(hw, trace_file, model, phase, batch, context, prompt, weight_dtype, kv_dtype, group_size, generate_n,
+          samples, tp, pp, ep, system_file, sets, sweep_file, out, workers, scheduler, keep, no_progress):
+    """Run the cartesian product of swept fields; results.csv gets one row per point."""
+    from memsim import sweep as sweeping
+
+    base = dict(hw=hw, model=model, trace=trace_file, phase=phase, batch=batch, context=context, prompt=prompt,
+                weight_dtype=weight_dtype, kv_dtype=kv_dtype, group_size=group_size, generate=generate_n,
+                samples=samples, tp=tp, pp=pp, ep=ep, system=system_file)
+    items = list(sets)
+    if sweep_file:
+        fixed, file_items = sweeping.read_sweep_file(Path(sweep_file))
+        base.update(fixed)
+        items = file_items + items
+    sweeps = sweeping.parse_sweeps(items)
+    if not sweeps:
+        raise MemsimError("nothing to sweep: give --set PATH=V1,V2 or --sweep FILE", field="--set")
+    total = 1
+    for values in sweeps.values():
+        total *= len(values)
+    click.echo(f"sweeping {', '.join(f'{k} ({len(v)})' for k, v in sweeps.items())}: {total} points -> {out}")
+    try:
+        results = sweeping.run_sweep(base, sweeps, Path(out), workers, scheduler, keep, not no_progress)
+    except KeyboardInterrupt:
+        click.echo(f"interrupted: finished points are kept in {Path(out) / 'results.csv'}; run again to resume",
+                   err=True)
+        sys.exit(130)
+    failed = sum(1 for r in results.rows if r.get("error"))
+    click.echo(f"wrote {Path(out) / 'results.csv'}: {len(results.rows)} points ({results.skipped} already done), "
+               f"{failed} failed")
+
+
+@main.group()
+def plot():
+    """Figures from results (needs the plot extra: matplotlib)."""
+
+
+@plot.command("sweep")
+@click.argument("results", type=click.Path(dir_okay=False))
+@click.option("--x", "x_field", help="swept field on the x axis (default: the first)")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="figure file (default: beside RESULTS)")
+def plot_sweep(results, x_field, output):
+    """Step time and bytes per level against a swept field."""
+    from memsim.report.plots import plot_sweep as draw
+
+    path = draw(Path(results), x_field, Path(output) if output else None)
+    click.echo(f"wrote {path}")
+
+
+@main.command()
 @_workload_options
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="trace file to write")
 def trace(model, phase, batch, context, prompt, weight_dtype, kv_dtype, group_size, output):

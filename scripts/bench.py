@@ -6,7 +6,8 @@
 - event count against the number of layers (should grow linearly);
 - wall time of a Llama-2-7B prefill step (4096 tokens);
 - wall time of the Llama-3.1-70B and Llama-3.1-405B decode steps at TP 8;
-- wall time of a 2048-token Llama-2-70B generation at batch 64, on one chip and on 4 (TP 4).
+- wall time of a 2048-token Llama-2-70B generation at batch 64, on one chip and on 4 (TP 4);
+- wall time of a 100-point sweep of a decode step on a 2-worker local pool.
 """
 from __future__ import annotations
 
@@ -84,6 +85,24 @@ def main() -> None:
     print("Llama-2-70B generation, batch 64, prompt 128, 2048 new tokens, 4 h100-sxm (TP 4)")
     print(f"  simulated total            {s['total_s']:10.2f} s   ({s['tokens_per_s']:.1f} tokens/s)")
     print(f"  wall time, simulate()      {wall:10.3f} s")
+    sweep_benchmark()
+
+
+def sweep_benchmark() -> None:
+    """A 100-point sweep of a decode step on a 2-worker local pool."""
+    import tempfile
+    from pathlib import Path
+
+    from memsim import sweep as sweeping
+
+    base = dict(hw="h100-sxm", model="llama-2-7b", phase="decode", context=2048, batch=1)
+    sweeps = sweeping.parse_sweeps(["sram.capacity=256KiB..128MiB:x2", "hbm.bandwidth=1TB/s..10TB/s:+1TB/s"])
+    with tempfile.TemporaryDirectory() as out:
+        t0 = time.perf_counter()
+        res = sweeping.run_sweep(base, sweeps, Path(out), workers=2, progress=False)
+        wall = time.perf_counter() - t0
+    print(f"Sweep of a Llama-2-7B decode step: {len(res.rows)} points on 2 workers")
+    print(f"  wall time                  {wall:10.2f} s   ({len(res.rows) / wall:.1f} points/s)")
 
 
 if __name__ == "__main__":

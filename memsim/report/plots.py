@@ -1,0 +1,76 @@
+"""Figures (matplotlib, the ``plot`` extra): sweep results against a swept field."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from memsim import units
+from memsim.errors import ConfigError
+
+_SIZE_PARSERS = (units.parse_bytes, units.parse_bandwidth, units.parse_time_ps, units.parse_flops)
+
+
+def axis_values(values: pd.Series) -> tuple[list[float], bool]:
+    """Numbers for the x axis, and whether a log axis suits them (sizes, or a 10x span)."""
+    texts = [str(v) for v in values]
+    try:
+        nums = [float(t) for t in texts]
+        return nums, min(nums) > 0 and max(nums) / min(nums) >= 10
+    except ValueError:
+        pass
+    for parse in _SIZE_PARSERS:
+        try:
+            return [float(parse(t)) for t in texts], True
+        except units.UnitError:
+            continue
+    raise ConfigError(f"cannot plot non-numeric values such as {texts[0]!r}", field="--x")
+
+
+def plot_sweep(results: Path, x_field: str | None = None, output: Path | None = None) -> Path:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ConfigError("plots need matplotlib (pip install '.[plot]')", field="plot") from None
+    if not results.is_file():
+        raise ConfigError("file not found", file=str(results))
+    df = pd.read_csv(results)
+    if "error" not in df.columns or "step_time_s" not in df.columns:
+        raise ConfigError("not a memsim sweep (no error/step_time_s columns)", file=str(results))
+    swept = list(df.columns[: list(df.columns).index("error")])
+    x_field = x_field or swept[0]
+    if x_field not in swept:
+        raise ConfigError(f"not a swept field (swept: {', '.join(swept)})", file=str(results), field=x_field)
+    ok = df[df["error"].isna() | (df["error"] == "")].copy()
+    ok["_x"], log = axis_values(ok[x_field]) if len(ok) else ([], False)
+    others = [f for f in swept if f != x_field]
+    byte_cols = [c for c in ok.columns if c.startswith("bytes_per_level.") and c.endswith(".total") and ok[c].any()]
+    fig, (ax_t, ax_b) = plt.subplots(1, 2, figsize=(11, 4))
+    groups = ok.groupby(others) if others else [((), ok)]
+    for key, part in groups:
+        part = part.sort_values("_x")
+        label = ", ".join(f"{f}={v}" for f, v in zip(others, key if isinstance(key, tuple) else (key,)))
+        ax_t.plot(part["_x"], part["step_time_s"] * 1e3, marker="o", label=label or None)
+        for col in byte_cols:
+            ax_b.plot(part["_x"], part[col], marker="o", label=f"{col.split('.')[1]} {label}".strip())
+    for ax, title in ((ax_t, "step time (ms)"), (ax_b, "bytes moved per level")):
+        ax.set_xlabel(x_field)
+        ax.set_title(title)
+        ax.grid(True, which="both", alpha=0.3)
+        if log:
+            ax.set_xscale("log", base=2)
+    ax_b.set_yscale("log")
+    if ax_b.lines:
+        ax_b.legend(fontsize=8)
+    if others:
+        ax_t.legend(fontsize=8)
+    fig.tight_layout()
+    output = output or results.with_suffix(".png")
+    tmp = output.with_name(f".{output.name}.tmp.png")
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    tmp.replace(output)
+    return output

@@ -1,0 +1,41 @@
+"""The sweep scripts reproduce their findings (small settings)."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_flash_attention_io_slope(tmp_path, monkeypatch, capsys):
+    fa = _load("flash_attention_io")
+    monkeypatch.setattr(sys, "argv", ["fa", "--prompt", "8192", "--out", str(tmp_path), "--workers", "2"])
+    assert fa.main() == 0
+    df = fa.attention_hbm(tmp_path)
+    fused, unfused = df[df.attention == "fused"], df[df.attention == "unfused"]
+    assert -1.3 <= fa.slope(fused) <= -0.7
+    assert abs(fa.slope(unfused)) < 0.01
+    assert "SRAM^" in capsys.readouterr().out
+
+
+def test_sram_cliff(tmp_path, monkeypatch, capsys):
+    cliff = _load("sram_cliff")
+    monkeypatch.setattr(sys, "argv", ["cliff", "--sizes", "4GB..32GB:x2", "--out", str(tmp_path), "--workers", "2"])
+    assert cliff.main() == 0
+    df = pd.read_csv(tmp_path / "results.csv")
+    times = df["step_time_s"].tolist()
+    assert times == sorted(times, reverse=True)
+    off = df["bytes_per_level.memoryx.read"].tolist()
+    assert off[0] > 0 and off[-1] == 0
+    assert times[-2] > 10 * times[-1]  # the cliff: weights fit on the wafer at 32 GB
+    assert "cliff" in capsys.readouterr().out

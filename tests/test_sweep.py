@@ -1,0 +1,125 @@
+"""Sweeps: ranges, the cartesian product, failures kept as rows, resume, Dask, plots."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from memsim import ConfigError, cli
+from memsim import sweep as sweeping
+
+SRAM = "sram.capacity=256KiB..4MiB:x2"
+
+
+def test_ranges_and_lists_expand_with_units():
+    assert sweeping.expand("256KiB..4MiB:x2") == ["256 KiB", "512 KiB", "1 MiB", "2 MiB", "4 MiB"]
+    assert sweeping.expand("1..7:+3") == ["1", "4", "7"]
+    assert sweeping.expand("bf16,int8,int4") == ["bf16", "int8", "int4"]
+    assert sweeping.expand("1TB/s..4TB/s:x2,8TB/s") == ["1 TB/s", "2 TB/s", "4 TB/s", "8TB/s"]
+    with pytest.raises(ConfigError):
+        sweeping.expand("4MiB..1MiB:x2")
+    with pytest.raises(ConfigError):
+        sweeping.expand("1..2:y3")
+
+
+def test_points_are_the_cartesian_product():
+    sweeps = sweeping.parse_sweeps(["batch=1,2", "weight-dtype=bf16,int8,int4"])
+    pts = list(sweeping.points(sweeps))
+    assert len(pts) == 6 and pts[0] == {"batch": "1", "weight_dtype": "bf16"}
+
+
+def _base(**kw):
+    base = dict(hw="h100-sxm", model="llama-2-7b", phase="prefill", prompt=512, context=0, batch=1)
+    base.update(kw)
+    return base
+
+
+def test_sram_sweep_with_two_workers_writes_one_row_per_point(tmp_path):
+    out = tmp_path / "sweep"
+    res = sweeping.run_sweep(_base(), sweeping.parse_sweeps([SRAM]), out, workers=2, progress=False)
+    df = pd.read_csv(out / "results.csv")
+    assert list(df["sram.capacity"]) == ["256 KiB", "512 KiB", "1 MiB", "2 MiB", "4 MiB"]
+    assert list(df.columns[:2]) == ["sram.capacity", "error"] and df["error"].isna().all()
+    assert (df["workload.tokens"] == 512).all()
+    hbm = df["bytes_per_level.hbm.total"].tolist()
+    assert hbm == sorted(hbm, reverse=True) and hbm[0] > hbm[-1]
+    assert len(res.rows) == 5
+
+
+def test_rerun_resumes_and_a_bad_point_becomes_an_error_row(tmp_path):
+    out = tmp_path / "sweep"
+    sweeps = sweeping.parse_sweeps([SRAM + ",-1MiB"])
+    sweeping.run_sweep(_base(), sweeps, out, workers=2, progress=False)
+    df = pd.read_csv(out / "results.csv")
+    bad = df[df["sram.capacity"] == "-1MiB"]
+    assert len(df) == 6 and len(bad) == 1 and "negative" in bad["error"].iloc[0]
+    assert df[df["sram.capacity"] != "-1MiB"]["error"].isna().all()
+    # A killed sweep: the log lost its last line. The re-run runs only that point.
+    log = out / "points.jsonl"
+    lines = log.read_text().splitlines()
+    log.write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:10])
+    again = sweeping.run_sweep(_base(), sweeps, out, workers=1, progress=False)
+    assert again.skipped == 5 and len(again.rows) == 6
+    assert pd.read_csv(out / "results.csv").drop(columns="error").equals(df.drop(columns="error"))
+    done = sweeping.run_sweep(_base(), sweeps, out, workers=1, progress=False)
+    assert done.skipped == 6
+
+
+def test_run_fields_can_be_swept(tmp_path):
+    res = sweeping.run_sweep(_base(phase="decode", context=128), sweeping.parse_sweeps(
+        ["batch=1,4", "weight_dtype=bf16,int4"]), tmp_path, workers=1, progress=False)
+    df = pd.read_csv(tmp_path / "results.csv")
+    assert len(df) == 4 and df["error"].isna().all()
+    assert set(zip(df["workload.batch"], df["workload.weight_dtype"])) == {
+        (1, "bf16"), (1, "int4"), (4, "bf16"), (4, "int4")}
+    assert len(res.rows) == 4
+
+
+def test_dask_local_cluster_gives_the_same_rows(tmp_path):
+    distributed = pytest.importorskip("distributed", reason="the dask extra is not installed")
+    sweeps = sweeping.parse_sweeps(["sram.capacity=256KiB..1MiB:x2"])
+    sweeping.run_sweep(_base(), sweeps, tmp_path / "pool", workers=2, progress=False)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        sweeping.run_sweep(_base(), sweeps, tmp_path / "dask", scheduler=client, progress=False)
+    pool = pd.read_csv(tmp_path / "pool" / "results.csv")
+    dask = pd.read_csv(tmp_path / "dask" / "results.csv")
+    pd.testing.assert_frame_equal(pool, dask)
+
+
+def _cli(monkeypatch, capsys, *args):
+    monkeypatch.setattr("sys.argv", ["memsim", *args])
+    code = 0
+    try:
+        cli.entry()
+    except SystemExit as exc:
+        code = exc.code
+    return code, capsys.readouterr()
+
+
+def test_cli_sweep_yaml_keep_and_plot(monkeypatch, capsys, tmp_path):
+    spec = tmp_path / "sweep.yaml"
+    spec.write_text("model: gpt2\nphase: decode\ncontext: 64\nset:\n  sram.capacity: [64KiB, 1MiB]\n"
+                    "  hbm.bandwidth: 1TB/s..2TB/s:x2\n")
+    out = tmp_path / "out"
+    code, io = _cli(monkeypatch, capsys, "sweep", "--sweep", str(spec), "--out", str(out), "--workers", "1",
+                    "--keep", "--no-progress")
+    assert code == 0, io.err
+    df = pd.read_csv(out / "results.csv")
+    assert len(df) == 4 and list(df.columns[:3]) == ["sram.capacity", "hbm.bandwidth", "error"]
+    assert (out / "points" / "00000" / "summary.json").exists()
+    fast = df[df["hbm.bandwidth"] == "2 TB/s"]["step_time_s"].tolist()
+    slow = df[df["hbm.bandwidth"] == "1 TB/s"]["step_time_s"].tolist()
+    assert all(f < s for f, s in zip(fast, slow))
+    pytest.importorskip("matplotlib")
+    code, io = _cli(monkeypatch, capsys, "plot", "sweep", str(out / "results.csv"))
+    assert code == 0 and (out / "results.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_cli_sweep_bad_input(monkeypatch, capsys, tmp_path):
+    code, io = _cli(monkeypatch, capsys, "sweep", "--model", "gpt2", "--set", "sram.capacity=1MiB..2MiB",
+                    "--out", str(tmp_path / "o"))
+    assert code == 2 and "needs a step" in io.err and len(io.err.strip().splitlines()) == 1
+    spec = tmp_path / "s.yaml"
+    spec.write_text("modle: gpt2\n")
+    code, io = _cli(monkeypatch, capsys, "sweep", "--sweep", str(spec), "--out", str(tmp_path / "o"))
+    assert code == 2 and "modle" in io.err
