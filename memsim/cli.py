@@ -37,24 +37,32 @@ def main() -> None:
     """memsim: where does the memory wall bite?"""
 
 
+def _system_options(fn):
+    """Options shared by `run` and `sweep`: hardware, trace, generation and parallelism."""
+    for opt in reversed([
+        click.option("--hw", default="h100-sxm", show_default=True, help="preset name or path to a hardware YAML"),
+        click.option("--trace", "trace_file", help="simulate a trace file instead of --model"),
+        click.option("--generate", "generate_n", type=int, default=128, show_default=True,
+                     help="generate: decode steps after the prefill"),
+        click.option("--samples", type=int, default=api.DEFAULT_SAMPLES, show_default=True,
+                     help="generate: decode steps simulated; the others are interpolated"),
+        click.option("--tp", type=int, default=1, show_default=True, help="tensor-parallel ranks"),
+        click.option("--pp", type=int, default=1, show_default=True, help="pipeline stages"),
+        click.option("--ep", is_flag=True, help="mixture of experts: spread experts over the tp ranks (all-to-all)"),
+        click.option("--system", "system_file", help="system YAML overriding topology, link and collective"),
+    ]):
+        fn = opt(fn)
+    return _workload_options(fn)
+
+
 @main.command()
-@click.option("--hw", default="h100-sxm", show_default=True, help="preset name or path to a hardware YAML")
-@click.option("--trace", "trace_file", help="simulate a trace file instead of --model")
-@_workload_options
-@click.option("--generate", "generate_n", type=int, default=128, show_default=True,
-              help="generate: decode steps after the prefill")
-@click.option("--samples", type=int, default=api.DEFAULT_SAMPLES, show_default=True,
-              help="generate: decode steps simulated; the others are interpolated")
-@click.option("--tp", type=int, default=1, show_default=True, help="tensor-parallel ranks")
-@click.option("--pp", type=int, default=1, show_default=True, help="pipeline stages")
+@_system_options
 @click.option("--chips", type=int, help="chips in the system (must equal tp x pp)")
-@click.option("--ep", is_flag=True, help="mixture of experts: spread experts over the tp ranks (all-to-all)")
-@click.option("--system", "system_file", help="system YAML overriding topology, link and collective")
 @click.option("--set", "sets", multiple=True, metavar="PATH=VALUE", help="override a hardware field, repeatable")
 @click.option("--out", type=click.Path(file_okay=False), help="folder for summary.json, ops.csv, timeline.csv")
 @click.option("--no-fast-forward", is_flag=True, help="simulate every chunk and every layer (slow; for checking)")
 def run(hw, trace_file, model, phase, batch, context, prompt, weight_dtype, kv_dtype, group_size, generate_n,
-        samples, tp, pp, chips, ep, system_file, sets, out, no_fast_forward):
+        samples, tp, pp, ep, system_file, chips, sets, out, no_fast_forward):
     """Simulate one decode or prefill step, or a whole generation, and print a summary."""
     result = api.simulate(hw, model, trace=trace_file, phase=phase, batch=batch, context=context, prompt=prompt,
                           weight_dtype=weight_dtype, kv_dtype=kv_dtype, group_size=group_size, set=sets,
@@ -67,17 +75,7 @@ def run(hw, trace_file, model, phase, batch, context, prompt, weight_dtype, kv_d
 
 
 @main.command()
-@click.option("--hw", default="h100-sxm", show_default=True, help="preset name or path to a hardware YAML")
-@click.option("--trace", "trace_file", help="simulate a trace file instead of --model")
-@_workload_options
-@click.option("--generate", "generate_n", type=int, default=128, show_default=True,
-              help="generate: decode steps after the prefill")
-@click.option("--samples", type=int, default=api.DEFAULT_SAMPLES, show_default=True,
-              help="generate: decode steps simulated; the others are interpolated")
-@click.option("--tp", type=int, default=1, show_default=True, help="tensor-parallel ranks")
-@click.option("--pp", type=int, default=1, show_default=True, help="pipeline stages")
-@click.option("--ep", is_flag=True, help="mixture of experts: spread experts over the tp ranks (all-to-all)")
-@click.option("--system", "system_file", help="system YAML overriding topology, link and collective")
+@_system_options
 @click.option("--set", "sets", multiple=True, metavar="PATH=VALUES",
               help="swept field: PATH=V1,V2,... or PATH=A..B:x2 (or :+S); repeatable")
 @click.option("--sweep", "sweep_file", help="sweep YAML: run arguments and a `set:` mapping of swept fields")
