@@ -11,7 +11,6 @@ import math
 
 import networkx as nx
 
-from memsim.hardware.spec import TOPOLOGIES  # noqa: F401  (re-exported)
 SWITCH = "sw"
 
 

@@ -95,7 +95,6 @@ class OpGraph:
         return [self.ops[n] for n in nx.lexicographical_topological_sort(self.graph(), key=index.__getitem__)]
 
     def validate(self, file: str = "<graph>") -> None:
-        prod = self.producers()
         for op in self.ops.values():
             for r in op.inputs:
                 if r.tensor not in self.tensors:
