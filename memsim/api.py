@@ -27,8 +27,12 @@ class Result:
     plan: mapping.Plan
     engine: engine.EngineResult
 
-    def write(self, out: str | Path) -> list[Path]:
-        return report.write_outputs(Path(out), self.summary, self.ops, self.timeline, dump_chip(self.chip))
+    def write(self, out: str | Path, perfetto: bool = False) -> list[Path]:
+        extra = {}
+        if perfetto:
+            meta = {"hardware": self.chip.name, "workload": self.summary.get("workload", {})}
+            extra["trace.perfetto.json"] = report.perfetto_json(self.plan, self.engine, meta)
+        return report.write_outputs(Path(out), self.summary, self.ops, self.timeline, dump_chip(self.chip), extra)
 
 
 def parse_sets(items: Iterable[str]) -> list[tuple[str, str]]:

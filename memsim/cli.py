@@ -60,17 +60,20 @@ def _system_options(fn):
 @click.option("--chips", type=int, help="chips in the system (must equal tp x pp)")
 @click.option("--set", "sets", multiple=True, metavar="PATH=VALUE", help="override a hardware field, repeatable")
 @click.option("--out", type=click.Path(file_okay=False), help="folder for summary.json, ops.csv, timeline.csv")
+@click.option("--perfetto", is_flag=True, help="also write OUT/trace.perfetto.json (ui.perfetto.dev, chrome://tracing)")
 @click.option("--no-fast-forward", is_flag=True, help="simulate every chunk and every layer (slow; for checking)")
 def run(hw, trace_file, model, phase, batch, context, prompt, weight_dtype, kv_dtype, group_size, generate_n,
-        samples, tp, pp, ep, system_file, chips, sets, out, no_fast_forward):
+        samples, tp, pp, ep, system_file, chips, sets, out, perfetto, no_fast_forward):
     """Simulate one decode or prefill step, or a whole generation, and print a summary."""
     result = api.simulate(hw, model, trace=trace_file, phase=phase, batch=batch, context=context, prompt=prompt,
                           weight_dtype=weight_dtype, kv_dtype=kv_dtype, group_size=group_size, set=sets,
                           fast_forward=not no_fast_forward, memoize=not no_fast_forward, generate=generate_n,
                           samples=samples, tp=tp, pp=pp, chips=chips, system=system_file, ep=ep)
+    if perfetto and not out:
+        raise MemsimError("--perfetto needs --out", field="--perfetto")
     click.echo(format_summary(result.summary))
     if out:
-        for path in result.write(out):
+        for path in result.write(out, perfetto=perfetto):
             click.echo(f"wrote {path}")
 
 
@@ -130,6 +133,16 @@ def plot_sweep(results, x_field, output):
 
     path = draw(Path(results), x_field, Path(output) if output else None)
     click.echo(f"wrote {path}")
+
+
+@plot.command("run")
+@click.argument("folder", type=click.Path(file_okay=False))
+def plot_run(folder):
+    """Gantt chart, roofline chart and stall breakdown of a run's --out folder."""
+    from memsim.report.run_plots import plot_run as draw
+
+    for path in draw(Path(folder)):
+        click.echo(f"wrote {path}")
 
 
 @main.command()

@@ -13,7 +13,7 @@ import yaml
 
 
 def write_outputs(out: Path, summary: dict[str, Any], ops: pd.DataFrame, timeline: pd.DataFrame,
-                  hardware: dict[str, Any]) -> list[Path]:
+                  hardware: dict[str, Any], extra: dict[str, str] | None = None) -> list[Path]:
     """Write into a temporary folder beside ``out``, then move the files into place."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -23,6 +23,8 @@ def write_outputs(out: Path, summary: dict[str, Any], ops: pd.DataFrame, timelin
         ops.to_csv(tmp / "ops.csv", index=False)
         timeline.to_csv(tmp / "timeline.csv", index=False)
         (tmp / "hardware.yaml").write_text(yaml.safe_dump(hardware, sort_keys=False))
+        for name, text in (extra or {}).items():
+            (tmp / name).write_text(text)
         out.mkdir(exist_ok=True)
         names = sorted(p.name for p in tmp.iterdir())
         for name in names:

@@ -1,0 +1,117 @@
+"""Perfetto / Chrome trace JSON: one track per resource, plus counter tracks.
+
+Each chip is a process; compute, every memory level and every link is a thread (track) of
+complete ("X") events. Counter ("C") tracks show each level's bandwidth in use and the SRAM
+held by the running operator's tiles. Past ``limit`` intervals the trace is aggregated to one
+interval per operator and resource, and its metadata says so.
+"""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any
+
+from memsim.engine import EngineResult
+from memsim.mapping import Plan
+from memsim.units import PS_PER_S
+
+DEFAULT_LIMIT = 200_000
+_US = PS_PER_S // 10**6  # picoseconds per microsecond (trace timestamps are in µs)
+
+
+def _us(ps: int) -> float:
+    return ps / _US
+
+
+def _aggregate(records) -> list:
+    """One interval per (chip, resource, op, kind, cause): first start to last end, totals summed."""
+    groups: dict[tuple, list] = {}
+    for r in records:
+        key = (r.chip, r.resource, r.op, r.kind, r.cause)
+        g = groups.get(key)
+        if g is None:
+            groups[key] = [r.start_ps, r.end_ps, r.bytes, r.flops, r.count, r]
+        else:
+            g[0], g[1] = min(g[0], r.start_ps), max(g[1], r.end_ps)
+            g[2] += r.bytes
+            g[3] += r.flops
+            g[4] += r.count
+    return [g[5]._replace(start_ps=g[0], end_ps=g[1], bytes=g[2], flops=g[3], count=g[4]) for g in groups.values()]
+
+
+def _occupancy(plan: Plan, spans: dict[str, tuple[int, int]]) -> list[tuple[int, int]]:
+    """(time, SRAM bytes held by the running op's tile buffers and accumulators)."""
+    acc = plan.chip.execution.accumulator_bytes
+    out = []
+    for task in plan.tasks:
+        if task.op not in spans or not task.steps:
+            continue
+        start, end = spans[task.op]
+        held = 0
+        for step in task.steps:
+            tile = dict(step.tile)
+            buffers = step.depth * sum(b for _, b in step.loads)
+            held = max(held, min(step.sram_bytes, buffers + tile.get("tm", 0) * tile.get("tn", 0) * acc))
+        out += [(start, held), (end, 0)]
+    return out
+
+
+def perfetto(plan: Plan, result: EngineResult, meta: dict[str, Any], limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
+    records = list(result.records)
+    aggregated = len(records) > limit
+    if aggregated:
+        records = _aggregate(records)
+    pids: dict[str, int] = {}
+    tids: dict[tuple[int, str], int] = {}
+    events: list[dict[str, Any]] = []
+
+    def track(chip: str, resource: str) -> tuple[int, int]:
+        pid = pids.setdefault(chip, len(pids))
+        key = (pid, resource)
+        if key not in tids:
+            tids[key] = 0 if resource == "compute" else len([k for k in tids if k[0] == pid]) + 1
+            events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tids[key], "args": {"name": resource}})
+            events.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tids[key],
+                           "args": {"sort_index": tids[key]}})
+        return pid, tids[key]
+
+    track("chip0", "compute")
+    body = []
+    rates: dict[tuple[int, str], list[tuple[int, float]]] = defaultdict(list)
+    for r in records:
+        pid, tid = track(r.chip, r.resource)
+        name = r.cause if r.kind == "stall" else r.op
+        args = {"op": r.op, "op_kind": r.op_kind, "layer": r.layer}
+        if r.kind == "transfer":
+            args.update(bytes=r.bytes, src=r.src, dst=r.dst)
+            if r.end_ps > r.start_ps and not r.resource.startswith("link:"):
+                rate = r.bytes / ((r.end_ps - r.start_ps) / PS_PER_S) / 1e9
+                rates[(pid, r.resource)] += [(r.start_ps, rate), (r.end_ps, -rate)]
+        if r.kind == "compute":
+            args["flops"] = r.flops
+        if r.count > 1:
+            args["count"] = r.count
+        body.append({"ph": "X", "name": name, "cat": r.kind, "pid": pid, "tid": tid, "ts": _us(r.start_ps),
+                     "dur": _us(r.end_ps - r.start_ps), "args": args})
+    for (pid, resource), deltas in rates.items():
+        level = 0.0
+        for ts, delta in sorted(deltas):
+            level = max(0.0, level + delta)
+            body.append({"ph": "C", "name": f"{resource} bandwidth", "pid": pid, "ts": _us(ts),
+                         "args": {"GB/s": round(level, 3)}})
+    spans = {op: (s, e) for op, s, e in result.spans}
+    for ts, held in _occupancy(plan, spans):
+        body.append({"ph": "C", "name": "sram occupancy", "pid": 0, "ts": _us(ts), "args": {"bytes": held}})
+    body.sort(key=lambda e: (e["pid"], e.get("tid", -1), e["ts"]))
+    events.extend({"ph": "M", "name": "process_name", "pid": pid, "args": {"name": chip}} for chip, pid in pids.items())
+    return {
+        "traceEvents": events + body,
+        "displayTimeUnit": "ns",
+        "metadata": {**meta, "aggregated": aggregated,
+                     "note": (f"{len(result.records)} intervals exceeded the limit of {limit}: aggregated to one "
+                              "interval per operator and resource" if aggregated else "every interval")},
+    }
+
+
+def perfetto_json(plan: Plan, result: EngineResult, meta: dict[str, Any], limit: int = DEFAULT_LIMIT) -> str:
+    return json.dumps(perfetto(plan, result, meta, limit), separators=(",", ":"))

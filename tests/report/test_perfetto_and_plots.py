@@ -1,0 +1,66 @@
+"""Perfetto JSON that Perfetto and chrome://tracing open, and the figures of a run."""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+
+import pytest
+
+from memsim import report, simulate
+
+
+@pytest.fixture()
+def run(tiny_chip_path, tiny_model_path):
+    return simulate(str(tiny_chip_path), str(tiny_model_path), context=64, batch=2)
+
+
+def _check_trace(trace: dict) -> None:
+    events = trace["traceEvents"]
+    phases = {e["ph"] for e in events}
+    assert {"X", "C", "M"} <= phases
+    last: dict[tuple, float] = defaultdict(lambda: -1.0)
+    for e in events:
+        assert isinstance(e["pid"], int) and e["name"]
+        if e["ph"] == "X":
+            assert e["dur"] >= 0 and isinstance(e["tid"], int)
+            key = (e["pid"], e["tid"])
+        elif e["ph"] == "C":
+            key = (e["pid"], "C", e["name"])
+        else:
+            continue
+        assert e["ts"] >= last[key], e  # never backwards within a track
+        last[key] = e["ts"]
+
+
+def test_perfetto_has_a_track_per_resource_and_counters(run, tmp_path):
+    files = run.write(tmp_path, perfetto=True)
+    assert tmp_path / "trace.perfetto.json" in files
+    trace = json.loads((tmp_path / "trace.perfetto.json").read_text())
+    _check_trace(trace)
+    names = {e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "thread_name"}
+    assert {"compute", "hbm"} <= names
+    counters = {e["name"] for e in trace["traceEvents"] if e["ph"] == "C"}
+    assert {"hbm bandwidth", "sram occupancy"} <= counters
+    busy = sum(e["dur"] for e in trace["traceEvents"] if e["ph"] == "X" and e["cat"] in ("compute", "stall")
+               and e["tid"] == 0)
+    assert busy == pytest.approx(run.summary["step_time_s"] * 1e6)
+    assert trace["metadata"]["aggregated"] is False
+
+
+def test_long_traces_are_aggregated_and_say_so(run):
+    trace = report.perfetto(run.plan, run.engine, {}, limit=10)
+    _check_trace(trace)
+    assert trace["metadata"]["aggregated"] is True and "aggregated" in trace["metadata"]["note"]
+    xs = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert len(xs) < len(run.engine.records)
+
+
+def test_plot_run_draws_three_figures(run, tmp_path):
+    pytest.importorskip("matplotlib", reason="figures need the plot extra")
+    from memsim.report.run_plots import plot_run
+
+    run.write(tmp_path)
+    paths = plot_run(tmp_path)
+    assert [p.name for p in paths] == ["gantt.png", "roofline.png", "stalls.png"]
+    for p in paths:
+        assert p.read_bytes()[:4] == b"\x89PNG" and p.stat().st_size > 5000
