@@ -157,6 +157,32 @@ def trace(model, phase, batch, context, prompt, weight_dtype, kv_dtype, group_si
     click.echo(f"wrote {output}: {len(graph.ops)} ops, {len(graph.tensors)} tensors")
 
 
+@main.group("import")
+def import_():
+    """Import a graph from another format into a memsim trace file."""
+
+
+@import_.command("onnx")
+@click.argument("model_file", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="trace file to write")
+@click.option("--dim", "dims", multiple=True, metavar="NAME=VALUE", help="value of a symbolic dimension, repeatable")
+def import_onnx(model_file, output, dims):
+    """Import an ONNX model (shapes from onnx shape inference)."""
+    from memsim.workload.importers.onnx_import import import_onnx as convert
+
+    values = {}
+    for item in dims:
+        key, sep, value = item.partition("=")
+        if not sep or not value.isdigit():
+            raise MemsimError(f"expected NAME=INTEGER, got {item!r}", field="--dim")
+        values[key] = int(value)
+    graph, report = convert(Path(model_file), values)
+    workload.write_trace(graph, Path(output))
+    for line in report.lines():
+        click.echo(line)
+    click.echo(f"wrote {output}: {len(graph.ops)} ops, {len(graph.tensors)} tensors")
+
+
 @main.command("list")
 @click.argument("what", type=click.Choice(["hw", "models"]))
 def list_(what):
@@ -167,10 +193,14 @@ def list_(what):
 
 def format_summary(s: dict) -> str:
     w = s["workload"]
-    shape = (f"prompt={w.get('prompt')} generate={w.get('generate')}" if w.get("phase") == "generate"
-             else f"tokens={w.get('tokens')} context={w.get('context')}")
+    if w.get("phase") == "generate":
+        shape = f"prompt={w.get('prompt')} generate={w.get('generate')}"
+    elif "tokens" in w:
+        shape = f"tokens={w.get('tokens')} context={w.get('context')}"
+    else:
+        shape = f"source={w.get('source', 'trace')}"
     lines = [
-        f"{s['hardware']}  {w.get('model', '?')}  {w.get('phase', '?')}  batch={w.get('batch')} {shape}",
+        f"{s['hardware']}  {w.get('model', '?')}  {w.get('phase', '?')}  batch={w.get('batch', 1)} {shape}",
         f"  step time        {s['step_time_s'] * 1e3:12.4f} ms",
         f"  roofline         {s['roofline_s'] * 1e3:12.4f} ms  (bound: {s['roofline_bound']}, "
         f"x{s['step_over_roofline']:.2f})",

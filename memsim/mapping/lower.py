@@ -110,7 +110,9 @@ def lower_matmul(op: Op, cx: Context) -> tuple[Step, ...]:
     loads: dict[str, int] = {}
     # Re-fetch factors come from the tile; the bytes fetched once are what the op reads.
     refetch_a = tile.a_bytes // max(1, tiling.bits_bytes(m * k, cx.bits(a)))
-    gathered = m * groups / max(1, cx.graph.tensors[a].shape[0])  # rows routed to several experts
+    # Elements the GEMMs consume over what the op reads: above 1 when rows are routed to several
+    # experts (MoE), 1 for a plain or batched GEMM.
+    gathered = m * groups * k / max(1, a_read.bytes * 8 // cx.bits(a))
     _add(loads, cx.home(a), math.ceil(a_read.bytes * max(1.0, gathered)) * refetch_a)
     refetch_b = tile.b_bytes // max(1, tiling.bits_bytes(k * n, cx.bits(b)))
     _add(loads, cx.home(b), b_read.bytes * refetch_b)
