@@ -183,6 +183,23 @@ def import_onnx(model_file, output, dims):
     click.echo(f"wrote {output}: {len(graph.ops)} ops, {len(graph.tensors)} tensors")
 
 
+@import_.command("chakra")
+@click.argument("trace_file", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="trace file to write")
+@click.option("--ranks", type=int, default=1, show_default=True, help="chips its collectives span")
+def import_chakra(trace_file, output, ranks):
+    """Import an MLCommons Chakra execution trace (COMP, MEM and COMM nodes, data and control deps)."""
+    from memsim.workload.importers.chakra_import import import_chakra as convert
+
+    if ranks < 1:
+        raise MemsimError("must be at least 1", field="--ranks")
+    graph, report = convert(Path(trace_file), ranks)
+    workload.write_trace(graph, Path(output))
+    for line in report.lines():
+        click.echo(line)
+    click.echo(f"wrote {output}: {len(graph.ops)} ops, {len(graph.tensors)} tensors")
+
+
 @main.command("list")
 @click.argument("what", type=click.Choice(["hw", "models"]))
 def list_(what):

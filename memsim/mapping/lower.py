@@ -157,6 +157,18 @@ def lower_stream(op: Op, cx: Context) -> tuple[Step, ...]:
     return (make_step(op.kind, loads, stores, busy, op.flops, buffer, cx.depth, cx.sram_bytes),)
 
 
+@register("compute")
+def lower_compute(op: Op, cx: Context) -> tuple[Step, ...]:
+    """An op known only by FLOPs and bytes: its inputs and ``bytes`` stream once, FLOPs at matrix rate."""
+    loads, stores = _streams(op, cx)
+    extra = op.dim("bytes", 0) - sum(loads.values())
+    if extra > 0:  # bytes the op touches beyond its inputs (e.g. a memory node's own traffic)
+        _add(loads, cx.home(op.outputs[0]), extra)
+    busy = compute_ps(op.flops, cx.matrix_rate(op.dtype))
+    buffer = cx.sram_bytes // (cx.depth + 1)
+    return (make_step("compute", loads, stores, busy, op.flops, buffer, cx.depth, cx.sram_bytes),)
+
+
 @register("attention")
 def lower_attention(op: Op, cx: Context) -> tuple[Step, ...]:
     if cx.attention == "fused":

@@ -10,7 +10,7 @@ from memsim.hardware.spec import ChipSpec
 from memsim.workload.graph import Op, OpGraph
 
 
-MATRIX_KINDS = ("matmul", "attention")
+MATRIX_KINDS = ("matmul", "attention", "compute")
 
 
 def peak_rate(chip: ChipSpec, op: Op) -> int:

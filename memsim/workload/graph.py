@@ -15,7 +15,8 @@ from memsim.errors import TraceError
 
 TENSOR_CLASSES = ("weight", "kv", "activation")
 COLLECTIVE_KINDS = ("allreduce", "allgather", "reduce_scatter", "alltoall")
-OP_KINDS = ("matmul", "attention", "elementwise", "norm", "embedding", *COLLECTIVE_KINDS)
+# ``compute``: an op known only by its FLOPs and bytes (imported traces), run at matrix rate.
+OP_KINDS = ("matmul", "attention", "elementwise", "norm", "embedding", "compute", *COLLECTIVE_KINDS)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,68 @@
+"""Chakra importer: an execution trace written here round-trips into memsim and simulates."""
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("chakra", reason="the chakra extra (mlc-chakra) is not installed")
+from chakra.schema.protobuf import et_def_pb2 as pb  # noqa: E402
+from chakra.src.third_party.utils.protolib import encodeMessage  # noqa: E402
+
+from memsim import simulate_graph  # noqa: E402
+from memsim.errors import ConfigError  # noqa: E402
+from memsim.workload import read_trace, write_trace  # noqa: E402
+from memsim.workload.importers.chakra_import import import_chakra  # noqa: E402
+
+
+def _node(i, name, kind, data=(), ctrl=(), **attrs):
+    n = pb.Node(id=i, name=name, type=kind)
+    n.data_deps.extend(data)
+    n.ctrl_deps.extend(ctrl)
+    for key, value in attrs.items():
+        field = {"num_ops": "int64_val", "tensor_size": "uint64_val", "comm_type": "int64_val",
+                 "comm_size": "int64_val"}[key]
+        n.attr.append(pb.AttributeProto(name=key, **{field: value}))
+    return n
+
+
+def write_et(path):
+    nodes = [
+        _node(0, "load_weights", pb.MEM_LOAD_NODE, tensor_size=64 << 20),
+        _node(1, "gemm", pb.COMP_NODE, data=[0], num_ops=2 * 4096 * 4096 * 64, tensor_size=32 << 20),
+        _node(2, "allreduce", pb.COMM_COLL_NODE, data=[1], comm_type=pb.ALL_REDUCE, comm_size=1 << 20),
+        _node(3, "gelu", pb.COMP_NODE, data=[2], num_ops=4096 * 64 * 8, tensor_size=1 << 20),
+        _node(4, "store", pb.MEM_STORE_NODE, data=[3], ctrl=[2], tensor_size=1 << 20),
+        _node(5, "send", pb.COMM_SEND_NODE, data=[4], tensor_size=1 << 20),
+    ]
+    with open(path, "wb") as fh:
+        encodeMessage(fh, pb.GlobalMetadata(version="0.0.4"))
+        for n in nodes:
+            encodeMessage(fh, n)
+    return path
+
+
+def test_chakra_trace_round_trips(tmp_path):
+    graph, report = import_chakra(write_et(tmp_path / "et.0.et"), ranks=4)
+    assert report.mapped == {"COMP_NODE": 2, "MEM_LOAD_NODE": 1, "MEM_STORE_NODE": 1, "COMM_COLL_NODE": 1}
+    assert report.unmapped == {"COMM_SEND_NODE": 1}
+    kinds = {op.name: op.kind for op in graph}
+    assert kinds == {"n0.load_weights": "compute", "n1.gemm": "compute", "n2.allreduce": "allreduce",
+                     "n3.gelu": "compute", "n4.store": "compute"}
+    assert graph.ops["n1.gemm"].flops == 2 * 4096 * 4096 * 64
+    assert graph.ops["n4.store"].deps == ("n2.allreduce",)  # a control dependency
+    assert [r.tensor for r in graph.ops["n3.gelu"].inputs] == ["n2.allreduce.out"]  # a data dependency
+    assert graph.ops["n2.allreduce"].dim("bytes") == 1 << 20 and graph.ops["n2.allreduce"].dim("ranks") == 4
+    write_trace(graph, tmp_path / "t.json")
+    back = read_trace(tmp_path / "t.json")
+    assert back.ops == graph.ops and back.tensors == graph.tensors
+    s = simulate_graph("h100-sxm", back).summary
+    assert s["chips"] == 4 and s["exposed_comm_s"] > 0 and s["flops_total"] == graph.total_flops()
+    assert s["bytes_per_level"]["hbm"]["total"] >= 64 << 20
+
+
+def test_bad_chakra_files(tmp_path):
+    bad = tmp_path / "bad.et"
+    bad.write_bytes(b"")
+    with pytest.raises(ConfigError, match="bad.et"):
+        import_chakra(bad)
+    with pytest.raises(ConfigError, match="file not found"):
+        import_chakra(tmp_path / "missing.et")
