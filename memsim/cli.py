@@ -157,6 +157,13 @@ def trace(model, phase, batch, context, prompt, weight_dtype, kv_dtype, group_si
     click.echo(f"wrote {output}: {len(graph.ops)} ops, {len(graph.tensors)} tensors")
 
 
+def _write_import(graph, report, output: str) -> None:
+    workload.write_trace(graph, Path(output))
+    for line in report.lines():
+        click.echo(line)
+    click.echo(f"wrote {output}: {len(graph.ops)} ops, {len(graph.tensors)} tensors")
+
+
 @main.group("import")
 def import_():
     """Import a graph from another format into a memsim trace file."""
@@ -177,10 +184,22 @@ def import_onnx(model_file, output, dims):
             raise MemsimError(f"expected NAME=INTEGER, got {item!r}", field="--dim")
         values[key] = int(value)
     graph, report = convert(Path(model_file), values)
-    workload.write_trace(graph, Path(output))
-    for line in report.lines():
-        click.echo(line)
-    click.echo(f"wrote {output}: {len(graph.ops)} ops, {len(graph.tensors)} tensors")
+    _write_import(graph, report, output)
+
+
+@import_.command("torch")
+@click.option("--config", "config_file", required=True, type=click.Path(dir_okay=False),
+              help="Hugging Face config.json (e.g. configs/models/llama-2-7b.json)")
+@click.option("--tokens", type=int, default=8, show_default=True, help="prefill length to export")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="trace file to write")
+def import_torch(config_file, tokens, output):
+    """Build the model on the meta device, export it with torch.export and import the graph."""
+    from memsim.workload.importers.torch_import import import_torch as convert
+
+    if tokens < 1:
+        raise MemsimError("must be at least 1", field="--tokens")
+    graph, report = convert(Path(config_file), tokens)
+    _write_import(graph, report, output)
 
 
 @import_.command("chakra")
@@ -194,10 +213,7 @@ def import_chakra(trace_file, output, ranks):
     if ranks < 1:
         raise MemsimError("must be at least 1", field="--ranks")
     graph, report = convert(Path(trace_file), ranks)
-    workload.write_trace(graph, Path(output))
-    for line in report.lines():
-        click.echo(line)
-    click.echo(f"wrote {output}: {len(graph.ops)} ops, {len(graph.tensors)} tensors")
+    _write_import(graph, report, output)
 
 
 @main.command("list")
