@@ -68,6 +68,17 @@ def system_overrides(path: Path) -> list[tuple[str, str]]:
     return [(f"system.{k}", str(v)) for k, v in raw.items()]
 
 
+def _load_chip(hw: str, sets: Iterable[str] | dict[str, str],
+               system: str | None = None) -> tuple[hardware.ChipSpec, str]:
+    """The chip with a system YAML's and ``--set`` overrides applied, and the file it came from."""
+    overrides = list(sets.items()) if isinstance(sets, dict) else parse_sets(sets)
+    if system is not None:
+        overrides = system_overrides(Path(system)) + overrides
+    hw_path = hardware.resolve(hw, "hardware", hardware.HW_SUFFIXES)
+    chip, _ = load_chip(hw_path, overrides)
+    return chip, str(hw_path)
+
+
 def _run(chip: hardware.ChipSpec, hw_file: str, graph: workload.OpGraph, fast_forward: bool, memoize: bool,
          pp: int = 1) -> Result:
     try:
@@ -83,11 +94,9 @@ def _run(chip: hardware.ChipSpec, hw_file: str, graph: workload.OpGraph, fast_fo
 def simulate_graph(hw: str, graph: workload.OpGraph, *, set: Iterable[str] | dict[str, str] = (),
                    fast_forward: bool = True, memoize: bool = True) -> Result:
     """Simulate an operator DAG built in Python (or by an importer) on a chip."""
-    overrides = list(set.items()) if isinstance(set, dict) else parse_sets(set)
-    hw_path = hardware.resolve(hw, "hardware", hardware.HW_SUFFIXES)
-    chip, _ = load_chip(hw_path, overrides)
+    chip, hw_path = _load_chip(hw, set)
     graph.validate()
-    return _run(chip, str(hw_path), graph, fast_forward, memoize)
+    return _run(chip, hw_path, graph, fast_forward, memoize)
 
 
 def simulate(hw: str = "h100-sxm", model: str | None = None, *, trace: str | None = None, phase: str = "decode",
@@ -97,19 +106,15 @@ def simulate(hw: str = "h100-sxm", model: str | None = None, *, trace: str | Non
              chips: int | None = None, system: str | None = None, ep: bool = False) -> Result:
     """Simulate one step, or with ``phase="generate"`` a prefill of ``prompt`` tokens and
     ``generate`` decode steps. ``set`` overrides hardware fields: ``{"sram.capacity": "64MiB"}``."""
-    overrides = list(set.items()) if isinstance(set, dict) else parse_sets(set)
-    if system is not None:
-        overrides = system_overrides(Path(system)) + overrides
     if chips is not None and chips != tp * pp:
         raise ConfigError(f"--chips {chips} must equal --tp x --pp ({tp * pp})", field="--chips")
-    hw_path = hardware.resolve(hw, "hardware", hardware.HW_SUFFIXES)
-    chip, _ = load_chip(hw_path, overrides)
+    chip, hw_path = _load_chip(hw, set, system)
 
     def run_step(step_phase: str, tokens: int) -> Result:
         graph = load_workload(model, trace, step_phase, batch, tokens if step_phase == "decode" else context,
                               tokens if step_phase == "prefill" else prompt, weight_dtype, kv_dtype, group_size, tp,
                               ep)
-        return _run(chip, str(hw_path), graph, fast_forward, memoize, pp)
+        return _run(chip, hw_path, graph, fast_forward, memoize, pp)
 
     if phase != "generate":
         return run_step(phase, context if phase == "decode" else prompt)

@@ -145,20 +145,14 @@ class ChipSpec:
     description: str = spec_field("description", "text", "free text", "")
 
     def level(self, name: str) -> MemoryLevel:
-        for lvl in self.levels:
-            if lvl.name == name:
-                return lvl
-        raise KeyError(name)
+        return _named(self.levels, name)
 
     @property
     def sram(self) -> MemoryLevel:
         return self.level("sram")
 
     def link(self, name: str) -> LinkSpec:
-        for lk in self.links:
-            if lk.name == name:
-                return lk
-        raise KeyError(name)
+        return _named(self.links, name)
 
     @property
     def interconnect(self) -> LinkSpec | None:
@@ -169,6 +163,13 @@ class ChipSpec:
 
     def chip_capacity(self, level: MemoryLevel) -> int:
         return level.capacity_bytes * (self.compute.units if level.scope == "unit" else 1)
+
+
+def _named(items: tuple, name: str) -> Any:
+    for item in items:
+        if item.name == name:
+            return item
+    raise KeyError(name)
 
 
 def yaml_fields(cls: type) -> dict[str, Any]:

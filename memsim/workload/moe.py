@@ -15,11 +15,13 @@ if TYPE_CHECKING:
     from memsim.workload.builder import _Builder
 
 
-def expected_experts(experts: int, top_k: int, tokens: int) -> float:
-    """Expected number of distinct experts hit by ``tokens`` tokens routed to ``top_k`` each."""
+def expected_experts(experts: int, top_k: int, tokens: int, held: int | None = None) -> float:
+    """Expected number of distinct experts, among the ``held`` ones a rank holds (default: all),
+    hit by ``tokens`` tokens each routed to ``top_k`` of ``experts``."""
+    held = experts if held is None else held
     if experts <= top_k:
-        return float(experts)
-    return experts * (1.0 - (1.0 - top_k / experts) ** tokens)
+        return float(held)
+    return held * (1.0 - (1.0 - top_k / experts) ** tokens)
 
 
 def moe_mlp(b: "_Builder", p: str, i: int, h: str) -> str:
@@ -33,8 +35,7 @@ def moe_mlp(b: "_Builder", p: str, i: int, h: str) -> str:
     if ep > 1:
         h = _alltoall(b, f"{p}.experts.dispatch", i, h, assigned)
         experts, assigned = experts // ep, -(-assigned // ep)
-    # Distinct local experts hit when every token picks k of all m.experts experts.
-    active = experts * (1.0 - (1.0 - k / m.experts) ** rows) if m.experts > k else float(experts)
+    active = expected_experts(m.experts, k, rows, held=experts)
     groups = max(1, math.ceil(active))
     per_group = math.ceil(assigned / groups)
     gu = b.act(f"{p}.experts.gate_up.out", 2 * m.intermediate, assigned)
