@@ -1,104 +1,220 @@
-"""Engine resources: FIFO servers for compute units, memory-level channels and links.
+"""Engine resources: compute units, memory-level channels and links as SimPy resources.
 
-A server grants requests in arrival order, each for a fixed service time, like a SimPy
-``Resource`` of capacity one; it books the interval at request time instead of queueing a
-request event, which makes one transfer cost one event however many channels it spans.
-Requests are always made at the current simulated time, so the order is exact FIFO.
+A ``Server`` is a SimPy ``BaseResource`` of capacity one that keeps SimPy's request/release
+protocol: ``request`` returns a ``Use`` (a ``Put`` event) that waits in the put queue, is
+granted when the server is free, holds it for a duration fixed at request time, and releases
+it when it succeeds. Granting and releasing cost no event of their own: a transfer costs one
+event however many channels it is striped over.
 
-Links are ports too: a level reached over a link (host DDR over PCIe, external memory over
-a wafer's I/O) books the link as well, and a link named in a plan (``link:fabric``) can be
-a transfer's source.
+The queue is ordered by priority, then by arrival (FIFO): the compute stream's demand loads
+(priority 0) go before communication (1) and before the copy engine's prefetches (2), so a
+prefetch uses bandwidth the running operator leaves idle. A transfer in service is never
+preempted. A level with ``channels`` stripes each transfer evenly over the channels its step
+may use (``width``), so a transfer of n bytes takes ceil(n / width) / channel bandwidth.
+
+A level reached over a link (host DDR over PCIe, MemoryX over a wafer's I/O) holds the link
+for the same transfer, and the later of the two finishes it.
 """
 from __future__ import annotations
 
+import bisect
+from heapq import heappush
+from itertools import count
+
+import simpy
+from simpy.events import NORMAL, PENDING
+from simpy.resources.base import BaseResource, Put
+
+from memsim.engine.records import COMPUTE, LEVEL, LINK, SYSTEM, ResourceId
+from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec, LinkSpec, MemoryLevel
 from memsim.units import transfer_ps
 
-
-class Server:
-    __slots__ = ("name", "free_at", "busy_ps")
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.free_at = 0
-        self.busy_ps = 0
-
-    def book(self, now: int, duration: int) -> tuple[int, int]:
-        start = max(now, self.free_at)
-        self.free_at = start + duration
-        self.busy_ps += duration
-        return start, self.free_at
+DEMAND, COMMUNICATION, PREFETCH = 0, 1, 2  # request priorities, lowest first
 
 
-class Port:
-    """A level or link: ``channels`` servers; a transfer is striped evenly over the channels
-    its step may use, and over the link the port is reached through, if any."""
+class Job:
+    """A running task: the owner of the requests it makes, named in contention stalls."""
 
-    __slots__ = ("name", "channels", "channel_bw", "latency_ps", "bytes_read", "bytes_written", "via")
+    __slots__ = ("op", "chip", "stream")
 
-    def __init__(self, name: str, channels: int, bandwidth: int, latency_ps: int, via: "Port | None" = None) -> None:
-        self.name = name
-        self.channels = [Server(f"{name}[{i}]") for i in range(channels)]
-        self.channel_bw = max(1, bandwidth // channels)
+    def __init__(self, op: str, chip: int, stream: str) -> None:
+        self.op, self.chip, self.stream = op, chip, stream
+
+
+class _PriorityQueue(list):
+    """The put queue: highest priority (lowest number) first, FIFO within a priority."""
+
+    def append(self, use: "Use") -> None:  # type: ignore[override]
+        bisect.insort(self, use, key=lambda u: u.order)
+
+
+class Use(Put):
+    """A request to hold a server for ``duration_ps``. It is granted in queue order and
+    succeeds when the hold ends; ``start``/``end`` are set when it is granted."""
+
+    _seq = count()
+
+    def __init__(self, server: "Server", duration_ps: int, owner: object, priority: int) -> None:
+        # Event and Put initialisation, inlined: a request is the engine's most frequent event.
+        self.env = server._env
+        self.callbacks = []
+        self._value = PENDING
+        self.resource = server
+        self.duration = duration_ps
+        self.owner = owner
+        self.requested = now = self.env._now
+        self.start = self.end = -1
+        if owner is not server.last_owner:
+            server.last_owner = owner
+            server.switches += 1
+        server.horizon = (now if now > server.horizon else server.horizon) + duration_ps
+        user = server.user
+        if user is None and not server.put_queue:
+            self.blocker = None
+            server._grant(self)
+        else:
+            # The operator holding the server when this request arrived, if it is another one.
+            self.blocker = user.owner if user is not None and user.owner is not owner else None
+            self.order = (priority, next(Use._seq))
+            server.put_queue.append(self)
+
+
+class Server(BaseResource):
+    PutQueue = _PriorityQueue
+
+    def __init__(self, env: simpy.Environment, rid: ResourceId, channels: int = 1, channel_bw: int = 1,
+                 latency_ps: int = 0, via: "Server | None" = None) -> None:
+        super().__init__(env, 1)
+        self.rid = rid
+        self.channels = channels
+        self.channel_bw = channel_bw
         self.latency_ps = latency_ps
+        self.via = via
+        self.user: Use | None = None
+        self.horizon = 0  # when the server would be free, were requests served in arrival order
+        self.busy_ps = 0
         self.bytes_read = 0
         self.bytes_written = 0
-        self.via = via
+        self.last_owner: object = None
+        self.switches = 0  # how often a request came from another owner than the one before
+        self._on_release = self._release
+        self._queue = env._queue
+        self._eid = env._eid
 
-    @classmethod
-    def level(cls, spec: MemoryLevel, units: int, via: "Port | None") -> "Port":
-        return cls(spec.name, spec.channels, spec.effective_bandwidth(units), spec.latency_ps, via)
+    # -- SimPy's request/release protocol ----------------------------------------------
+    def request(self, duration_ps: int, owner: object = None, priority: int = DEMAND) -> Use:
+        return Use(self, duration_ps, owner, priority)
 
-    @classmethod
-    def link(cls, spec: LinkSpec) -> "Port":
-        return cls(f"link:{spec.name}", 1, spec.bandwidth_bytes_per_s, spec.latency_ps)
+    def _grant(self, use: Use) -> None:
+        self.user = use
+        use.start = now = self._env._now
+        use.end = end = now + use.duration
+        self.busy_ps += use.duration
+        use.callbacks.insert(0, self._on_release)
+        use._ok, use._value = True, None
+        heappush(self._queue, (end, NORMAL, next(self._eid), use))  # Environment.schedule, inlined
+
+    def _release(self, use: Use) -> None:
+        self.user = None
+        if self.put_queue:
+            self._grant(self.put_queue.pop(0))
+
+    def _do_put(self, use: Use) -> bool:  # type: ignore[override]
+        if self.user is not None:
+            return False
+        self._grant(use)
+        return True
+
+    def _do_get(self, event) -> None:  # nothing is ever taken out: a hold ends by itself
+        return None
+
+    def _trigger_get(self, put_event) -> None:  # no get queue to serve
+        return None
+
+    def idle(self, now: int) -> bool:
+        return self.user is None and not self.put_queue and self.horizon <= now
+
+    # -- transfers ---------------------------------------------------------------------
+    def idle(self, now: int) -> bool:
+        return self.user is None and not self.put_queue and self.horizon <= now
 
     @property
     def free_at(self) -> int:
-        busy = max(ch.free_at for ch in self.channels)
-        return max(busy, self.via.free_at) if self.via is not None else busy
-
-    def count(self, nbytes: int, read: bool) -> None:
-        """Account moved bytes here and on the link this port is reached over."""
-        port: Port | None = self
-        while port is not None:
-            if read:
-                port.bytes_read += nbytes
-            else:
-                port.bytes_written += nbytes
-            port = port.via
+        return max(self.horizon, self.via.free_at) if self.via is not None else self.horizon
 
     def width(self, share: float) -> int:
-        return max(1, min(len(self.channels), round(len(self.channels) * share)))
+        return max(1, min(self.channels, round(self.channels * share)))
 
     def duration(self, nbytes: int, share: float = 1.0) -> int:
         return transfer_ps(-(-nbytes // self.width(share)), self.channel_bw)
 
-    def transfer(self, now: int, nbytes: int, share: float = 1.0) -> tuple[int, int, str]:
-        """Book a transfer at ``now``: (start, end, the port that finished last)."""
-        k = self.width(share)
-        dur = transfer_ps(-(-nbytes // k), self.channel_bw)
-        start, end = None, 0
-        for ch in self.channels[:k]:
-            s, e = ch.book(now, dur)
-            start = s if start is None else min(start, s)
-            end = max(end, e)
-        limiter = self.name
-        if self.via is not None:
-            s, e, _ = self.via.transfer(now, nbytes)
-            if e > end:
-                end, limiter = e, self.via.name
-        return start, end, limiter
+    def count(self, nbytes: int, read: bool) -> None:
+        """Account moved bytes here and on the link this level is reached over."""
+        server: Server | None = self
+        while server is not None:
+            if read:
+                server.bytes_read += nbytes
+            else:
+                server.bytes_written += nbytes
+            server = server.via
+
+    def transfer(self, nbytes: int, share: float, owner: object, priority: int = DEMAND) -> tuple[Use, Use | None]:
+        """Request a transfer here and, at the link's own rate, on the link reached over."""
+        use = self.request(self.duration(nbytes, share), owner, priority)
+        via = self.via.request(self.via.duration(nbytes), owner, priority) if self.via is not None else None
+        return use, via
+
+
+class Buffers(simpy.Container):
+    """A step's SRAM tile buffers: a SimPy ``Container`` whose uncontended take and give
+    cost no event (a buffer that is free is taken at once; one nobody waits for is put back)."""
+
+    def take(self) -> simpy.Event | None:
+        if self._level >= 1 and not self.get_queue:
+            self._level -= 1
+            return None
+        return self.get(1)
+
+    def give(self) -> simpy.Event | None:
+        if self.get_queue:
+            return self.put(1)
+        self._level += 1
+        return None
+
+
+def finished(use: Use, via: Use | None, name: str, via_name: str) -> tuple[int, str]:
+    """When a granted transfer ends, and which of the level and its link ended last."""
+    if via is not None and via.end > use.end:
+        return via.end, via_name
+    return use.end, name
 
 
 class ChipResources:
-    def __init__(self, chip: ChipSpec) -> None:
-        self.chip = chip
-        self.compute = Server("compute")
-        links = {f"link:{lk.name}": Port.link(lk) for lk in chip.links}
-        self.levels: dict[str, Port] = dict(links)
-        for lvl in chip.levels:
-            self.levels[lvl.name] = Port.level(lvl, chip.compute.units, links.get(f"link:{lvl.via}"))
+    """One chip's compute units, memory levels and chip links (PCIe, a wafer's fabric and I/O)."""
 
-    def idle_at(self, now: int) -> bool:
-        return self.compute.free_at <= now and all(lvl.free_at <= now for lvl in self.levels.values())
+    def __init__(self, env: simpy.Environment, chip: ChipSpec, index: int) -> None:
+        self.spec = chip
+        self.index = index
+        self.compute = Server(env, ResourceId(COMPUTE, index, "compute"))
+        self.ports: dict[Ref, Server] = {Ref.link(lk.name): _link(env, lk, index) for lk in chip.links}
+        for lvl in chip.levels:
+            via = self.ports.get(Ref.link(lvl.via)) if lvl.via else None
+            self.ports[Ref.level(lvl.name)] = _level(env, lvl, chip.compute.units, index, via)
+
+    def servers(self) -> list[Server]:
+        return [self.compute, *self.ports.values()]
+
+
+def _level(env: simpy.Environment, spec: MemoryLevel, units: int, chip: int, via: Server | None) -> Server:
+    bandwidth = spec.effective_bandwidth(units)
+    return Server(env, ResourceId(LEVEL, chip, spec.name), spec.channels, max(1, bandwidth // spec.channels),
+                  spec.latency_ps, via)
+
+
+def _link(env: simpy.Environment, spec: LinkSpec, chip: int, name: str | None = None) -> Server:
+    return Server(env, ResourceId(LINK, chip, name or spec.name), 1, spec.bandwidth_bytes_per_s, spec.latency_ps)
+
+
+def system_link(env: simpy.Environment, spec: LinkSpec, name: str) -> Server:
+    return _link(env, spec, SYSTEM, name)

@@ -1,41 +1,59 @@
-"""The scheduler: runs a Plan's tasks on a chip in stream order, respecting dependencies.
+"""The scheduler: a Plan's operator DAG issued on the streams of every chip.
 
-One task runs at a time (a GPU stream: a kernel starts when the previous one has finished,
-stores included; pipeline stages hand over one to the next). A stage's tensor-parallel ranks
-run identical shards, so the stage's first chip is simulated and collectives run over every
-link of the system. A task therefore starts with every resource idle, so two
-tasks with equal signatures take identical intervals: the first is simulated and later
-ones replay its records shifted in time (identical layers cost one simulation).
+Each chip has streams (compute, copy, communication; a chip declares which it has). A
+task is issued on its stream in plan order, once its dependencies are done and the
+stream's previous task has finished, stores included; tasks on different streams and
+different chips run concurrently and contend for the resources they share. Idle time of a
+chip's compute stream is recorded with its cause: waiting for a task on another chip is the
+pipeline ``bubble``, waiting for a collective or a prefetch names its link or level.
+
+Two exact shortcuts sit behind small hooks: fast-forward of periodic steps
+(``engine/fastforward.py``) and replay of identical tasks (``engine/replay.py``). Both ask
+``quiet_until``: the earliest time another task could touch a set of resources, which is
+now when another stream has a task, running or still to come, that uses any of them.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from heapq import heapify
 
 import simpy
 
-from memsim.engine.pipeline import run_step
-from memsim.engine.recorder import Interval, Recorder
-from memsim.engine.resources import ChipResources
+from memsim.engine.fastforward import FastForward
+from memsim.engine.pipeline import StepRun
+from memsim.engine.records import (BUBBLE, COMPUTE, DEPENDENCY, OVERHEAD, SYSTEM, Cause, Interval, ResourceId,
+                                   keep)
+from memsim.engine.replay import Recording, Replay
+from memsim.engine.rows import step_rows
+from memsim.engine.resources import COMMUNICATION, DEMAND, PREFETCH, ChipResources, Job, Server
 from memsim.engine.system import SystemLinks, run_collective
-from memsim.mapping.plan import OpTask, Plan
+from memsim.mapping.plan import COMM, COPY, OpTask, Plan
+
+PRIORITY = {COMPUTE: DEMAND, COMM: COMMUNICATION, COPY: PREFETCH}
+NEVER = float("inf")
 
 
-class CountingEnvironment(simpy.Environment):
-    """A SimPy environment that counts scheduled events."""
+class Environment(simpy.Environment):
+    """A SimPy environment that can move a step's events later, and counts its events."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.events = 0
+    def scheduled(self) -> int:
+        """Events scheduled so far: SimPy numbers every scheduled event from 0 (this takes a
+        number too, which leaves a harmless gap)."""
+        return next(self._eid)
 
-    def schedule(self, event, priority=1, delay=0):  # noqa: D102
-        self.events += 1
-        super().schedule(event, priority, delay)
+    def shift(self, step: object, delta: int) -> None:
+        """Move every scheduled event tagged as ``step``'s by ``delta``."""
+        queue = self._queue
+        for i, (t, prio, eid, event) in enumerate(queue):
+            if getattr(event, "step", None) is step:
+                queue[i] = (t + delta, prio, eid, event)
+        heapify(queue)
 
 
 @dataclass(frozen=True, slots=True)
 class EngineResult:
     records: tuple[Interval, ...]
-    spans: tuple[tuple[str, int, int], ...]
+    spans: tuple[tuple[str, int, int], ...]  # (op, start_ps, end_ps)
     end_ps: int
     events: int
     simulated_tasks: int
@@ -43,88 +61,170 @@ class EngineResult:
     approximate_steps: int  # steps fast-forwarded by repeating a window, not an exact cycle
     bytes_read: tuple[tuple[str, int], ...]
     bytes_written: tuple[tuple[str, int], ...]
-    busy_ps: tuple[tuple[str, int], ...] = ()  # per port: time its busiest channel was occupied
+    busy_ps: tuple[tuple[str, int], ...] = ()  # per resource name: time it was held
+
+
+def streams_of(plan: Plan) -> tuple[str, ...]:
+    return tuple(getattr(plan.chip.execution, "streams", (COMPUTE,)))
+
+
+class Simulation:
+    def __init__(self, plan: Plan, fast_forward: bool, memoize: bool) -> None:
+        self.plan = plan
+        self.fast_forward, self.memoize = fast_forward, memoize
+        self.env = env = Environment()
+        chips = sorted({t.chip for t in plan.tasks} | {0})
+        self.chips = {c: ChipResources(env, plan.chip, c) for c in chips}
+        self.links = SystemLinks(env, plan.chip, plan.chips) if plan.chips > 1 else None
+        declared = streams_of(plan)
+        self.streams: dict[tuple[int, str], list[OpTask]] = {}
+        for t in plan.tasks:
+            self.streams.setdefault((t.chip, t.stream if t.stream in declared else COMPUTE), []).append(t)
+        self.stream_of = {t.op: key for key, tasks in self.streams.items() for t in tasks}
+        self.task_of = {t.op: t for t in plan.tasks}
+        self.servers = {t.op: self._servers(t) for t in plan.tasks}
+        # Per stream: the index of the last task that uses each server, and where the stream is.
+        self.last_use: dict[tuple[int, str], dict[int, int]] = {}
+        for key, tasks in self.streams.items():
+            uses = self.last_use[key] = {}
+            for i, t in enumerate(tasks):
+                for s in self.servers[t.op]:
+                    uses[id(s)] = i
+        self.position = {key: 0 for key in self.streams}
+        self.done = {t.op: env.event() for t in plan.tasks}
+        self.finish: dict[str, int] = {}
+        self.rows: list[Interval] = []
+        self.spans: list[tuple[str, int, int]] = []
+        self.replay = Replay()
+        self.stats = {"simulated": 0, "replayed": 0, "approximate": 0}
+
+    def _servers(self, task: OpTask) -> list[Server]:
+        """The resources a task can touch."""
+        res = self.chips[task.chip]
+        out = [res.compute] if task.steps else []
+        for step in task.steps:
+            for ref, _ in step.loads + step.stores:
+                port = res.ports[ref]
+                for s in (port, port.via):
+                    if s is not None and s not in out:
+                        out.append(s)
+        if task.rounds and self.links is not None:
+            out += self.links.servers(task)
+        return out
+
+    # -- the shortcuts' question ----------------------------------------------------------
+    def quiet_until(self, key: tuple[int, str], servers: list[Server]) -> float:
+        """The earliest time a task of another stream could touch ``servers``."""
+        ids = {id(s) for s in servers}
+        system = any(s.rid.chip == SYSTEM for s in servers)
+        for other, uses in self.last_use.items():
+            if other == key or (other[0] != key[0] and not system):
+                continue
+            position = self.position[other]
+            if any(uses.get(i, -1) >= position for i in ids):
+                return self.env.now
+        return NEVER
+
+    # -- processes --------------------------------------------------------------------------
+    def _stream(self, key: tuple[int, str], tasks: list[OpTask]):
+        env = self.env
+        chip, stream = key
+        for i, task in enumerate(tasks):
+            self.position[key] = i
+            t0 = env.now
+            pending = [d for d in task.deps if not self.done[d].triggered]
+            if pending:
+                yield env.all_of([self.done[d] for d in pending])
+                if stream == COMPUTE:
+                    self.rows += self._idle(chip, task, t0, self._wait_cause(chip, pending))
+            start = env.now
+            yield from self._task(task, Job(task.op, chip, stream), key)
+            self.spans.append((task.op, start, env.now))
+            self.finish[task.op] = env.now
+            self.done[task.op].succeed()
+        self.position[key] = len(tasks)
+
+    def _wait_cause(self, chip: int, deps: list[str]) -> Cause:
+        """Why a compute stream waited: for the dependency that finished last."""
+        last = max(deps, key=lambda d: self.finish[d])
+        dep = self.task_of[last]
+        if dep.chip != chip:
+            return Cause(BUBBLE)
+        if self.stream_of[last][1] != COMPUTE and dep.bound is not None:
+            return Cause.wait(dep.bound, dep.op if self.stream_of[last][1] == COPY else "")
+        return Cause(DEPENDENCY)
+
+    def _idle(self, chip: int, task: OpTask, start: int, cause: Cause) -> list[Interval]:
+        """The compute stream's idle interval from ``start`` to now, if it is not empty."""
+        row = Interval(start, self.env.now, chip, ResourceId(COMPUTE, chip, "compute"), "stall", task.op, task.kind,
+                       task.layer, cause=cause)
+        return [row] if keep(row) else []
+
+    def _task(self, task: OpTask, job: Job, key: tuple[int, str]):
+        env = self.env
+        start = env.now
+        servers = self.servers[task.op]
+        if self.memoize:
+            memo = self.replay.lookup(task.signature, servers, start, self.quiet_until(key, servers))
+            if memo is not None:
+                self.rows += self.replay.apply(memo, servers, job, start, task.op, task.layer)
+                self.stats["replayed"] += 1
+                yield env.timeout(memo.duration)
+                return
+        recording = Recording(start, servers)
+        rows: list[Interval] = []
+        res = self.chips[task.chip]
+        on_compute = key[1] == COMPUTE
+        if task.overhead_ps:
+            yield env.timeout(task.overhead_ps)
+            if on_compute:
+                rows += self._idle(job.chip, task, start, Cause(OVERHEAD))
+        if task.rounds:
+            t0 = env.now
+            yield from run_collective(env, self.links, task, job, rows)
+            if on_compute:
+                rows += self._idle(job.chip, task, t0, Cause.wait(task.bound))
+        for step in task.steps:
+            observer = FastForward(lambda run: self.quiet_until(key, run.footprint()), env.shift) \
+                if self.fast_forward else None
+            run = StepRun(env, res, task, step, job, PRIORITY.get(key[1], DEMAND), observer)
+            yield from run.run()
+            rows += step_rows(run)
+            if observer is not None and observer.approximate:
+                self.stats["approximate"] += 1
+        rows = [r for r in rows if keep(r)]
+        self.rows += rows
+        self.stats["simulated"] += 1
+        if self.memoize:
+            self.replay.remember(task.signature, recording, job, env.now, rows)
+
+    def run(self) -> EngineResult:
+        for key, tasks in self.streams.items():
+            self.env.process(self._stream(key, tasks))
+        self.env.run()
+        end = int(self.env.now)
+        if len(self.chips) > 1:  # a chip that finished early idles until the step ends
+            for (chip, stream), tasks in self.streams.items():
+                last = self.finish.get(tasks[-1].op, end) if tasks else end
+                if stream == COMPUTE and last < end:
+                    self.rows.append(Interval(last, end, chip, ResourceId(COMPUTE, chip, "compute"), "stall",
+                                              tasks[-1].op, tasks[-1].kind, tasks[-1].layer, cause=Cause(BUBBLE)))
+        read: dict[str, int] = {}
+        written: dict[str, int] = {}
+        busy: dict[str, int] = {}
+        servers = [s for r in self.chips.values() for s in r.servers()]
+        servers += list(self.links.ports.values()) if self.links is not None else []
+        for s in servers:
+            if s.rid.kind == COMPUTE:
+                continue
+            name = str(s.rid)
+            read[name] = read.get(name, 0) + s.bytes_read
+            written[name] = written.get(name, 0) + s.bytes_written
+            busy[name] = busy.get(name, 0) + s.busy_ps
+        return EngineResult(tuple(self.rows), tuple(self.spans), end, self.env.scheduled(), self.stats["simulated"],
+                            self.stats["replayed"], self.stats["approximate"], tuple(read.items()),
+                            tuple(written.items()), tuple(busy.items()))
 
 
 def run(plan: Plan, *, fast_forward: bool = True, memoize: bool = True) -> EngineResult:
-    env = CountingEnvironment()
-    chips = {c: ChipResources(plan.chip) for c in sorted({t.chip for t in plan.tasks} | {0})}
-    links = SystemLinks(plan.chip, plan.chips) if plan.chips > 1 else None
-    # Every port, keyed for byte accounting: chip levels by (chip, name), system links by name.
-    ports = {(c, name): p for c, r in chips.items() for name, p in r.levels.items()}
-    if links is not None:
-        ports.update({(-1, p.name): p for p in links.ports.values()})
-    rec = Recorder()
-    done = {t.op: env.event() for t in plan.tasks}
-    cache: dict[tuple, tuple[int, list[Interval], dict]] = {}
-    stats = {"simulated": 0, "replayed": 0, "approximate": 0}
-
-    def idle_at(now: int) -> bool:
-        return all(r.idle_at(now) for r in chips.values()) and (links is None or links.idle_at(now))
-
-    def run_task(task: OpTask, chip: str):
-        start = env.now
-        res = chips[task.chip]
-        if memoize and task.signature in cache and idle_at(start):
-            duration, rel, moved = cache[task.signature]
-            for r in rel:
-                rec.records.append(r._replace(start_ps=r.start_ps + start, end_ps=r.end_ps + start, op=task.op,
-                                              layer=task.layer))
-            for key, (rd, wr) in moved.items():
-                ports[key].bytes_read += rd
-                ports[key].bytes_written += wr
-            stats["replayed"] += 1
-            yield env.timeout(duration)
-            return
-        first = len(rec.records)
-        before = {k: (v.bytes_read, v.bytes_written) for k, v in ports.items()}
-        idle = idle_at(start)
-        if task.overhead_ps:
-            yield env.timeout(task.overhead_ps)
-            rec.add(start, env.now, chip, "compute", "stall", task.op, task.kind, task.layer, 0, 0, "", "",
-                    "overhead", 1)
-        if task.rounds:
-            yield from run_collective(env, links, rec, task, chip)
-        for step in task.steps:
-            stats["approximate"] += yield from run_step(env, res, rec, chip, task, step, fast_forward)
-        stats["simulated"] += 1
-        if memoize and idle and idle_at(env.now):
-            rel = [r._replace(start_ps=r.start_ps - start, end_ps=r.end_ps - start) for r in rec.records[first:]]
-            moved = {k: (v.bytes_read - before[k][0], v.bytes_written - before[k][1]) for k, v in ports.items()}
-            cache[task.signature] = (env.now - start, rel, {k: m for k, m in moved.items() if m != (0, 0)})
-
-    def stream():
-        for task in plan.tasks:
-            chip = f"chip{task.chip}"
-            t0 = env.now
-            pending = [done[d] for d in task.deps if not done[d].triggered]
-            if pending:
-                yield env.all_of(pending)
-                rec.add(t0, env.now, chip, "compute", "stall", task.op, task.kind, task.layer, 0, 0, "", "",
-                        "dependency", 1)
-            start = env.now
-            yield from run_task(task, chip)
-            rec.spans.append((task.op, start, env.now))
-            done[task.op].succeed()
-
-    env.process(stream())
-    env.run()
-    read: dict[str, int] = {}
-    written: dict[str, int] = {}
-    busy: dict[str, int] = {}
-    for (_, name), p in ports.items():
-        read[name] = read.get(name, 0) + p.bytes_read
-        written[name] = written.get(name, 0) + p.bytes_written
-        busy[name] = busy.get(name, 0) + max(ch.busy_ps for ch in p.channels)
-    return EngineResult(
-        records=tuple(rec.records),
-        spans=tuple(rec.spans),
-        end_ps=int(env.now),
-        events=env.events,
-        simulated_tasks=stats["simulated"],
-        replayed_tasks=stats["replayed"],
-        approximate_steps=stats["approximate"],
-        bytes_read=tuple(read.items()),
-        bytes_written=tuple(written.items()),
-        busy_ps=tuple(busy.items()),
-    )
+    return Simulation(plan, fast_forward, memoize).run()

@@ -1,56 +1,75 @@
 """The links of a multi-chip system and collectives run over them.
 
-Each direction of each topology edge is a port (a FIFO server with the interconnect's
-bandwidth and latency). A transfer books every port on its route at once (cut-through) and
-arrives when the slowest has finished plus one latency per hop. A collective runs its rounds
-one after another; the chip that waits for it records the time as a ``link:NAME`` stall.
+Each direction of each topology edge is a ``Server`` with the interconnect's bandwidth and
+latency. A transfer requests every link on its route at once (cut-through) and arrives when
+the slowest has finished plus one latency per hop. A collective runs its rounds one after
+another: a round starts when the slowest transfer of the previous one has arrived.
 """
 from __future__ import annotations
 
 import simpy
 
-from memsim.engine.recorder import Recorder
-from memsim.engine.resources import Port
+from memsim.engine.records import Interval
+from memsim.engine.resources import COMMUNICATION, Job, Server, system_link
 from memsim.hardware import topology
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping.plan import OpTask
 
 
 class SystemLinks:
-    def __init__(self, chip: ChipSpec, chips: int) -> None:
+    def __init__(self, env: simpy.Environment, chip: ChipSpec, chips: int) -> None:
         link = chip.interconnect
         self.topology = chip.system.topology
         self.graph = topology.build(self.topology, chips)
-        self.ports = {(a, b): Port(f"link:{link.name}[{a}>{b}]", 1, link.bandwidth_bytes_per_s, link.latency_ps)
-                      for a, b in self.graph.edges}
-        self._routes: dict[tuple[int, int], list] = {}
+        self.ports = {(a, b): system_link(env, link, f"{link.name}[{a}>{b}]") for a, b in self.graph.edges}
+        self._routes: dict[tuple[int, int], list[Server]] = {}
 
-    def route(self, src: int, dst: int) -> list[Port]:
+    def route(self, src: int, dst: int) -> list[Server]:
         key = (src, dst)
         if key not in self._routes:
             self._routes[key] = [self.ports[e] for e in topology.route(self.graph, src, dst, self.topology)]
         return self._routes[key]
 
-    def send(self, now: int, src: int, dst: int, nbytes: int, rec: Recorder, task: OpTask, chip: str) -> int:
-        """Book one transfer along its route; returns its arrival time."""
-        end = now
-        hops = self.route(src, dst)
-        for port in hops:
-            s, e, _ = port.transfer(now, nbytes)
-            port.count(nbytes, read=True)
-            rec.add(s, e, chip, port.name, "transfer", task.op, task.kind, task.layer, nbytes, 0, f"chip{src}",
-                    f"chip{dst}", "", 1)
-            end = max(end, e)
-        return end + sum(p.latency_ps for p in hops)
-
-    def idle_at(self, now: int) -> bool:
-        return all(p.free_at <= now for p in self.ports.values())
+    def servers(self, task: OpTask) -> list[Server]:
+        """Every link a collective's or send's transfers cross."""
+        out: dict[int, Server] = {}
+        for transfers in task.rounds:
+            for src, dst, _ in transfers:
+                for port in self.route(src, dst):
+                    out[id(port)] = port
+        return list(out.values())
 
 
-def run_collective(env: simpy.Environment, links: SystemLinks, rec: Recorder, task: OpTask, chip: str):
-    t0 = env.now
+def run_collective(env: simpy.Environment, links: SystemLinks, task: OpTask, job: Job, rows: list[Interval]):
+    """Run a collective's rounds; its link transfers are aggregated into one row per link."""
+    extent: dict[Server, list] = {}
     for transfers in task.rounds:
-        now = env.now
-        arrival = max((links.send(now, src, dst, n, rec, task, chip) for src, dst, n in transfers), default=now)
-        yield env.timeout(arrival - now)
-    rec.add(t0, env.now, chip, "compute", "stall", task.op, task.kind, task.layer, 0, 0, "", "", task.bound, 1)
+        sent = []
+        for src, dst, nbytes in transfers:
+            hops = links.route(src, dst)
+            uses = []
+            for port in hops:
+                uses.append(port.request(port.duration(nbytes), job, COMMUNICATION))
+                port.count(nbytes, read=True)
+                ext = extent.setdefault(port, [-1, 0, 0, 0, f"chip{src}", f"chip{dst}"])
+                ext[2] += nbytes
+                ext[3] += 1
+                if (ext[4], ext[5]) != (f"chip{src}", f"chip{dst}"):  # several pairs share this link
+                    ext[4] = ext[5] = ""
+            sent.append((uses, sum(p.latency_ps for p in hops)))
+        arrival = env.now
+        for uses, latency in sent:
+            end = env.now
+            for use in uses:
+                if use.callbacks is not None:
+                    yield use
+                ext = extent[use.resource]
+                ext[0] = use.start if ext[0] < 0 else ext[0]
+                ext[1] = max(ext[1], use.end)
+                end = max(end, use.end)
+            arrival = max(arrival, end + latency)
+        if arrival > env.now:
+            yield env.timeout(arrival - env.now)
+    for port, (first, last, nbytes, n, src, dst) in extent.items():
+        rows.append(Interval(first, last, job.chip, port.rid, "transfer", task.op, task.kind, task.layer,
+                             bytes=nbytes, src=src, dst=dst, count=n, stream=job.stream))

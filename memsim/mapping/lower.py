@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable
 
+from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping import tiling
 from memsim.mapping.plan import Step
@@ -46,8 +47,8 @@ class Context:
     def bits(self, tensor: str) -> int:
         return BITS[self.graph.tensors[tensor].dtype]
 
-    def home(self, tensor: str) -> str:
-        return self.homes[tensor]
+    def home(self, tensor: str) -> Ref:
+        return Ref.level(self.homes[tensor])
 
 
 LOWERINGS: dict[str, Callable[[Op, Context], tuple[Step, ...]]] = {}
@@ -60,20 +61,23 @@ def register(kind: str):
     return deco
 
 
-def _add(acc: dict[str, int], level: str, nbytes: int) -> None:
+def _add(acc: dict[Ref, int], where: Ref, nbytes: int) -> None:
     if nbytes:
-        acc[level] = acc.get(level, 0) + nbytes
+        acc[where] = acc.get(where, 0) + nbytes
 
 
-def make_step(label: str, loads: dict[str, int], stores: dict[str, int], busy_ps: int, flops: int,
+def _ordered(d: dict[Ref, int]) -> tuple[tuple[Ref, int], ...]:
+    return tuple(sorted(d.items(), key=lambda kv: str(kv[0])))
+
+
+def make_step(label: str, loads: dict[Ref, int], stores: dict[Ref, int], busy_ps: int, flops: int,
               buffer_bytes: int, depth: int, sram_bytes: int, tile: dict[str, int] | None = None,
               unpack_ps: int = 0) -> Step:
     """Cut a step's totals into identical chunks (sizes rounded up, so no byte is lost)."""
     n = tiling.chunk_count(sum(loads.values()) + sum(stores.values()), buffer_bytes)
-    per = lambda d: tuple(sorted((k, -(-v // n)) for k, v in d.items()))  # noqa: E731
+    per = lambda d: tuple((k, -(-v // n)) for k, v in _ordered(d))  # noqa: E731
     return Step(label, n, per(loads), per(stores), -(-busy_ps // n), flops, depth, sram_bytes,
-                tuple(sorted(loads.items())), tuple(sorted(stores.items())), tuple(sorted((tile or {}).items())),
-                -(-unpack_ps // n))
+                _ordered(loads), _ordered(stores), tuple(sorted((tile or {}).items())), -(-unpack_ps // n))
 
 
 def wave_factor(m: int, n: int, groups: int, units: int, unit_tile: int) -> float:
@@ -107,7 +111,7 @@ def lower_matmul(op: Op, cx: Context) -> tuple[Step, ...]:
     c_bits = BITS[cx.graph.tensors[op.outputs[0]].dtype]
     tile = _gemm(m, n, k, cx.bits(a), cx.bits(b), c_bits, cx.chip.execution.accumulator_bytes,
                  cx.sram_bytes, cx.depth, op.name)
-    loads: dict[str, int] = {}
+    loads: dict[Ref, int] = {}
     # Re-fetch factors come from the tile; the bytes fetched once are what the op reads.
     refetch_a = tile.a_bytes // max(1, tiling.bits_bytes(m * k, cx.bits(a)))
     # Elements the GEMMs consume over what the op reads: above 1 when rows are routed to several
@@ -118,7 +122,7 @@ def lower_matmul(op: Op, cx: Context) -> tuple[Step, ...]:
     _add(loads, cx.home(b), b_read.bytes * refetch_b)
     for r in extra:
         _add(loads, cx.home(r.tensor), r.bytes)
-    stores: dict[str, int] = {}
+    stores: dict[Ref, int] = {}
     for out in op.outputs:
         _add(stores, cx.home(out), cx.graph.tensors[out].bytes)
     ex = cx.chip.execution
@@ -136,9 +140,9 @@ def lower_matmul(op: Op, cx: Context) -> tuple[Step, ...]:
                       {"tm": tile.tm, "tn": tile.tn}, unpack),)
 
 
-def _streams(op: Op, cx: Context) -> tuple[dict[str, int], dict[str, int]]:
-    loads: dict[str, int] = {}
-    stores: dict[str, int] = {}
+def _streams(op: Op, cx: Context) -> tuple[dict[Ref, int], dict[Ref, int]]:
+    loads: dict[Ref, int] = {}
+    stores: dict[Ref, int] = {}
     for r in op.inputs:
         _add(loads, cx.home(r.tensor), r.bytes)
     for out in op.outputs:
@@ -192,7 +196,7 @@ def _fused_attention(op: Op, cx: Context) -> tuple[Step, ...]:
                                  depth=cx.depth, kv_bytes_once=sum(r.bytes for r in kv_reads),
                                  causal=bool(op.dim("causal", 0)))
     scale = tile.kv_traffic / max(1, sum(r.bytes for r in kv_reads))
-    loads: dict[str, int] = {}
+    loads: dict[Ref, int] = {}
     _add(loads, cx.home(q.tensor), q.bytes)
     for r in kv_reads:
         _add(loads, cx.home(r.tensor), math.ceil(r.bytes * scale))
@@ -219,18 +223,18 @@ def _unfused_attention(op: Op, cx: Context) -> tuple[Step, ...]:
     half = op.flops // 2
     out, *appended = op.outputs  # appended: this step's keys and values, written to the cache
 
-    qk_loads: dict[str, int] = {}
+    qk_loads: dict[Ref, int] = {}
     _add(qk_loads, act, q.bytes)
     for r in keys:
         _add(qk_loads, cx.home(r.tensor), r.bytes)
-    qk_stores: dict[str, int] = {}
+    qk_stores: dict[Ref, int] = {}
     _add(qk_stores, act, score_bytes)
     for name in appended:
         _add(qk_stores, cx.home(name), cx.graph.tensors[name].bytes)
-    pv_loads: dict[str, int] = {act: score_bytes}
+    pv_loads: dict[Ref, int] = {act: score_bytes}
     for r in values:
         _add(pv_loads, cx.home(r.tensor), r.bytes)
-    pv_stores: dict[str, int] = {}
+    pv_stores: dict[Ref, int] = {}
     _add(pv_stores, cx.home(out), cx.graph.tensors[out].bytes)
     sm_flops = SOFTMAX_FLOPS_PER_SCORE * batch * heads * q_len * kv_len
     return (

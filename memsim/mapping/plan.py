@@ -8,21 +8,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
+
+COMPUTE, COPY, COMM = "compute", "copy", "comm"  # the streams a task can be issued on
 
 
 @dataclass(frozen=True, slots=True)
 class Step:
     label: str
     count: int  # identical chunks
-    loads: tuple[tuple[str, int], ...]  # (level, bytes per chunk)
-    stores: tuple[tuple[str, int], ...]  # (level, bytes per chunk)
+    loads: tuple[tuple[Ref, int], ...]  # (level or link, bytes per chunk)
+    stores: tuple[tuple[Ref, int], ...]  # (level or link, bytes per chunk)
     compute_ps: int  # per chunk
     flops: int  # total over all chunks
     depth: int  # SRAM buffers for loads (2 = double buffering)
     sram_bytes: int  # SRAM working set while this step runs
-    total_loads: tuple[tuple[str, int], ...]
-    total_stores: tuple[tuple[str, int], ...]
+    total_loads: tuple[tuple[Ref, int], ...]
+    total_stores: tuple[tuple[Ref, int], ...]
     tile: tuple[tuple[str, int], ...] = ()  # tile shape, for reports
     unpack_ps: int = 0  # per chunk: dequantising the loaded weights, serial with the load stream
     share: float = 1.0  # fraction of each level's channels this step may use (a wafer region's share)
@@ -38,17 +41,22 @@ class OpTask:
     overhead_ps: int
     steps: tuple[Step, ...]
     deps: tuple[str, ...]
-    bound: str  # analytic: "compute" or the name of the limiting memory level
+    bound: Ref | None  # analytic: the limiting level or link, None when compute bounds it
     chip: int = 0  # the chip that runs it (the first rank of its pipeline stage)
     rounds: tuple[tuple[tuple[int, int, int], ...], ...] = ()  # a collective: rounds of (src, dst, bytes)
+    stream: str = COMPUTE  # the chip's stream it is issued on, in plan order
 
     @property
     def signature(self) -> tuple:
         """Everything that decides the task's timing; equal signatures simulate identically."""
-        return (self.overhead_ps, self.steps, self.chip, self.rounds)
+        return (self.overhead_ps, self.steps, self.chip, self.rounds, self.stream)
 
-    def bytes_by_level(self) -> dict[str, tuple[int, int]]:
-        out: dict[str, list[int]] = {}
+    @property
+    def bound_name(self) -> str:
+        return "compute" if self.bound is None else str(self.bound)
+
+    def bytes_by_level(self) -> dict[Ref, tuple[int, int]]:
+        out: dict[Ref, list[int]] = {}
         for s in self.steps:
             for lvl, b in s.total_loads:
                 out.setdefault(lvl, [0, 0])[0] += b

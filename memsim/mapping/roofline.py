@@ -6,6 +6,7 @@ step's external inputs and outputs, at no more than peak bandwidth.
 """
 from __future__ import annotations
 
+from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
 from memsim.workload.graph import Op, OpGraph
 
@@ -20,11 +21,11 @@ def peak_rate(chip: ChipSpec, op: Op) -> int:
     return chip.compute.vector_flops_per_s
 
 
-def peak_bandwidth(chip: ChipSpec, name: str) -> int:
-    """Peak bandwidth of a level (limited by the link it is reached over) or of ``link:NAME``."""
-    if name.startswith("link:"):
-        return chip.link(name[5:]).bandwidth_bytes_per_s
-    lvl = chip.level(name)
+def peak_bandwidth(chip: ChipSpec, where: Ref) -> int:
+    """Peak bandwidth of a level (limited by the link it is reached over) or of a link."""
+    if where.is_link:
+        return chip.link(where.name).bandwidth_bytes_per_s
+    lvl = chip.level(where.name)
     bw = lvl.bandwidth_bytes_per_s * (chip.compute.units if lvl.scope == "unit" else 1)
     return min(bw, chip.link(lvl.via).bandwidth_bytes_per_s) if lvl.via else bw
 
@@ -56,7 +57,7 @@ def roofline(graph: OpGraph, chip: ChipSpec, homes: dict[str, str]) -> tuple[flo
     best, bound = compute_seconds(graph, chip), "compute"
     for lvl in chip.levels:
         if lvl.name in need:
-            t = need[lvl.name] / peak_bandwidth(chip, lvl.name)
+            t = need[lvl.name] / peak_bandwidth(chip, Ref.level(lvl.name))
             if t > best:
                 best, bound = t, lvl.name
     return best, bound, need

@@ -11,6 +11,7 @@ import pkgutil
 from typing import Callable
 
 from memsim.errors import ConfigError
+from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping.lower import Context, lower
 from memsim.mapping.placement import place
@@ -33,19 +34,20 @@ def register(family: str):
     return deco
 
 
-def bandwidth_of(chip: ChipSpec, name: str) -> int:
+def bandwidth_of(chip: ChipSpec, where: Ref) -> int:
     """Achievable bandwidth of a level (limited by the link it is reached over) or a link."""
-    if name.startswith("link:"):
-        return chip.link(name[5:]).bandwidth_bytes_per_s
-    level = chip.level(name)
-    return min(level.effective_bandwidth(chip.compute.units), peak_bandwidth(chip, name))
+    if where.is_link:
+        return chip.link(where.name).bandwidth_bytes_per_s
+    level = chip.level(where.name)
+    return min(level.effective_bandwidth(chip.compute.units), peak_bandwidth(chip, where))
 
 
-def _bound(chip: ChipSpec, steps: tuple[Step, ...]) -> str:
-    busy: dict[str, int] = {"compute": sum(s.compute_ps * s.count for s in steps)}
+def _bound(chip: ChipSpec, steps: tuple[Step, ...]) -> Ref | None:
+    """What limits the steps analytically: the busiest level or link, or None for compute."""
+    busy: dict[Ref | None, int] = {None: sum(s.compute_ps * s.count for s in steps)}
     for s in steps:
-        for lvl, b in s.total_loads + s.total_stores:
-            busy[lvl] = busy.get(lvl, 0) + transfer_ps(b, max(1, int(bandwidth_of(chip, lvl) * s.share)))
+        for where, b in s.total_loads + s.total_stores:
+            busy[where] = busy.get(where, 0) + transfer_ps(b, max(1, int(bandwidth_of(chip, where) * s.share)))
     return max(busy, key=busy.__getitem__)
 
 
@@ -62,17 +64,23 @@ def plan_with(graph: OpGraph, chip: ChipSpec, shape: Shaper, attention: str | No
     tp = int(graph.meta.get("tp", 1))
     order = graph.order()
     stages = system.stages(order, pp)
+    stage_of = {op.name: stages[n] for n, op in enumerate(order)}
+    into: dict[int, str] = {}  # stage -> the send that brings the activation into it
     tasks = []
     for n, op in enumerate(order):
         stage = stages[n]
         if n and stage != stages[n - 1]:
-            tasks.append(system.send_task(order[n - 1], graph, chip, stages[n - 1], stage, tp))
+            send = system.send_task(order[n - 1], graph, chip, stages[n - 1], stage, tp)
+            tasks.append(send)
+            into[stage] = send.op
+        # A predecessor on another stage arrives through the send into this one.
+        preds = dict.fromkeys(p if stage_of[p] == stage else into[stage] for p in sorted(deps.predecessors(op.name)))
         if op.kind in COLLECTIVE_KINDS:
-            tasks.append(system.collective_task(op, chip, stage, tp, tuple(sorted(deps.predecessors(op.name)))))
+            tasks.append(system.collective_task(op, chip, stage, tp, tuple(preds)))
             continue
         steps, overhead = shape(op, lower(op, cx), cx)
-        tasks.append(OpTask(op.name, op.kind, op.layer, op.flops, overhead, steps,
-                            tuple(sorted(deps.predecessors(op.name))), _bound(chip, steps), chip=stage * tp))
+        tasks.append(OpTask(op.name, op.kind, op.layer, op.flops, overhead, steps, tuple(preds), _bound(chip, steps),
+                            chip=stage * tp))
     seconds, bound, need = roofline(graph, chip, homes)
     return Plan(chip, tuple(tasks), tuple(sorted(homes.items())), seconds, bound, tuple(sorted(need.items())),
                 chips=tp * pp, tp=tp)

@@ -7,9 +7,10 @@ of point-to-point transfers among all ranks, which the engine routes over the to
 from __future__ import annotations
 
 from memsim.errors import ConfigError
+from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping import collectives
-from memsim.mapping.plan import OpTask
+from memsim.mapping.plan import COMM, OpTask
 from memsim.units import PS_PER_S
 from memsim.workload.graph import Op, OpGraph
 
@@ -47,8 +48,8 @@ def collective_task(op: Op, chip: ChipSpec, stage: int, tp: int, deps: tuple[str
                                        chip.system.collective)
     else:
         rounds = collectives.COLLECTIVES[op.kind](group, nbytes)
-    return OpTask(op.name, op.kind, op.layer, op.flops, chip.execution.kernel_overhead_ps, (), deps, f"link:{link.name}",
-                  chip=stage * tp, rounds=tuple(rounds))
+    return OpTask(op.name, op.kind, op.layer, op.flops, chip.execution.kernel_overhead_ps, (), deps,
+                  Ref.link(link.name), chip=stage * tp, rounds=tuple(rounds), stream=COMM)
 
 
 def send_task(last: Op, graph: OpGraph, chip: ChipSpec, src: int, dst: int, tp: int) -> OpTask:
@@ -56,5 +57,5 @@ def send_task(last: Op, graph: OpGraph, chip: ChipSpec, src: int, dst: int, tp: 
     link = _link(chip)
     nbytes = graph.tensors[last.outputs[0]].bytes
     transfers = tuple((src * tp + r, dst * tp + r, nbytes) for r in range(tp))
-    return OpTask(f"send.stage{src}-{dst}", "sendrecv", last.layer, 0, 0, (), (last.name,), f"link:{link.name}",
-                  chip=src * tp, rounds=(transfers,))
+    return OpTask(f"send.stage{src}-{dst}", "sendrecv", last.layer, 0, 0, (), (last.name,), Ref.link(link.name),
+                  chip=src * tp, rounds=(transfers,), stream=COMM)

@@ -12,6 +12,7 @@ from collections import defaultdict
 from typing import Any
 
 from memsim.engine import EngineResult
+from memsim.engine.records import LEVEL
 from memsim.mapping import Plan
 from memsim.units import PS_PER_S
 
@@ -79,18 +80,21 @@ def perfetto(plan: Plan, result: EngineResult, meta: dict[str, Any], limit: int 
     body = []
     rates: dict[tuple[int, str], list[tuple[int, float]]] = defaultdict(list)
     for r in records:
-        pid, tid = track(r.chip, r.resource)
-        name = r.cause if r.kind == "stall" else r.op
+        resource = str(r.resource)
+        pid, tid = track(f"chip{r.chip}", resource)
+        name = str(r.cause) if r.kind == "stall" else r.op
         args = {"op": r.op, "op_kind": r.op_kind, "layer": r.layer}
         if r.kind == "transfer":
             args.update(bytes=r.bytes, src=r.src, dst=r.dst)
-            if r.end_ps > r.start_ps and not r.resource.startswith("link:"):
+            if r.end_ps > r.start_ps and r.resource.kind == LEVEL:
                 rate = r.bytes / ((r.end_ps - r.start_ps) / PS_PER_S) / 1e9
-                rates[(pid, r.resource)] += [(r.start_ps, rate), (r.end_ps, -rate)]
+                rates[(pid, resource)] += [(r.start_ps, rate), (r.end_ps, -rate)]
         if r.kind == "compute":
             args["flops"] = r.flops
         if r.count > 1:
             args["count"] = r.count
+        if r.cause is not None and r.cause.holder:
+            args["holder"] = r.cause.holder
         body.append({"ph": "X", "name": name, "cat": r.kind, "pid": pid, "tid": tid, "ts": _us(r.start_ps),
                      "dur": _us(r.end_ps - r.start_ps), "args": args})
     for (pid, resource), deltas in rates.items():

@@ -13,7 +13,8 @@ def stall_seconds(result: EngineResult) -> dict[str, float]:
     out: dict[str, int] = {}
     for r in result.records:
         if r.kind == "stall":
-            out[r.cause] = out.get(r.cause, 0) + (r.end_ps - r.start_ps)
+            cause = str(r.cause)
+            out[cause] = out.get(cause, 0) + (r.end_ps - r.start_ps)
     return {k: v / PS_PER_S for k, v in sorted(out.items())}
 
 

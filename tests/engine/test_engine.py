@@ -6,11 +6,11 @@ from dataclasses import replace
 import pytest
 
 from memsim import engine, mapping, workload
-from memsim.engine.pipeline import MIN_PREFIX
+from memsim.engine.fastforward import MIN_PREFIX
 
 
 def _compute_rows(result):
-    return sorted((r for r in result.records if r.resource == "compute"), key=lambda r: (r.start_ps, r.end_ps))
+    return sorted((r for r in result.records if str(r.resource) == "compute"), key=lambda r: (r.start_ps, r.end_ps))
 
 
 @pytest.mark.parametrize("depth", [1, 2, 3])
@@ -35,7 +35,7 @@ def test_every_idle_moment_of_compute_has_a_cause(tiny_plan):
         t = r.end_ps
         assert (r.kind == "stall") == bool(r.cause)
     assert t == result.end_ps
-    causes = {r.cause for r in rows if r.kind == "stall"}
+    causes = {str(r.cause) for r in rows if r.kind == "stall"}
     assert {"overhead", "hbm"} <= causes
 
 
@@ -43,7 +43,7 @@ def test_no_double_buffering_shows_sram_capacity_stalls(tiny_graph, tiny_chip):
     single = replace(tiny_chip, execution=replace(tiny_chip.execution, prefetch_depth=1))
     one = engine.run(mapping.make_plan(tiny_graph, single))
     two = engine.run(mapping.make_plan(tiny_graph, tiny_chip))
-    stall = lambda res, c: sum(r.end_ps - r.start_ps for r in res.records if r.cause == c)  # noqa: E731
+    stall = lambda res, c: sum(r.end_ps - r.start_ps for r in res.records if str(r.cause) == c)  # noqa: E731
     assert stall(one, "sram_capacity") > 0
     assert stall(two, "sram_capacity") < stall(one, "sram_capacity")
     assert two.end_ps < one.end_ps
@@ -76,9 +76,9 @@ def test_bytes_moved_cover_the_plan(tiny_plan):
     planned: dict[str, list[int]] = {}
     for t in tiny_plan.tasks:
         for lvl, (r, w) in t.bytes_by_level().items():
-            planned.setdefault(lvl, [0, 0])
-            planned[lvl][0] += r
-            planned[lvl][1] += w
+            planned.setdefault(str(lvl), [0, 0])
+            planned[str(lvl)][0] += r
+            planned[str(lvl)][1] += w
     assert {k: v for k, v in result.bytes_read if v} == {k: v[0] for k, v in planned.items()}
     transfers = sum(r.bytes for r in result.records if r.kind == "transfer")
     assert transfers == sum(v for _, v in result.bytes_read) + sum(v for _, v in result.bytes_written)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping.lower import make_step
 from memsim.mapping.plan import Step
@@ -16,7 +17,7 @@ from memsim.mapping.strategy import plan_with, register
 from memsim.workload.graph import OpGraph
 
 
-def stage_through(steps: tuple[Step, ...], slow: set[str], fast: str, sram_bytes: int) -> tuple[Step, ...]:
+def stage_through(steps: tuple[Step, ...], slow: set[Ref], fast: Ref, sram_bytes: int) -> tuple[Step, ...]:
     """Copy what a step would load from a ``slow`` level into ``fast`` first, then load it from there."""
     out: list[Step] = []
     for step in steps:
@@ -37,8 +38,8 @@ def stage_through(steps: tuple[Step, ...], slow: set[str], fast: str, sram_bytes
 
 @register("rdu")
 def plan_rdu(graph: OpGraph, chip: ChipSpec, pp: int = 1):
-    slow = {lvl.name for lvl in chip.levels if lvl.kind == "ddr"}
-    fast = next((lvl.name for lvl in chip.levels if lvl.kind == "hbm"), None)
+    slow = {Ref.level(lvl.name) for lvl in chip.levels if lvl.kind == "ddr"}
+    fast = next((Ref.level(lvl.name) for lvl in chip.levels if lvl.kind == "hbm"), None)
     seen_layers: set[int] = set()
 
     def fused_layers(op, steps, cx):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping.lower import make_step
 from memsim.mapping.strategy import plan_with, register
@@ -31,7 +32,7 @@ def plan_wafer(graph: OpGraph, chip: ChipSpec, pp: int = 1):
             # The input is broadcast across the region and partial outputs are reduced across
             # it: two traversals of the fabric, each paying the hop latency once.
             moves = (("broadcast", op.inputs[0].bytes), ("reduce", cx.graph.tensors[op.outputs[0]].bytes))
-            fabric = [dataclasses.replace(make_step(label, {"link:fabric": n}, {}, 0, 0, cx.sram_bytes, cx.depth,
+            fabric = [dataclasses.replace(make_step(label, {Ref.link("fabric"): n}, {}, 0, 0, cx.sram_bytes, cx.depth,
                                                     cx.sram_bytes), share=share) for label, n in moves]
             shaped = [fabric[0], *shaped, fabric[1]]
         return tuple(shaped), cx.chip.execution.kernel_overhead_ps

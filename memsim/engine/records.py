@@ -1,0 +1,67 @@
+"""What the engine records: typed resource identities, stall causes and one flat record per interval.
+
+A ``ResourceId`` names a live resource of the simulated system (the compute units of a chip,
+a memory level, a chip's link, a link between chips). A ``Cause`` says why compute was idle.
+An ``Interval`` is one immutable record, built by keyword; summaries are pure functions of them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+COMPUTE, LEVEL, LINK, DEQUANT = "compute", "level", "link", "dequant"
+SYSTEM = -1  # the chip index of links between chips: they belong to the system
+
+# Stall kinds. WAIT names the resource waited on (a level or link; a contended compute unit),
+# and the operator holding it when the wait was contention.
+WAIT, SRAM_CAPACITY, UNPACK, OVERHEAD, DEPENDENCY, BUBBLE = (
+    "wait", "sram_capacity", "dequant", "overhead", "dependency", "bubble")
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceId:
+    kind: str  # COMPUTE, LEVEL, LINK or DEQUANT
+    chip: int  # SYSTEM for links between chips
+    name: str
+
+    def __str__(self) -> str:
+        if self.kind == LINK:
+            return f"link:{self.name}"
+        return self.name if self.kind == LEVEL else self.kind
+
+
+@dataclass(frozen=True, slots=True)
+class Cause:
+    kind: str  # WAIT, SRAM_CAPACITY, UNPACK, OVERHEAD, DEPENDENCY or BUBBLE
+    on: str = ""  # for WAIT: the resource waited on, as named in outputs (``hbm``, ``link:pcie``)
+    holder: str = ""  # the operator holding it, when the wait was contention
+
+    def __str__(self) -> str:
+        return self.on if self.kind == WAIT else self.kind
+
+    @classmethod
+    def wait(cls, on: object, holder: str = "") -> "Cause":
+        return cls(WAIT, str(on), holder)
+
+
+class Interval(NamedTuple):
+    start_ps: int
+    end_ps: int
+    chip: int
+    resource: ResourceId
+    kind: str  # compute | transfer | stall
+    op: str
+    op_kind: str
+    layer: int
+    bytes: int = 0
+    flops: int = 0
+    src: str = ""
+    dst: str = ""
+    cause: Cause | None = None  # for stalls
+    count: int = 1  # chunk intervals this record stands for (a step's chunks are aggregated)
+    stream: str = "compute"
+
+
+def keep(r: Interval) -> bool:
+    """Empty intervals are dropped, except transfers that carried bytes in no time."""
+    return r.end_ps > r.start_ps or (r.kind == "transfer" and r.bytes > 0)

@@ -1,0 +1,71 @@
+"""Replay: a task identical to one already simulated takes identical intervals.
+
+A task whose resources were idle when it started and when it ended, and which no other
+task touched in between, ran as a pure function of its signature. Its rows, the bytes it
+moved and the busy time it added are remembered. A later task with the same signature whose
+resources are idle now, and which no other task can touch before it would end (the
+scheduler's ``quiet_until``), replays them shifted in time: identical layers cost one
+simulation.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memsim.engine.records import Interval
+from memsim.engine.resources import Job, Server
+
+
+@dataclass(frozen=True, slots=True)
+class Memo:
+    duration: int
+    rows: tuple[Interval, ...]  # times relative to the task's start
+    moved: tuple[tuple[int, int, int], ...]  # per server: bytes read, bytes written, busy time added
+
+
+class Recording:
+    """What a task's first simulation needs to become a memo."""
+
+    __slots__ = ("start", "servers", "before", "clean")
+
+    def __init__(self, start: int, servers: list[Server]) -> None:
+        self.start = start
+        self.servers = servers
+        self.before = [(s.bytes_read, s.bytes_written, s.busy_ps, s.switches) for s in servers]
+        self.clean = all(s.idle(start) for s in servers)
+
+
+class Replay:
+    def __init__(self) -> None:
+        self.memos: dict[tuple, Memo] = {}
+
+    def lookup(self, signature: tuple, servers: list[Server], now: int, quiet_until: float) -> Memo | None:
+        memo = self.memos.get(signature)
+        if memo is None or now + memo.duration > quiet_until or not all(s.idle(now) for s in servers):
+            return None
+        return memo
+
+    def remember(self, signature: tuple, rec: Recording, job: Job, now: int, rows: list[Interval]) -> None:
+        if not rec.clean or signature in self.memos:
+            return
+        moved = []
+        for s, (read, written, busy, switches) in zip(rec.servers, rec.before):
+            touched_by_others = s.switches - switches > 1 or (s.switches != switches and s.last_owner is not job)
+            if touched_by_others or not s.idle(now):
+                return
+            moved.append((s.bytes_read - read, s.bytes_written - written, s.busy_ps - busy))
+        rel = tuple(r._replace(start_ps=r.start_ps - rec.start, end_ps=r.end_ps - rec.start) for r in rows)
+        self.memos[signature] = Memo(now - rec.start, rel, tuple(moved))
+
+    @staticmethod
+    def apply(memo: Memo, servers: list[Server], job: Job, start: int, op: str, layer: int) -> list[Interval]:
+        """Account the remembered task as run now; returns its rows shifted to ``start``."""
+        for s, (read, written, busy) in zip(servers, memo.moved):
+            s.bytes_read += read
+            s.bytes_written += written
+            s.busy_ps += busy
+            if read or written or busy:
+                if s.last_owner is not job:
+                    s.last_owner = job
+                    s.switches += 1
+        return [r._replace(start_ps=r.start_ps + start, end_ps=r.end_ps + start, op=op, layer=layer)
+                for r in memo.rows]

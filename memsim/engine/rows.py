@@ -1,0 +1,33 @@
+"""A finished step's timeline rows, built from the aggregates it kept while its chunks ran.
+
+The compute units' time from the step's start to its end is laid out as one compute row
+(the busy time of all chunks) followed by one stall row per cause, so a chip's compute rows
+still tile its whole timeline. Each level the step read or wrote gets one transfer row from
+its first transfer's start to its last one's end, with the exact bytes moved.
+"""
+from __future__ import annotations
+
+from memsim.engine.pipeline import StepRun
+from memsim.engine.records import COMPUTE, DEQUANT, Cause, Interval, ResourceId, keep
+
+
+def step_rows(run: StepRun) -> list[Interval]:
+    t, task, chip, step = run.started, run.task, run.res.index, run.step
+    common = dict(chip=chip, op=task.op, op_kind=task.kind, layer=task.layer, stream=run.job.stream,
+                  count=step.count)
+    compute = ResourceId(COMPUTE, chip, COMPUTE)
+    rows = [Interval(t, t + run.busy_ps, resource=compute, kind="compute", flops=step.flops, **common)]
+    t += run.busy_ps
+    for (kind, on, holder), ps in sorted(run.stalls.items()):
+        rows.append(Interval(t, t + ps, resource=compute, kind="stall", cause=Cause(kind, on, holder), **common))
+        t += ps
+    if run.unpack_ps:
+        rows.append(Interval(run.first_unpack, run.first_unpack + run.unpack_ps,
+                             resource=ResourceId(DEQUANT, chip, DEQUANT), kind="compute", **common))
+    for load, ports, totals in ((True, run.loads, run.load_totals), (False, run.stores, run.store_totals)):
+        for i, ((port, _, _, _, name), total) in enumerate(zip(ports, totals)):
+            first, last = run.extent.get((i, load), (run.started, run.started))
+            src, dst = (name, run.load_dst) if load else (run.store_src, name)
+            rows.append(Interval(first, last, resource=port.rid, kind="transfer", bytes=total, src=src, dst=dst,
+                                 **common))
+    return [r for r in rows if keep(r)]
