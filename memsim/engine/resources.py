@@ -6,8 +6,8 @@ request event, which makes one transfer cost one event however many channels it 
 Requests are always made at the current simulated time, so the order is exact FIFO.
 
 Links are ports too: a level reached over a link (host DDR over PCIe, external memory over
-a wafer's I/O) books the link as well, and a link named in a plan (``link:fabric``) can be
-a transfer's source.
+a wafer's I/O) books the link as well, and a link named in a plan (``link:NAME``, e.g. a wafer's
+``execution.fabric``) can be a transfer's source.
 """
 from __future__ import annotations
 

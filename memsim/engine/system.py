@@ -11,7 +11,7 @@ import simpy
 
 from memsim.engine.recorder import Recorder
 from memsim.engine.resources import Port
-from memsim.hardware import topology
+from memsim.hardware import topologies
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping.plan import OpTask
 
@@ -19,8 +19,8 @@ from memsim.mapping.plan import OpTask
 class SystemLinks:
     def __init__(self, chip: ChipSpec, chips: int) -> None:
         link = chip.interconnect
-        self.topology = chip.system.topology
-        self.graph = topology.build(self.topology, chips)
+        self.topology = topologies.get(chip.system.topology)
+        self.graph = self.topology.build(chips)
         self.ports = {(a, b): Port(f"link:{link.name}[{a}>{b}]", 1, link.bandwidth_bytes_per_s, link.latency_ps)
                       for a, b in self.graph.edges}
         self._routes: dict[tuple[int, int], list] = {}
@@ -28,7 +28,7 @@ class SystemLinks:
     def route(self, src: int, dst: int) -> list[Port]:
         key = (src, dst)
         if key not in self._routes:
-            self._routes[key] = [self.ports[e] for e in topology.route(self.graph, src, dst, self.topology)]
+            self._routes[key] = [self.ports[e] for e in self.topology.route(self.graph, src, dst)]
         return self._routes[key]
 
     def send(self, now: int, src: int, dst: int, nbytes: int, rec: Recorder, task: OpTask, chip: str) -> int:

@@ -3,7 +3,8 @@
 A decoder layer runs as one fused dataflow kernel: its intermediates stay in on-chip SRAM
 (the preset lets ``sram`` hold activations) and the launch cost is paid once per layer.
 Weights stream from HBM. Weights or experts that do not fit in HBM live in DDR and are
-staged into HBM before use; the staging copy is its own step, so its time is visible.
+staged into HBM before use (``execution.stage_from`` into ``execution.stage_into``); the
+staging copy is its own step, so its time is visible.
 """
 from __future__ import annotations
 
@@ -37,12 +38,11 @@ def stage_through(steps: tuple[Step, ...], slow: set[str], fast: str, sram_bytes
 
 @register("rdu")
 def plan_rdu(graph: OpGraph, chip: ChipSpec, pp: int = 1):
-    slow = {lvl.name for lvl in chip.levels if lvl.kind == "ddr"}
-    fast = next((lvl.name for lvl in chip.levels if lvl.kind == "hbm"), None)
+    slow, fast = set(chip.execution.stage_from), chip.execution.stage_into
     seen_layers: set[int] = set()
 
     def fused_layers(op, steps, cx):
-        if fast is not None:
+        if slow:
             steps = stage_through(steps, slow, fast, cx.sram_bytes)
         first = op.layer < 0 or op.layer not in seen_layers
         seen_layers.add(op.layer)
