@@ -83,8 +83,9 @@ def _run(chip: hardware.ChipSpec, hw_file: str, graph: workload.OpGraph, fast_fo
          pp: int = 1) -> Result:
     try:
         plan = mapping.make_plan(graph, chip, pp)
-    except CapacityError as exc:
-        exc.file = exc.file or hw_file
+    except (CapacityError, ConfigError) as exc:
+        if not (exc.field or "").startswith("--"):  # about the chip (e.g. system.collective), not an option
+            exc.file = exc.file or hw_file
         raise
     result = engine.run(plan, fast_forward=fast_forward, memoize=memoize)
     return Result(report.summarize(graph, plan, result), report.timeline(result), report.ops(graph, plan, result),

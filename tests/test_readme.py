@@ -5,7 +5,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from memsim import cli, simulate
-from memsim.hardware.spec import ChipSpec, ComputeSpec, ExecutionSpec, LinkSpec, MemoryLevel
+from memsim.hardware.spec import ChipSpec, ComputeSpec, ExecutionSpec, LinkSpec, MemoryLevel, SystemSpec
 from memsim.report import TIMELINE_COLUMNS
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
@@ -21,7 +21,7 @@ def test_every_cli_flag_is_documented():
 
 def test_every_config_field_is_documented():
     prefixes = {ChipSpec: "", ComputeSpec: "compute.", MemoryLevel: "levels[].", LinkSpec: "links[].",
-                ExecutionSpec: "execution."}
+                ExecutionSpec: "execution.", SystemSpec: "system."}
     for cls, prefix in prefixes.items():
         for f in fields(cls):
             if f.metadata["unit"] not in ("section", "list"):

@@ -13,7 +13,8 @@ preempted. A level with ``channels`` stripes each transfer evenly over the chann
 may use (``width``), so a transfer of n bytes takes ceil(n / width) / channel bandwidth.
 
 A level reached over a link (host DDR over PCIe, MemoryX over a wafer's I/O) holds the link
-for the same transfer, and the later of the two finishes it.
+for the same transfer, and the later of the two finishes it. A link named in a plan (a wafer's
+``execution.fabric``) can be a transfer's source itself.
 """
 from __future__ import annotations
 

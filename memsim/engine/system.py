@@ -11,7 +11,7 @@ import simpy
 
 from memsim.engine.records import Interval
 from memsim.engine.resources import COMMUNICATION, Job, Server, system_link
-from memsim.hardware import topology
+from memsim.hardware import topologies
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping.plan import OpTask
 
@@ -19,15 +19,15 @@ from memsim.mapping.plan import OpTask
 class SystemLinks:
     def __init__(self, env: simpy.Environment, chip: ChipSpec, chips: int) -> None:
         link = chip.interconnect
-        self.topology = chip.system.topology
-        self.graph = topology.build(self.topology, chips)
+        self.topology = topologies.get(chip.system.topology)
+        self.graph = self.topology.build(chips)
         self.ports = {(a, b): system_link(env, link, f"{link.name}[{a}>{b}]") for a, b in self.graph.edges}
         self._routes: dict[tuple[int, int], list[Server]] = {}
 
     def route(self, src: int, dst: int) -> list[Server]:
         key = (src, dst)
         if key not in self._routes:
-            self._routes[key] = [self.ports[e] for e in topology.route(self.graph, src, dst, self.topology)]
+            self._routes[key] = [self.ports[e] for e in self.topology.route(self.graph, src, dst)]
         return self._routes[key]
 
     def servers(self, task: OpTask) -> list[Server]:

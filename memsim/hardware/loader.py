@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import yaml
 
 from memsim import units
 from memsim.errors import ConfigError
+from memsim.hardware import topologies
 from memsim.hardware.spec import (
     ATTENTION,
     FAMILIES,
@@ -23,8 +25,6 @@ from memsim.hardware.spec import (
     TENSOR_CLASSES,
     ChipSpec,
     ComputeSpec,
-    ALGORITHMS,
-    TOPOLOGIES,
     ExecutionSpec,
     LinkSpec,
     MemoryLevel,
@@ -32,14 +32,15 @@ from memsim.hardware.spec import (
     yaml_fields,
 )
 
-_CHOICES = {
+# Choices that a registry holds are looked up when a file is loaded, once its entries have registered.
+# `system.collective` is checked by the mapping, which holds the all-reduce algorithms.
+_CHOICES: dict[tuple[type, str], tuple[str, ...] | Callable[[], tuple[str, ...]]] = {
     (ChipSpec, "family"): FAMILIES,
     (MemoryLevel, "kind"): LEVEL_KINDS,
     (MemoryLevel, "scope"): SCOPES,
     (ExecutionSpec, "attention"): ATTENTION,
     (ExecutionSpec, "launch"): LAUNCH,
-    (SystemSpec, "topology"): TOPOLOGIES,
-    (SystemSpec, "collective"): ALGORITHMS,
+    (SystemSpec, "topology"): topologies.names,
 }
 _SECTIONS = {"compute": ComputeSpec, "execution": ExecutionSpec, "system": SystemSpec}
 _LISTS = {"levels": MemoryLevel, "links": LinkSpec}
@@ -97,10 +98,18 @@ def _value(cls: type, key: str, unit: str, raw: Any, file: str, path: str) -> An
     if unit in ("name", "choice"):
         if not isinstance(raw, str) or not raw:
             raise ConfigError(f"expected text, got {raw!r}", file=file, field=path)
-        choices = _CHOICES.get((cls, key))
+        choices = _CHOICES.get((cls, key), ())
+        if callable(choices):
+            choices = choices()
         if choices and raw not in choices:
             raise ConfigError(f"{raw!r} is not one of {', '.join(choices)}", file=file, field=path)
         return raw
+    if unit == "names":
+        # A list in YAML; on the command line (``--set``), names separated by commas.
+        names = [n.strip() for n in raw.split(",") if n.strip()] if isinstance(raw, str) else raw
+        if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+            raise ConfigError(f"expected a list of names, got {raw!r}", file=file, field=path)
+        return tuple(names)
     if unit == "classes":
         if not isinstance(raw, list) or any(c not in TENSOR_CLASSES for c in raw):
             raise ConfigError(f"expected a list drawn from {', '.join(TENSOR_CLASSES)}, got {raw!r}", file=file,
@@ -187,18 +196,37 @@ def check_chip(chip: ChipSpec, file: str) -> None:
         raise ConfigError("must be at least 1", file=file, field="compute.units")
     if chip.execution.prefetch_depth < 1:
         raise ConfigError("must be at least 1", file=file, field="execution.prefetch_depth")
-    links = {lk.name for lk in chip.links}
-    if chip.system.link and chip.system.link not in links:
-        raise ConfigError(f"no link named {chip.system.link!r}", file=file, field="system.link")
+    links = [lk.name for lk in chip.links]
+    _check_named(chip.system.link, "link", links, file, "system.link")
     for lvl in chip.levels:
-        if lvl.via and lvl.via not in links:
-            raise ConfigError(f"no link named {lvl.via!r}", file=file, field=f"levels[{lvl.name}].via")
+        _check_named(lvl.via, "link", links, file, f"levels[{lvl.name}].via")
         if lvl.channels < 1:
             raise ConfigError("must be at least 1", file=file, field=f"levels[{lvl.name}].channels")
         if lvl.capacity_bytes <= 0:
             raise ConfigError("must be positive", file=file, field=f"levels[{lvl.name}].capacity")
     if not chip.compute.peak_flops_per_s:
         raise ConfigError("needs at least one dtype", file=file, field="compute.peak")
+    _check_execution(chip, file)
+
+
+def _check_execution(chip: ChipSpec, file: str) -> None:
+    """The links and levels that the execution fields name exist, and staging has a destination."""
+    ex = chip.execution
+    levels = [lvl.name for lvl in chip.levels]
+    _check_named(ex.fabric, "link", [lk.name for lk in chip.links], file, "execution.fabric")
+    for name in ex.stage_from:
+        _check_named(name, "level", levels, file, "execution.stage_from")
+    _check_named(ex.stage_into, "level", levels, file, "execution.stage_into")
+    if ex.stage_from and not ex.stage_into:
+        raise ConfigError("required when execution.stage_from is set", file=file, field="execution.stage_into")
+    if ex.stage_into in ex.stage_from:
+        raise ConfigError(f"{ex.stage_into!r} cannot be staged into itself", file=file, field="execution.stage_from")
+
+
+def _check_named(name: str, what: str, known: list[str], file: str, field: str) -> None:
+    """An empty name names nothing; any other must be one of ``known``."""
+    if name and name not in known:
+        raise ConfigError(f"no {what} named {name!r} ({what}s: {', '.join(known) or 'none'})", file=file, field=field)
 
 
 def dump_chip(chip: ChipSpec) -> dict[str, Any]:
@@ -218,6 +246,8 @@ def _dump(obj: Any) -> Any:
             out[key] = [_dump(v) for v in value]
         elif unit == "ops":
             out[key] = dict(value)
+        elif unit == "names":
+            out[key] = list(value)
         elif unit == "classes":
             if value is not None:
                 out[key] = list(value)

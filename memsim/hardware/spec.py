@@ -17,8 +17,6 @@ TENSOR_CLASSES = ("weight", "kv", "activation")
 # activations between operators, memories hold everything.
 DEFAULT_HOLDS = {"sram": (), "l2": ("activation",), "l3": ("activation",)}
 LAUNCH = ("graph", "eager")
-TOPOLOGIES = ("switch", "ring", "mesh2d", "torus2d")
-ALGORITHMS = ("auto", "ring", "tree")
 SCOPES = ("unit", "chip")
 ATTENTION = ("fused", "unfused")
 
@@ -116,6 +114,15 @@ class ExecutionSpec:
         "dequant", "ops", "vector ops per weight element to unpack a weight-only format, serial with the stream",
         (("fp8", 2.0), ("int4", 4.0), ("int8", 3.0)),
     )
+    # What a family does is declared here by name, never inferred from what a link or level is called.
+    fabric: str = spec_field(
+        "fabric", "text", "on-chip link over which a wafer broadcasts a matrix op's input and reduces its output "
+        "across the layer's region (empty: none)", ""
+    )
+    stage_from: tuple[str, ...] = spec_field(
+        "stage_from", "names", "levels whose tensors a dataflow chip copies into `stage_into` before use", ()
+    )
+    stage_into: str = spec_field("stage_into", "text", "level that `stage_from` tensors are staged into", "")
 
     def dequant(self, dtype: str) -> float:
         return dict(self.dequant_ops).get(dtype, 0.0)
@@ -127,10 +134,12 @@ class ExecutionSpec:
 
 @dataclass(frozen=True, slots=True)
 class SystemSpec:
-    topology: str = spec_field("topology", "choice", f"how chips are joined: {', '.join(TOPOLOGIES)}", "switch")
+    topology: str = spec_field("topology", "choice", "how chips are joined: a topology registered in "
+                               "memsim.hardware.topologies", "switch")
     link: str = spec_field("link", "text", "the chip link that joins chips (default: the first link)", "")
-    collective: str = spec_field("collective", "choice", "all-reduce algorithm: auto (by size), ring or tree",
-                                 "auto")
+    # Checked by the mapping, where the algorithms are registered (hardware does not import mapping).
+    collective: str = spec_field("collective", "choice", "all-reduce algorithm registered in "
+                                 "memsim.mapping.collectives, or auto (the cheapest for the message)", "auto")
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from memsim.mapping.placement import place
 from memsim.mapping.plan import OpTask, Plan, Step
 from memsim.mapping.roofline import peak_bandwidth, roofline
 from memsim.units import transfer_ps
-from memsim.mapping import system
+from memsim.mapping import collectives, system
 from memsim.workload.graph import COLLECTIVE_KINDS, Op, OpGraph
 
 STRATEGIES: dict[str, Callable[[OpGraph, ChipSpec], Plan]] = {}
@@ -96,4 +96,5 @@ def make_plan(graph: OpGraph, chip: ChipSpec, pp: int = 1) -> Plan:
         raise ConfigError(f"no mapping strategy for family {chip.family!r}", field="family")
     if pp < 1:
         raise ConfigError("must be at least 1", field="--pp")
+    collectives.check_algorithm(chip.system.collective)
     return STRATEGIES[chip.family](graph, chip, pp)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from memsim.errors import ConfigError
 from memsim.hardware.resource import Ref
+from memsim.hardware import topologies
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping import collectives
 from memsim.mapping.plan import COMM, OpTask
@@ -43,7 +44,7 @@ def collective_task(op: Op, chip: ChipSpec, stage: int, tp: int, deps: tuple[str
     group = [stage * tp + r for r in range(tp)]
     nbytes = op.dim("bytes")
     if op.kind == "allreduce":
-        hops = 2 if chip.system.topology == "switch" else 1  # a switch adds a hop to every transfer
+        hops = topologies.get(chip.system.topology).transfer_hops
         rounds = collectives.allreduce(group, nbytes, link.bandwidth_bytes_per_s, hops * link.latency_ps / PS_PER_S,
                                        chip.system.collective)
     else:

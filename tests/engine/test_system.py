@@ -4,7 +4,9 @@ from __future__ import annotations
 import pytest
 
 from memsim import ConfigError, engine, hardware, simulate
-from memsim.hardware import topology
+from memsim.hardware import topologies
+from memsim.hardware.resource import Ref
+from memsim.hardware.topologies.grid import grid_shape
 from memsim.mapping import collectives
 from memsim.mapping.plan import OpTask, Plan
 from memsim.units import PS_PER_S
@@ -12,7 +14,7 @@ from memsim.units import PS_PER_S
 
 def _allreduce_time(chip, n: int, nbytes: int, algorithm: str = "ring") -> int:
     rounds = collectives.allreduce(list(range(n)), nbytes, 1.0, 0.0, algorithm)
-    task = OpTask("ar", "allreduce", 0, 0, 0, (), (), "link:nvlink", chip=0, rounds=tuple(rounds))
+    task = OpTask("ar", "allreduce", 0, 0, 0, (), (), Ref.link("nvlink"), chip=0, rounds=tuple(rounds))
     plan = Plan(chip, (task,), (), 0.0, "compute", (), chips=n, tp=n)
     return engine.run(plan).end_ps
 
@@ -40,12 +42,13 @@ def test_allreduce_on_a_2d_mesh_is_slower_than_on_a_switch(n):
 
 
 def test_routes_follow_the_topology():
-    g = topology.build("mesh2d", 16)
-    assert topology.grid_shape(16) == (4, 4)
-    assert len(topology.route(g, 0, 15, "mesh2d")) == 6  # 3 across, 3 down
-    assert topology.route(g, 0, 3, "mesh2d") == [(0, 1), (1, 2), (2, 3)]
-    assert len(topology.route(topology.build("torus2d", 16), 0, 3, "torus2d")) == 1  # wraparound
-    assert topology.route(topology.build("switch", 4), 1, 2, "switch") == [(1, "sw"), ("sw", 2)]
+    mesh, torus, switch = (topologies.get(name) for name in ("mesh2d", "torus2d", "switch"))
+    g = mesh.build(16)
+    assert grid_shape(16) == (4, 4)
+    assert len(mesh.route(g, 0, 15)) == 6  # 3 across, 3 down
+    assert mesh.route(g, 0, 3) == [(0, 1), (1, 2), (2, 3)]
+    assert len(torus.route(torus.build(16), 0, 3)) == 1  # wraparound
+    assert switch.route(switch.build(4), 1, 2) == [(1, "sw"), ("sw", 2)]
 
 
 def test_tree_is_chosen_for_small_messages_and_ring_for_large():

@@ -327,3 +327,53 @@ def test_effective_bandwidth_and_chip_capacity_scale_per_unit(tmp_path):
     hbm = chip.level("hbm")
     assert chip.chip_capacity(hbm) == 16 * 10**9
     assert hbm.effective_bandwidth(chip.compute.units) == 3_350_000_000_000
+
+
+@pytest.mark.parametrize(
+    ("hw", "overrides", "field", "message"),
+    [
+        ("wse-3", [("execution.fabric", "fabrik")], "execution.fabric", "no link named 'fabrik' (links: fabric, io)"),
+        ("h100-sxm", [("execution.fabric", "fabric")], "execution.fabric",
+         "no link named 'fabric' (links: nvlink, pcie)"),
+        ("sn40l", [("execution.stage_from", "ddr,dram")], "execution.stage_from",
+         "no level named 'dram' (levels: sram, hbm, ddr)"),
+        ("sn40l", [("execution.stage_into", "hbm3")], "execution.stage_into",
+         "no level named 'hbm3' (levels: sram, hbm, ddr)"),
+        ("sn40l", [("execution.stage_into", "")], "execution.stage_into",
+         "required when execution.stage_from is set"),
+        ("sn40l", [("execution.stage_into", "ddr")], "execution.stage_from", "'ddr' cannot be staged into itself"),
+        ("h100-sxm", [("system.link", "ici")], "system.link", "no link named 'ici' (links: nvlink, pcie)"),
+        ("h100-sxm", [("ddr.via", "cxl")], "levels[ddr].via", "no link named 'cxl' (links: nvlink, pcie)"),
+    ],
+)
+def test_fields_that_name_a_link_or_level_must_name_one_of_the_chips(hw, overrides, field, message):
+    with pytest.raises(ConfigError) as info:
+        hardware.load(hw, overrides)
+    assert info.value.field == field
+    assert info.value.message == message
+    assert f"{hw}.yaml (with --set): {field}: {message}" in str(info.value)
+
+
+def test_execution_names_in_a_file_are_checked_like_overrides(tmp_path):
+    err = config_error(write(tmp_path, MINIMAL + "execution:\n  fabric: noc\n"), "no link named 'noc' (links: none)")
+    assert err.field == "execution.fabric"
+    err = config_error(write(tmp_path, MINIMAL + "execution:\n  stage_from: [hbm, 3]\n  stage_into: sram\n"),
+                       "expected a list of names")
+    assert err.field == "execution.stage_from"
+
+
+def test_stage_from_is_a_list_or_comma_separated_names(tmp_path):
+    chip, _ = load_chip(write(tmp_path, MINIMAL + "execution:\n  stage_from: [hbm]\n  stage_into: sram\n"))
+    assert chip.execution.stage_from == ("hbm",) and chip.execution.stage_into == "sram"
+    sn40l = hardware.load("sn40l")
+    assert sn40l.execution.stage_from == ("ddr",) and sn40l.execution.stage_into == "hbm"
+    assert hardware.load("sn40l", [("execution.stage_from", " ddr , ")]) == sn40l
+    assert hardware.load("sn40l", [("execution.stage_from", "")]).execution.stage_from == ()
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_presets_declare_what_their_family_treats_specially(name):
+    chip = hardware.load(name)
+    assert chip.execution.fabric == ("fabric" if chip.family == "wafer" else "")
+    staged = {"sn40l": (("ddr",), "hbm")}.get(name, ((), ""))
+    assert (chip.execution.stage_from, chip.execution.stage_into) == staged

@@ -1,6 +1,8 @@
 """Accelerator families: each is a mapping strategy over the same engine."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from memsim import hardware, simulate
@@ -92,3 +94,49 @@ def test_gpu_waves_stretch_small_gemms():
 def test_cpu_runs_attention_unfused():
     r = simulate("xeon-gold-6242", "gpt2", context=256)
     assert {s.label for t in r.plan.tasks if t.kind == "attention" for s in t.steps} == {"qk", "softmax", "pv"}
+
+
+def _renamed(frame, old: str, new: str):
+    return frame.replace({col: {old: new} for col in ("resource", "src", "dst", "cause")})
+
+
+def test_wafer_fabric_is_the_declared_link_whatever_its_name():
+    base = simulate("wse-3", "gpt2", context=128)
+    renamed = simulate("wse-3", "gpt2", context=128, set={"fabric.name": "mesh", "execution.fabric": "mesh"})
+    assert renamed.summary == json.loads(json.dumps(base.summary).replace("fabric", "mesh"))
+    assert renamed.timeline.equals(_renamed(base.timeline, "link:fabric", "link:mesh"))
+
+
+def test_wafer_without_a_declared_fabric_runs_no_fabric_steps():
+    r = simulate("wse-3", "gpt2", context=128, set={"execution.fabric": ""})
+    labels = {s.label for t in r.plan.tasks for s in t.steps}
+    assert not labels & {"broadcast", "reduce"}
+    assert r.summary["bytes_per_link"]["fabric"]["total"] == 0
+    assert not any(ref.is_link for t in r.plan.tasks for s in t.steps for ref, _ in s.total_loads)
+    with_fabric = simulate("wse-3", "gpt2", context=128)
+    assert {"broadcast", "reduce"} <= {s.label for t in with_fabric.plan.tasks for s in t.steps}
+
+
+SPILL = {"hbm.capacity": "1 GB"}  # Llama-3.2-1B's 2.5 GB of weights spill into DDR
+
+
+def _staged_bytes(r) -> int:
+    tl = r.timeline
+    return int(tl[(tl.src == "ddr") & (tl.dst == "hbm")]["bytes"].sum())
+
+
+def test_rdu_stages_the_declared_levels_into_the_declared_level():
+    r = simulate("sn40l", "llama-3.2-1b", context=128, set=SPILL)
+    assert _staged_bytes(r) > 0 and "stage" in {s.label for t in r.plan.tasks for s in t.steps}
+    # Staging follows the declared names, not the level's name or kind.
+    renamed = simulate("sn40l", "llama-3.2-1b", context=128,
+                       set={**SPILL, "ddr.name": "dram", "dram.kind": "external", "execution.stage_from": "dram"})
+    assert renamed.summary["step_time_s"] == r.summary["step_time_s"]
+    assert renamed.summary["bytes_per_level"]["dram"] == r.summary["bytes_per_level"]["ddr"]
+
+
+def test_rdu_with_empty_staging_fields_stages_nothing():
+    r = simulate("sn40l", "llama-3.2-1b", context=128, set={**SPILL, "execution.stage_from": ""})
+    assert _staged_bytes(r) == 0
+    assert "stage" not in {s.label for t in r.plan.tasks for s in t.steps}
+    assert r.summary["bytes_per_level"]["ddr"]["read"] > 0  # the weights are read from DDR where they live

@@ -3,7 +3,8 @@
 A decoder layer runs as one fused dataflow kernel: its intermediates stay in on-chip SRAM
 (the preset lets ``sram`` hold activations) and the launch cost is paid once per layer.
 Weights stream from HBM. Weights or experts that do not fit in HBM live in DDR and are
-staged into HBM before use; the staging copy is its own step, so its time is visible.
+staged into HBM before use (``execution.stage_from`` into ``execution.stage_into``); the
+staging copy is its own step, so its time is visible.
 """
 from __future__ import annotations
 
@@ -38,12 +39,12 @@ def stage_through(steps: tuple[Step, ...], slow: set[Ref], fast: Ref, sram_bytes
 
 @register("rdu")
 def plan_rdu(graph: OpGraph, chip: ChipSpec, pp: int = 1):
-    slow = {Ref.level(lvl.name) for lvl in chip.levels if lvl.kind == "ddr"}
-    fast = next((Ref.level(lvl.name) for lvl in chip.levels if lvl.kind == "hbm"), None)
+    slow = {Ref.level(name) for name in chip.execution.stage_from}
+    fast = Ref.level(chip.execution.stage_into) if chip.execution.stage_into else None
     seen_layers: set[int] = set()
 
     def fused_layers(op, steps, cx):
-        if fast is not None:
+        if slow:
             steps = stage_through(steps, slow, fast, cx.sram_bytes)
         first = op.layer < 0 or op.layer not in seen_layers
         seen_layers.add(op.layer)

@@ -4,8 +4,8 @@ Layers are laid out as pipelined regions of the mesh, one region per layer, so a
 runs on its layer's share of the cores, SRAM bandwidth and compute. Weights and the KV cache
 stay in on-wafer SRAM when they fit; otherwise they stream in from external memory
 (MemoryX) over the wafer's I/O links. A matrix operator broadcasts its input across its
-region and reduces its output across it over the fabric (``link:fabric``, whose latency is
-the hop latency times the hops a traversal crosses).
+region and reduces its output across it over the link named by ``execution.fabric`` (whose
+latency is the hop latency times the hops a traversal crosses); with none named, it does not.
 """
 from __future__ import annotations
 
@@ -23,18 +23,18 @@ FABRIC_OPS = ("matmul", "attention")
 @register("wafer")
 def plan_wafer(graph: OpGraph, chip: ChipSpec, pp: int = 1):
     regions = max(1, 1 + max((op.layer for op in graph), default=0))
-    has_fabric = any(lk.name == "fabric" for lk in chip.links)
+    fabric = chip.execution.fabric
 
     def regional(op, steps, cx):
         share = 1.0 / regions
         shaped = [dataclasses.replace(s, share=share) for s in steps]
-        if has_fabric and op.kind in FABRIC_OPS:
+        if fabric and op.kind in FABRIC_OPS:
             # The input is broadcast across the region and partial outputs are reduced across
             # it: two traversals of the fabric, each paying the hop latency once.
             moves = (("broadcast", op.inputs[0].bytes), ("reduce", cx.graph.tensors[op.outputs[0]].bytes))
-            fabric = [dataclasses.replace(make_step(label, {Ref.link("fabric"): n}, {}, 0, 0, cx.sram_bytes, cx.depth,
-                                                    cx.sram_bytes), share=share) for label, n in moves]
-            shaped = [fabric[0], *shaped, fabric[1]]
+            traversals = [dataclasses.replace(make_step(label, {Ref.link(fabric): n}, {}, 0, 0, cx.sram_bytes,
+                                                        cx.depth, cx.sram_bytes), share=share) for label, n in moves]
+            shaped = [traversals[0], *shaped, traversals[1]]
         return tuple(shaped), cx.chip.execution.kernel_overhead_ps
 
     return plan_with(graph, chip, regional, compute_share=1.0 / regions, pp=pp)
