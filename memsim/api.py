@@ -58,6 +58,17 @@ def load_workload(model: str | None, trace: str | None, phase: str, batch: int, 
     return workload.build_step(workload.model_config(model), step)
 
 
+def micro_graphs(model: str, _trace: None, phase: str, batch: int, context: int, prompt: int, weight_dtype: str,
+                 kv_dtype: str, group_size: int, tp: int, expert_parallel: bool,
+                 parts: int) -> tuple[workload.OpGraph, ...]:
+    """The graphs of a step split into ``parts`` micro-batches (equal parts share one graph)."""
+    step = workload.StepSpec.make(phase, batch=batch, context=context, prompt=prompt, weight_dtype=weight_dtype,
+                                  kv_dtype=kv_dtype, group_size=group_size, tp=tp, expert_parallel=expert_parallel)
+    config = workload.model_config(model)
+    built: dict[workload.StepSpec, workload.OpGraph] = {}
+    return tuple(built.setdefault(s, workload.build_step(config, s)) for s in workload.split(step, parts))
+
+
 def system_overrides(path: Path) -> list[tuple[str, str]]:
     """A system YAML (``topology``, ``link``, ``collective``) overrides the preset's ``system``."""
     raw = read_yaml(path)
@@ -80,16 +91,16 @@ def _load_chip(hw: str, sets: Iterable[str] | dict[str, str],
 
 
 def _run(chip: hardware.ChipSpec, hw_file: str, graph: workload.OpGraph, fast_forward: bool, memoize: bool,
-         pp: int = 1) -> Result:
+         pp: int = 1, micro: tuple[workload.OpGraph, ...] = ()) -> Result:
     try:
-        plan = mapping.make_plan(graph, chip, pp)
+        plan = mapping.make_plan(graph, chip, pp, micro)
     except (CapacityError, ConfigError) as exc:
         if not (exc.field or "").startswith("--"):  # about the chip (e.g. system.collective), not an option
             exc.file = exc.file or hw_file
         raise
     result = engine.run(plan, fast_forward=fast_forward, memoize=memoize)
-    return Result(report.summarize(graph, plan, result), report.timeline(result), report.ops(graph, plan, result),
-                  chip, graph, plan, result)
+    return Result(report.summarize(graph, plan, result, micro), report.timeline(result),
+                  report.ops(graph, plan, result), chip, graph, plan, result)
 
 
 def simulate_graph(hw: str, graph: workload.OpGraph, *, set: Iterable[str] | dict[str, str] = (),
@@ -104,7 +115,8 @@ def simulate(hw: str = "h100-sxm", model: str | None = None, *, trace: str | Non
              batch: int = 1, context: int = 0, prompt: int = 0, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
              group_size: int = 128, set: Iterable[str] | dict[str, str] = (), fast_forward: bool = True,
              memoize: bool = True, generate: int = 0, samples: int = DEFAULT_SAMPLES, tp: int = 1, pp: int = 1,
-             chips: int | None = None, system: str | None = None, ep: bool = False) -> Result:
+             chips: int | None = None, system: str | None = None, ep: bool = False,
+             microbatches: int | None = None) -> Result:
     """Simulate one step, or with ``phase="generate"`` a prefill of ``prompt`` tokens and
     ``generate`` decode steps. ``set`` overrides hardware fields: ``{"sram.capacity": "64MiB"}``."""
     if chips is not None and chips != tp * pp:
@@ -112,10 +124,18 @@ def simulate(hw: str = "h100-sxm", model: str | None = None, *, trace: str | Non
     chip, hw_path = _load_chip(hw, set, system)
 
     def run_step(step_phase: str, tokens: int) -> Result:
-        graph = load_workload(model, trace, step_phase, batch, tokens if step_phase == "decode" else context,
-                              tokens if step_phase == "prefill" else prompt, weight_dtype, kv_dtype, group_size, tp,
-                              ep)
-        return _run(chip, hw_path, graph, fast_forward, memoize, pp)
+        args = (model, trace, step_phase, batch, tokens if step_phase == "decode" else context,
+                tokens if step_phase == "prefill" else prompt, weight_dtype, kv_dtype, group_size, tp, ep)
+        parts = microbatches
+        if parts is None:  # a layer-pipelined chip streams a prefill through its regions in chunks
+            layered = chip.execution.pipeline == "layers" and step_phase == "prefill" and trace is None
+            parts = min(chip.execution.pipeline_chunks, tokens) if layered else 1
+        if parts == 1:
+            return _run(chip, hw_path, load_workload(*args), fast_forward, memoize, pp)
+        if trace is not None:
+            raise ConfigError("a trace holds one step: it cannot be split into micro-batches", field="--microbatches")
+        micro = micro_graphs(*args, parts)
+        return _run(chip, hw_path, micro[-1], fast_forward, memoize, pp, micro)
 
     if phase != "generate":
         return run_step(phase, context if phase == "decode" else prompt)

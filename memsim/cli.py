@@ -48,6 +48,9 @@ def _system_options(fn):
                      help="generate: decode steps simulated; the others are interpolated"),
         click.option("--tp", type=int, default=1, show_default=True, help="tensor-parallel ranks"),
         click.option("--pp", type=int, default=1, show_default=True, help="pipeline stages"),
+        click.option("--microbatches", type=int, default=None,
+                     help="micro-batches the step flows through the pipeline in (default 1; a layer-pipelined "
+                          "chip splits a prefill into execution.pipeline_chunks)"),
         click.option("--ep", is_flag=True, help="mixture of experts: spread experts over the tp ranks (all-to-all)"),
         click.option("--system", "system_file", help="system YAML overriding topology, link and collective"),
     ]):
@@ -63,12 +66,13 @@ def _system_options(fn):
 @click.option("--perfetto", is_flag=True, help="also write OUT/trace.perfetto.json (ui.perfetto.dev, chrome://tracing)")
 @click.option("--no-fast-forward", is_flag=True, help="simulate every chunk and every layer (slow; for checking)")
 def run(hw, trace_file, model, phase, batch, context, prompt, weight_dtype, kv_dtype, group_size, generate_n,
-        samples, tp, pp, ep, system_file, chips, sets, out, perfetto, no_fast_forward):
+        samples, tp, pp, microbatches, ep, system_file, chips, sets, out, perfetto, no_fast_forward):
     """Simulate one decode or prefill step, or a whole generation, and print a summary."""
     result = api.simulate(hw, model, trace=trace_file, phase=phase, batch=batch, context=context, prompt=prompt,
                           weight_dtype=weight_dtype, kv_dtype=kv_dtype, group_size=group_size, set=sets,
                           fast_forward=not no_fast_forward, memoize=not no_fast_forward, generate=generate_n,
-                          samples=samples, tp=tp, pp=pp, chips=chips, system=system_file, ep=ep)
+                          samples=samples, tp=tp, pp=pp, chips=chips, system=system_file, ep=ep,
+                          microbatches=microbatches)
     if perfetto and not out:
         raise MemsimError("--perfetto needs --out", field="--perfetto")
     click.echo(format_summary(result.summary))
@@ -88,13 +92,14 @@ def run(hw, trace_file, model, phase, batch, context, prompt, weight_dtype, kv_d
 @click.option("--keep", is_flag=True, help="also write each point's full outputs under OUT/points/")
 @click.option("--no-progress", is_flag=True, help="no progress bar")
 def sweep(hw, trace_file, model, phase, batch, context, prompt, weight_dtype, kv_dtype, group_size, generate_n,
-          samples, tp, pp, ep, system_file, sets, sweep_file, out, workers, scheduler, keep, no_progress):
+          samples, tp, pp, microbatches, ep, system_file, sets, sweep_file, out, workers, scheduler, keep,
+          no_progress):
     """Run the cartesian product of swept fields; results.csv gets one row per point."""
     from memsim import sweep as sweeping
 
     base = dict(hw=hw, model=model, trace=trace_file, phase=phase, batch=batch, context=context, prompt=prompt,
                 weight_dtype=weight_dtype, kv_dtype=kv_dtype, group_size=group_size, generate=generate_n,
-                samples=samples, tp=tp, pp=pp, ep=ep, system=system_file)
+                samples=samples, tp=tp, pp=pp, ep=ep, system=system_file, microbatches=microbatches)
     items = list(sets)
     if sweep_file:
         fixed, file_items = sweeping.read_sweep_file(Path(sweep_file))

@@ -22,7 +22,8 @@ from memsim.errors import ConfigError, MemsimError
 
 # Sweepable fields that are arguments of the run rather than hardware fields.
 RUN_FIELDS = {"hw": str, "model": str, "phase": str, "batch": int, "context": int, "prompt": int,
-              "generate": int, "weight_dtype": str, "kv_dtype": str, "group_size": int, "tp": int, "pp": int}
+              "generate": int, "weight_dtype": str, "kv_dtype": str, "group_size": int, "tp": int, "pp": int,
+              "microbatches": int}
 ALIASES = {"weight-dtype": "weight_dtype", "kv-dtype": "kv_dtype", "group-size": "group_size"}
 
 

@@ -64,10 +64,6 @@ class EngineResult:
     busy_ps: tuple[tuple[str, int], ...] = ()  # per resource name: time it was held
 
 
-def streams_of(plan: Plan) -> tuple[str, ...]:
-    return tuple(getattr(plan.chip.execution, "streams", (COMPUTE,)))
-
-
 class Simulation:
     def __init__(self, plan: Plan, fast_forward: bool, memoize: bool) -> None:
         self.plan = plan
@@ -76,7 +72,7 @@ class Simulation:
         chips = sorted({t.chip for t in plan.tasks} | {0})
         self.chips = {c: ChipResources(env, plan.chip, c) for c in chips}
         self.links = SystemLinks(env, plan.chip, plan.chips) if plan.chips > 1 else None
-        declared = streams_of(plan)
+        declared = plan.chip.execution.streams
         self.streams: dict[tuple[int, str], list[OpTask]] = {}
         for t in plan.tasks:
             self.streams.setdefault((t.chip, t.stream if t.stream in declared else COMPUTE), []).append(t)

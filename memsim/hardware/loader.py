@@ -18,6 +18,9 @@ from memsim.errors import ConfigError
 from memsim.hardware import topologies
 from memsim.hardware.spec import (
     ATTENTION,
+    FAMILY_EXECUTION,
+    PIPELINES,
+    STREAMS,
     FAMILIES,
     LAUNCH,
     LEVEL_KINDS,
@@ -40,6 +43,7 @@ _CHOICES: dict[tuple[type, str], tuple[str, ...] | Callable[[], tuple[str, ...]]
     (MemoryLevel, "scope"): SCOPES,
     (ExecutionSpec, "attention"): ATTENTION,
     (ExecutionSpec, "launch"): LAUNCH,
+    (ExecutionSpec, "pipeline"): PIPELINES,
     (SystemSpec, "topology"): topologies.names,
 }
 _SECTIONS = {"compute": ComputeSpec, "execution": ExecutionSpec, "system": SystemSpec}
@@ -183,6 +187,11 @@ def load_chip(path: Path, overrides: list[tuple[str, str]] | tuple = ()) -> tupl
     for key, value in overrides:
         apply_override(raw, key, value)
     file = f"{path} (with --set)" if overrides else str(path)
+    family = raw.get("family")
+    if isinstance(family, str) and family in FAMILY_EXECUTION and isinstance(raw.get("execution", {}), dict):
+        raw.setdefault("execution", {})
+        for key, value in FAMILY_EXECUTION[family].items():
+            raw["execution"].setdefault(key, copy.deepcopy(value))
     chip = build(ChipSpec, raw, file, "")
     check_chip(chip, file)
     return chip, raw
@@ -221,6 +230,16 @@ def _check_execution(chip: ChipSpec, file: str) -> None:
         raise ConfigError("required when execution.stage_from is set", file=file, field="execution.stage_into")
     if ex.stage_into in ex.stage_from:
         raise ConfigError(f"{ex.stage_into!r} cannot be staged into itself", file=file, field="execution.stage_from")
+    for name in ex.streams:
+        if name not in STREAMS:
+            raise ConfigError(f"{name!r} is not one of {', '.join(STREAMS)}", file=file, field="execution.streams")
+    if "compute" not in ex.streams or len(set(ex.streams)) != len(ex.streams):
+        raise ConfigError("must name `compute` once, and each stream once", file=file, field="execution.streams")
+    for key in ("comm_overlap", "pipeline_chunks"):
+        if getattr(ex, key) < 1:
+            raise ConfigError("must be at least 1", file=file, field=f"execution.{key}")
+    if ex.weight_prefetch < 0:
+        raise ConfigError("must not be negative", file=file, field="execution.weight_prefetch")
 
 
 def _check_named(name: str, what: str, known: list[str], file: str, field: str) -> None:

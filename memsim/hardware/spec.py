@@ -19,6 +19,21 @@ DEFAULT_HOLDS = {"sram": (), "l2": ("activation",), "l3": ("activation",)}
 LAUNCH = ("graph", "eager")
 SCOPES = ("unit", "chip")
 ATTENTION = ("fused", "unfused")
+STREAMS = ("compute", "copy", "comm")  # a chip's engines: compute units, copy (DMA) engine, communication
+PIPELINES = ("none", "layers")
+# How each family's real machines work, used for execution fields its YAML leaves out.
+FAMILY_EXECUTION: dict[str, dict[str, Any]] = {
+    # CUDA/HIP streams with copy engines and a collective stream; kernels see weights in HBM.
+    "gpu": {"streams": ["compute", "copy", "comm"], "weight_prefetch": 0, "comm_overlap": 1, "pipeline": "none"},
+    # Framework CPU kernels: one op at a time, no separate copy or communication engine.
+    "cpu": {"streams": ["compute"], "weight_prefetch": 0, "comm_overlap": 1, "pipeline": "none"},
+    # Dataflow RDU / LPU: the next operators' weights stream in while the current ones compute,
+    # and collectives are scheduled alongside the GEMMs they follow.
+    "rdu": {"streams": ["compute", "copy", "comm"], "weight_prefetch": 2, "comm_overlap": 4, "pipeline": "none"},
+    # Wafer: layers are regions that run as a pipeline; a prefill flows through it in chunks.
+    "wafer": {"streams": ["compute", "copy", "comm"], "weight_prefetch": 2, "comm_overlap": 1, "pipeline": "layers",
+              "pipeline_chunks": 64},
+}
 
 
 def spec_field(key: str, unit: str, help: str, default: Any = MISSING) -> Any:
@@ -123,6 +138,27 @@ class ExecutionSpec:
         "stage_from", "names", "levels whose tensors a dataflow chip copies into `stage_into` before use", ()
     )
     stage_into: str = spec_field("stage_into", "text", "level that `stage_from` tensors are staged into", "")
+    # Concurrency: the engines a chip has and how it overlaps work (defaults per family).
+    streams: tuple[str, ...] = spec_field(
+        "streams", "names", "the chip's streams, from compute, copy, comm; `[compute]` runs every operator in one "
+        "stream, one at a time", STREAMS
+    )
+    weight_prefetch: int = spec_field(
+        "weight_prefetch", "count", "operators ahead whose weights the copy stream stages into SRAM (or L2) while "
+        "the current one computes, where capacity allows (0: off)", 0
+    )
+    comm_overlap: int = spec_field(
+        "comm_overlap", "count", "chunks a tensor-parallel collective and the GEMM before it are split into, so "
+        "each chunk's collective overlaps the next chunk's GEMM (1: off)", 1
+    )
+    pipeline: str = spec_field(
+        "pipeline", "choice", "`layers`: each layer runs in its own region of the chip (its share of compute and "
+        "SRAM) and regions run concurrently as a pipeline; `none`: operators use the whole chip", "none"
+    )
+    pipeline_chunks: int = spec_field(
+        "pipeline_chunks", "count", "with `pipeline: layers`, the token chunks a prefill flows through the regions "
+        "in (unless --microbatches says otherwise)", 1
+    )
 
     def dequant(self, dtype: str) -> float:
         return dict(self.dequant_ops).get(dtype, 0.0)

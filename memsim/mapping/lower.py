@@ -29,6 +29,7 @@ class Context:
     homes: dict
     attention: str = "fused"  # the family may force unfused attention
     compute_share: float = 1.0  # fraction of the chip's compute an op gets (a wafer region)
+    microbatch: int = 0  # which micro-batch of the step the op belongs to
 
     @property
     def sram_bytes(self) -> int:

@@ -45,6 +45,8 @@ class OpTask:
     chip: int = 0  # the chip that runs it (the first rank of its pipeline stage)
     rounds: tuple[tuple[tuple[int, int, int], ...], ...] = ()  # a collective: rounds of (src, dst, bytes)
     stream: str = COMPUTE  # the chip's stream it is issued on, in plan order
+    graph_op: str = ""  # the operator of the step's graph it runs (empty for a send between stages)
+    microbatch: int = 0
 
     @property
     def signature(self) -> tuple:

@@ -61,3 +61,32 @@ def roofline(graph: OpGraph, chip: ChipSpec, homes: dict[str, str]) -> tuple[flo
             if t > best:
                 best, bound = t, lvl.name
     return best, bound, need
+
+
+def staged_roofline(stage_graphs: list[list[OpGraph]], chip: ChipSpec, homes: dict[str, str],
+                    link_bytes: dict[str, tuple[int, int]]) -> tuple[float, str, dict[str, int]]:
+    """The least time of a step laid out over pipeline stages (each its own chip, running its
+    micro-batches' shares of the step: ``stage_graphs[s]``) and links (``link_bytes``: name ->
+    (bytes, bandwidth) of every link direction's compulsory traffic). Every resource works at
+    peak at best, and the busiest bounds the step: (seconds, bound, compulsory bytes per level)."""
+    best, bound = 0.0, "compute"
+    total: dict[str, int] = {}
+    for graphs in stage_graphs:
+        need: dict[str, int] = {}
+        compute = 0.0
+        for g in graphs:
+            compute += compute_seconds(g, chip)
+            for lvl, b in compulsory_bytes(g, homes).items():
+                need[lvl] = need.get(lvl, 0) + b
+        if compute > best:
+            best, bound = compute, "compute"
+        for lvl in chip.levels:
+            if lvl.name in need:
+                total[lvl.name] = total.get(lvl.name, 0) + need[lvl.name]
+                t = need[lvl.name] / peak_bandwidth(chip, Ref.level(lvl.name))
+                if t > best:
+                    best, bound = t, lvl.name
+    for name, (nbytes, bandwidth) in link_bytes.items():
+        if nbytes / bandwidth > best:
+            best, bound = nbytes / bandwidth, name
+    return best, bound, total

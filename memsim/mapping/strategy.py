@@ -6,6 +6,7 @@ layers, staging, regions). Each family lives in one file of ``memsim.mapping.fam
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import pkgutil
 from typing import Callable
@@ -14,14 +15,14 @@ from memsim.errors import ConfigError
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping.lower import Context, lower
-from memsim.mapping.placement import place
+from memsim.mapping.layout import Layout, place_stages, stage_graphs, stages
 from memsim.mapping.plan import OpTask, Plan, Step
-from memsim.mapping.roofline import peak_bandwidth, roofline
+from memsim.mapping.roofline import peak_bandwidth, staged_roofline
 from memsim.units import transfer_ps
 from memsim.mapping import collectives, system
 from memsim.workload.graph import COLLECTIVE_KINDS, Op, OpGraph
 
-STRATEGIES: dict[str, Callable[[OpGraph, ChipSpec], Plan]] = {}
+STRATEGIES: dict[str, Callable[[OpGraph, ChipSpec, Layout], Plan]] = {}
 
 # A family shapes each op's lowered steps and says what fixed overhead the op pays.
 Shaper = Callable[[Op, tuple[Step, ...], Context], tuple[tuple[Step, ...], int]]
@@ -51,42 +52,60 @@ def _bound(chip: ChipSpec, steps: tuple[Step, ...]) -> Ref | None:
     return max(busy, key=busy.__getitem__)
 
 
-def plan_with(graph: OpGraph, chip: ChipSpec, shape: Shaper, attention: str | None = None,
-              compute_share: float = 1.0, pp: int = 1) -> Plan:
-    """Place, lower every op in dependency order, and let the family shape its steps.
+def plan_with(graph: OpGraph, chip: ChipSpec, shape: Shaper, layout: Layout = Layout(), attention: str | None = None,
+              compute_share: float = 1.0) -> Plan:
+    """Place each pipeline stage, lower every op of every micro-batch in dependency order, and
+    let the family shape its steps.
 
     Collectives become rounds of link transfers within their tensor-parallel group; with
     pipeline stages, the activation crossing a stage boundary is sent rank to rank.
     """
-    homes = place(graph, chip)
-    cx = Context(chip, graph, homes, attention or chip.execution.attention, compute_share)
-    deps = graph.graph()
-    tp = int(graph.meta.get("tp", 1))
-    order = graph.order()
-    stages = system.stages(order, pp)
-    stage_of = {op.name: stages[n] for n, op in enumerate(order)}
-    into: dict[int, str] = {}  # stage -> the send that brings the activation into it
-    tasks = []
-    for n, op in enumerate(order):
-        stage = stages[n]
-        if n and stage != stages[n - 1]:
-            send = system.send_task(order[n - 1], graph, chip, stages[n - 1], stage, tp)
-            tasks.append(send)
-            into[stage] = send.op
-        # A predecessor on another stage arrives through the send into this one.
-        preds = dict.fromkeys(p if stage_of[p] == stage else into[stage] for p in sorted(deps.predecessors(op.name)))
-        if op.kind in COLLECTIVE_KINDS:
-            tasks.append(system.collective_task(op, chip, stage, tp, tuple(preds)))
-            continue
-        steps, overhead = shape(op, lower(op, cx), cx)
-        tasks.append(OpTask(op.name, op.kind, op.layer, op.flops, overhead, steps, tuple(preds), _bound(chip, steps),
-                            chip=stage * tp))
-    seconds, bound, need = roofline(graph, chip, homes)
+    pp, tp = layout.pp, int(graph.meta.get("tp", 1))
+    stage_of = stages(graph.order(), pp)
+    homes = place_stages(graph, chip, stage_of, layout)
+    micro = layout.graphs(graph)
+    tasks: list[OpTask] = []
+    for m, g in enumerate(micro):
+        tasks += _micro_tasks(g, chip, shape, homes, stage_of, tp, attention, compute_share,
+                              f"#{m}" if len(micro) > 1 else "", m)
+    split = [stage_graphs(g, stage_of, pp) for g in micro]
+    per_stage = [[parts[s] for parts in split] for s in range(pp)]
+    seconds, bound, need = staged_roofline(per_stage, chip, homes, system.link_bytes(tasks, chip, tp * pp))
     return Plan(chip, tuple(tasks), tuple(sorted(homes.items())), seconds, bound, tuple(sorted(need.items())),
                 chips=tp * pp, tp=tp)
 
 
-def make_plan(graph: OpGraph, chip: ChipSpec, pp: int = 1) -> Plan:
+def _micro_tasks(graph: OpGraph, chip: ChipSpec, shape: Shaper, homes: dict[str, str], stage_of: dict[str, int],
+                 tp: int, attention: str | None, compute_share: float, suffix: str, m: int) -> list[OpTask]:
+    """The tasks of one micro-batch: its ops on their stages' chips, and the sends between stages."""
+    cx = Context(chip, graph, homes, attention or chip.execution.attention, compute_share, m)
+    deps = graph.graph()
+    order = graph.order()
+    into: dict[int, str] = {}  # stage -> the send that brings the activation into it
+    tasks = []
+    for n, op in enumerate(order):
+        stage = stage_of[op.name]
+        if n and stage != stage_of[order[n - 1].name]:
+            prev = stage_of[order[n - 1].name]
+            send = system.send_task(order[n - 1], graph, chip, prev, stage, tp, order[n - 1].name + suffix, suffix)
+            tasks.append(send)
+            into[stage] = send.op
+        # A predecessor on another stage arrives through the send into this one.
+        preds = tuple(dict.fromkeys(p + suffix if stage_of[p] == stage else into[stage]
+                                    for p in sorted(deps.predecessors(op.name))))
+        if op.kind in COLLECTIVE_KINDS:
+            task = system.collective_task(op, chip, stage, tp, preds, op.name + suffix)
+            tasks.append(dataclasses.replace(task, microbatch=m))
+            continue
+        steps, overhead = shape(op, lower(op, cx), cx)
+        tasks.append(OpTask(op.name + suffix, op.kind, op.layer, op.flops, overhead, steps, preds, _bound(chip, steps),
+                            chip=stage * tp, graph_op=op.name, microbatch=m))
+    return tasks
+
+
+def make_plan(graph: OpGraph, chip: ChipSpec, pp: int = 1, microbatches: tuple[OpGraph, ...] = ()) -> Plan:
+    """The plan of a step on ``tp x pp`` chips. ``graph`` is what each stage places; with
+    micro-batches, each of ``microbatches`` (graphs with ``graph``'s ops) flows through the stages."""
     if not STRATEGIES:
         from memsim.mapping import families
 
@@ -97,4 +116,6 @@ def make_plan(graph: OpGraph, chip: ChipSpec, pp: int = 1) -> Plan:
     if pp < 1:
         raise ConfigError("must be at least 1", field="--pp")
     collectives.check_algorithm(chip.system.collective)
-    return STRATEGIES[chip.family](graph, chip, pp)
+    layout = Layout(pp, tuple(microbatches), len(microbatches) if len(microbatches) > 1 and
+                    len({g.meta.get("context") for g in microbatches}) == 1 else 1)
+    return STRATEGIES[chip.family](graph, chip, layout)

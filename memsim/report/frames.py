@@ -32,7 +32,7 @@ def ops(graph: OpGraph, plan: Plan, result: EngineResult) -> pd.DataFrame:
     levels += sorted((ref for ref in used if ref.is_link), key=str)
     rows = []
     for task in plan.tasks:
-        op = graph.ops.get(task.op)  # sends between pipeline stages exist only in the plan
+        op = graph.ops.get(task.graph_op)  # sends between pipeline stages exist only in the plan
         start, end = spans[task.op]
         moved = task.bytes_by_level()
         off_chip = sum(r + w for r, w in moved.values())

@@ -22,10 +22,29 @@ def compute_busy_seconds(result: EngineResult) -> float:
     return sum(r.end_ps - r.start_ps for r in result.records if r.kind == "compute") / PS_PER_S
 
 
-def summarize(graph: OpGraph, plan: Plan, result: EngineResult) -> dict[str, Any]:
+def _read(graph: OpGraph, klass: str) -> int:
+    return sum(r.bytes for op in graph for r in op.inputs if graph.tensors[r.tensor].klass == klass)
+
+
+def _workload(graphs: tuple[OpGraph, ...]) -> dict[str, Any]:
+    """The step's description; with micro-batches, the whole step's batch and tokens."""
+    meta = dict(graphs[0].meta)
+    if len(graphs) > 1:
+        meta["microbatches"] = len(graphs)
+        meta.pop("logits", None)
+        if all(g.meta.get("context") == meta.get("context") for g in graphs):
+            meta["batch"] = sum(int(g.meta.get("batch", 0)) for g in graphs)
+        else:  # a prefill in chunks of its prompt
+            meta["tokens"] = sum(int(g.meta.get("tokens", 0)) for g in graphs)
+    return meta
+
+
+def summarize(graph: OpGraph, plan: Plan, result: EngineResult, micro: tuple[OpGraph, ...] = ()) -> dict[str, Any]:
+    """``graph`` is the step as placed; with micro-batches, ``micro`` are the graphs that ran."""
     chip = plan.chip
     step_s = result.end_ps / PS_PER_S
-    flops = graph.total_flops()
+    graphs = micro or (graph,)
+    flops = sum(g.total_flops() for g in graphs)
     read, written = dict(result.bytes_read), dict(result.bytes_written)
     per_level = {lvl.name: {"read": read.get(lvl.name, 0), "written": written.get(lvl.name, 0),
                             "total": read.get(lvl.name, 0) + written.get(lvl.name, 0)} for lvl in chip.levels}
@@ -38,13 +57,13 @@ def summarize(graph: OpGraph, plan: Plan, result: EngineResult) -> dict[str, Any
     dtypes = {op.dtype for op in graph}
     peak = max(chip.compute.peak(d) for d in dtypes) if dtypes else max(v for _, v in chip.compute.peak_flops_per_s)
     dominant = max(stalls, key=stalls.__getitem__) if stalls else "compute"
-    weights_needed = sum(r.bytes for op in graph for r in op.inputs if graph.tensors[r.tensor].klass == "weight")
-    kv_read = sum(r.bytes for op in graph for r in op.inputs if graph.tensors[r.tensor].klass == "kv")
-    kv_written = sum(graph.tensors[t].bytes for op in graph for t in op.outputs if graph.tensors[t].klass == "kv")
+    weights_needed = sum(_read(g, "weight") for g in graphs)
+    kv_read = sum(_read(g, "kv") for g in graphs)
+    kv_written = sum(g.tensors[t].bytes for g in graphs for op in g for t in op.outputs if g.tensors[t].klass == "kv")
     return {
         "hardware": chip.name,
         "family": chip.family,
-        "workload": dict(graph.meta),
+        "workload": _workload(graphs),
         "step_time_s": step_s,
         "roofline_s": plan.roofline_s,
         "roofline_bound": plan.roofline_bound,

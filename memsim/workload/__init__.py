@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from memsim.presets import available, resolve
-from memsim.workload.builder import StepSpec, build_step
+from memsim.workload.builder import StepSpec, build_step, split
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
 from memsim.workload.models import ModelConfig, load_model
 from memsim.workload.trace import read_trace, write_trace
@@ -18,5 +18,5 @@ def models() -> list[str]:
     return available("models", MODEL_SUFFIXES)
 
 
-__all__ = ["ModelConfig", "Op", "OpGraph", "Read", "StepSpec", "Tensor", "build_step", "load_model",
+__all__ = ["ModelConfig", "Op", "OpGraph", "Read", "StepSpec", "Tensor", "build_step", "split", "load_model",
            "model_config", "models", "read_trace", "write_trace"]

@@ -33,6 +33,7 @@ class StepSpec:
     group_size: int = 128  # int4 weights: one scale and zero point per this many weights
     tp: int = 1  # tensor-parallel ranks: the DAG describes one rank's shard
     expert_parallel: bool = False  # MoE experts are spread over the tp ranks instead of split
+    logits: bool = True  # False for a prefill chunk that is not the last: no LM head yet
 
     @classmethod
     def make(cls, phase: str, batch: int = 1, context: int = 0, prompt: int = 0,
@@ -171,7 +172,7 @@ class _Builder:
             x = self.norm("embed.norm", -1, x)
         for i in range(m.layers):
             x = self.encoder_layer(i, x) if m.is_encoder else self.decoder_layer(i, x)
-        if m.is_encoder:
+        if m.is_encoder or not s.logits:
             return self.g
         x = self.norm("final_norm", -1, x)
         # Only the last position of each sequence needs logits.
@@ -271,6 +272,24 @@ class _Builder:
         d = self.allreduce(f"{p}.mlp_allreduce", i, self.matmul(f"{p}.down", i, act, m.hidden, f"{p}.down.out"))
         x2 = self.vector(f"{p}.mlp_add", "elementwise", i, (x1, d), f"{p}.mlp_add.out", m.hidden, 1)
         return self.norm(f"{p}.mlp_norm", i, x2)
+
+
+def split(step: StepSpec, parts: int) -> tuple[StepSpec, ...]:
+    """The micro-batches a step runs as, one after another through a pipeline: the batch split
+    evenly, or else a prefill's prompt split into chunks that each attend to the ones before
+    (only the last computes logits)."""
+    if parts < 1:
+        raise ConfigError("must be at least 1", field="--microbatches")
+    if parts == 1:
+        return (step,)
+    if step.batch % parts == 0:
+        return (dataclasses.replace(step, batch=step.batch // parts),) * parts
+    if step.phase == "prefill" and step.tokens >= parts:
+        bounds = [step.tokens * k // parts for k in range(parts + 1)]
+        return tuple(dataclasses.replace(step, tokens=b - a, context=step.context + a, logits=k == parts - 1)
+                     for k, (a, b) in enumerate(zip(bounds, bounds[1:])))
+    raise ConfigError(f"{parts} micro-batches split neither the batch of {step.batch} nor the "
+                      f"{step.tokens} tokens of a prefill", field="--microbatches")
 
 
 def build_step(model: ModelConfig, step: StepSpec) -> OpGraph:

@@ -121,6 +121,16 @@ class OpGraph:
             path = " -> ".join(nodes if len(nodes) <= 4 else [*nodes[:3], "...", nodes[-1]])
             raise TraceError(f"cycle of {len(nodes)} ops: {path} -> {nodes[0]}", file=file, field=f"ops[{nodes[0]}]")
 
+    def subgraph(self, names: list[str]) -> "OpGraph":
+        """The named ops and every tensor they read or write."""
+        sub = OpGraph(meta=dict(self.meta))
+        for name in names:
+            op = self.ops[name]
+            sub.add_op(op)
+            for t in [r.tensor for r in op.inputs] + list(op.outputs):
+                sub.tensors[t] = self.tensors[t]
+        return sub
+
     def __iter__(self) -> Iterator[Op]:
         return iter(self.ops.values())
 

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping.families.gpu import kernel_per_op
+from memsim.mapping.layout import Layout
 from memsim.mapping.strategy import plan_with, register
 from memsim.workload.graph import OpGraph
 
 
 @register("cpu")
-def plan_cpu(graph: OpGraph, chip: ChipSpec, pp: int = 1):
-    return plan_with(graph, chip, kernel_per_op, attention="unfused", pp=pp)
+def plan_cpu(graph: OpGraph, chip: ChipSpec, layout: Layout = Layout()):
+    return plan_with(graph, chip, kernel_per_op, layout, attention="unfused")

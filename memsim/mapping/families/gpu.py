@@ -7,6 +7,7 @@ HBM are offloaded to host DDR and streamed over PCIe (FlexGen / ZeRO-Inference s
 from __future__ import annotations
 
 from memsim.hardware.spec import ChipSpec
+from memsim.mapping.layout import Layout
 from memsim.mapping.strategy import plan_with, register
 from memsim.workload.graph import OpGraph
 
@@ -16,5 +17,5 @@ def kernel_per_op(op, steps, cx):
 
 
 @register("gpu")
-def plan_gpu(graph: OpGraph, chip: ChipSpec, pp: int = 1):
-    return plan_with(graph, chip, kernel_per_op, pp=pp)
+def plan_gpu(graph: OpGraph, chip: ChipSpec, layout: Layout = Layout()):
+    return plan_with(graph, chip, kernel_per_op, layout)

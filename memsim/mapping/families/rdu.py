@@ -14,6 +14,7 @@ from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping.lower import make_step
 from memsim.mapping.plan import Step
+from memsim.mapping.layout import Layout
 from memsim.mapping.strategy import plan_with, register
 from memsim.workload.graph import OpGraph
 
@@ -38,16 +39,17 @@ def stage_through(steps: tuple[Step, ...], slow: set[Ref], fast: Ref, sram_bytes
 
 
 @register("rdu")
-def plan_rdu(graph: OpGraph, chip: ChipSpec, pp: int = 1):
+def plan_rdu(graph: OpGraph, chip: ChipSpec, layout: Layout = Layout()):
     slow = {Ref.level(name) for name in chip.execution.stage_from}
     fast = Ref.level(chip.execution.stage_into) if chip.execution.stage_into else None
-    seen_layers: set[int] = set()
+    seen_layers: set[tuple[int, int]] = set()  # (micro-batch graph, layer) already launched
 
     def fused_layers(op, steps, cx):
         if slow:
             steps = stage_through(steps, slow, fast, cx.sram_bytes)
-        first = op.layer < 0 or op.layer not in seen_layers
-        seen_layers.add(op.layer)
+        key = (cx.microbatch, op.layer)
+        first = op.layer < 0 or key not in seen_layers
+        seen_layers.add(key)
         return steps, cx.chip.execution.kernel_overhead_ps if first else 0
 
-    return plan_with(graph, chip, fused_layers, pp=pp)
+    return plan_with(graph, chip, fused_layers, layout)

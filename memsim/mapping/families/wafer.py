@@ -14,6 +14,7 @@ import dataclasses
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping.lower import make_step
+from memsim.mapping.layout import Layout
 from memsim.mapping.strategy import plan_with, register
 from memsim.workload.graph import OpGraph
 
@@ -21,7 +22,7 @@ FABRIC_OPS = ("matmul", "attention")
 
 
 @register("wafer")
-def plan_wafer(graph: OpGraph, chip: ChipSpec, pp: int = 1):
+def plan_wafer(graph: OpGraph, chip: ChipSpec, layout: Layout = Layout()):
     regions = max(1, 1 + max((op.layer for op in graph), default=0))
     fabric = chip.execution.fabric
 
@@ -37,4 +38,4 @@ def plan_wafer(graph: OpGraph, chip: ChipSpec, pp: int = 1):
             shaped = [traversals[0], *shaped, traversals[1]]
         return tuple(shaped), cx.chip.execution.kernel_overhead_ps
 
-    return plan_with(graph, chip, regional, compute_share=1.0 / regions, pp=pp)
+    return plan_with(graph, chip, regional, layout, compute_share=1.0 / regions)

@@ -1,0 +1,59 @@
+"""How a step is laid out over a system: pipeline stages, micro-batches and per-stage placement.
+
+Layers are split evenly into ``pp`` stages; ops before the first layer go to the first
+stage and ops after the last layer to the last. Every stage places only its own tensors
+(its layers' weights and KV cache, its activations), so a stage holds its share of the model.
+A step may run as several micro-batches, graphs with the same op names that flow through
+the stages one after another; the stage placement reserves a KV cache for each.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memsim.errors import ConfigError
+from memsim.hardware.spec import ChipSpec
+from memsim.mapping.placement import place
+from memsim.workload.graph import Op, OpGraph
+
+
+@dataclass(frozen=True)
+class Layout:
+    pp: int = 1  # pipeline stages
+    microbatches: tuple[OpGraph, ...] = ()  # run one after another; empty: the step's graph, once
+    kv_copies: int = 1  # micro-batches that each keep a KV cache of the placed graph's size
+
+    def graphs(self, graph: OpGraph) -> tuple[OpGraph, ...]:
+        return self.microbatches or (graph,)
+
+
+def stages(order: list[Op], pp: int) -> dict[str, int]:
+    """The pipeline stage of each op."""
+    layers = 1 + max((op.layer for op in order), default=0)
+    if pp > max(1, layers):
+        raise ConfigError(f"{pp} pipeline stages for {layers} layers", field="--pp")
+    out, seen_layer = {}, False
+    for op in order:
+        if op.layer >= 0:
+            seen_layer = True
+            out[op.name] = op.layer * pp // layers
+        else:
+            out[op.name] = pp - 1 if seen_layer else 0
+    return out
+
+
+def stage_graphs(graph: OpGraph, stage_of: dict[str, int], pp: int) -> list[OpGraph]:
+    """Each stage's ops and the tensors they use."""
+    names: list[list[str]] = [[] for _ in range(pp)]
+    for name in graph.ops:
+        names[stage_of[name]].append(name)
+    return [graph.subgraph(n) for n in names]
+
+
+def place_stages(graph: OpGraph, chip: ChipSpec, stage_of: dict[str, int], layout: Layout) -> dict[str, str]:
+    """Homes for every tensor, each stage placed on its own chip."""
+    homes: dict[str, str] = {}
+    for s, sub in enumerate(stage_graphs(graph, stage_of, layout.pp)):
+        where = f"pipeline stage {s}: " if layout.pp > 1 else ""
+        for name, home in place(sub, chip, layout.kv_copies, where).items():
+            homes.setdefault(name, home)  # an activation sent between stages keeps its producer's home
+    return homes
