@@ -44,8 +44,10 @@ def find_cycle(states: list[tuple], completions: list[int], depth: int) -> int |
 class FastForward:
     """The observer of one step: records its history and skips cycles when it may."""
 
-    def __init__(self, quiet_until: Callable[[StepRun], float], shift_events: Callable[[object, int], None]) -> None:
+    def __init__(self, quiet_until: Callable[[StepRun], float], shift_events: Callable[[object, int], None],
+                 shared: Callable[[StepRun], list] = lambda run: []) -> None:
         self.quiet_until = quiet_until
+        self.shared = shared
         self.shift_events = shift_events
         self.states: list[tuple] = []
         self.completions: list[int] = []
@@ -79,6 +81,10 @@ class FastForward:
             cycles = min(cycles, int((quiet - now) // cycle_ps))
         if cycles < 1 or cycle_ps <= 0:
             return 0
+        # A prefetch (which yields to this step) may use a resource this step leaves idle at
+        # times: skipping would starve it. Skip only if the step keeps every such resource busy.
+        if any(q * _hold(run, server) != cycle_ps for server in self.shared(run)):
+            return 0
         self.approximate |= approximate
         delta = cycles * cycle_ps
         self.shift_events(run, delta)
@@ -103,6 +109,14 @@ def _account(run: StepRun, cycles: int, q: int, stalls: list[dict]) -> None:
             port.via.busy_ps += via_hold * n
     run.issued += n
     run.consumed += n
+
+
+def _hold(run: StepRun, server) -> int:
+    """How long one chunk of the step holds ``server``."""
+    total = run.step.compute_ps if server is run.res.compute else 0
+    for port, hold, via_hold, _, _ in run.loads + run.stores:
+        total += (hold if port is server else 0) + (via_hold if port.via is server and via_hold else 0)
+    return total
 
 
 def shift_step(run: StepRun, delta: int) -> None:
@@ -139,4 +153,5 @@ def _shift_use(use: Use | None, delta: int) -> None:
     use.requested += delta
     if use.start >= 0:
         use.start += delta
+    if use.end >= 0:
         use.end += delta

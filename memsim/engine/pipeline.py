@@ -25,7 +25,7 @@ from typing import Callable
 import simpy
 
 from memsim.engine.records import COMPUTE, SRAM_CAPACITY, UNPACK, WAIT
-from memsim.engine.resources import ChipResources, Job, Server, Use
+from memsim.engine.resources import PREFETCH, ChipResources, Job, Server, Use
 from memsim.mapping.plan import OpTask, Step
 
 CAPACITY = (SRAM_CAPACITY, "")  # stall keys are (kind, resource) pairs until the step ends
@@ -64,7 +64,7 @@ def status(use: Use | None, now: int) -> tuple:
     """A request's state relative to now: done, granted with time left, or queued."""
     if use is None:
         return ()
-    if use.start < 0:
+    if use.end < 0:
         return ("queued", use.duration, use.resource.put_queue.index(use))
     return ("held", use.end - now) if use.end > now else ("done",)
 
@@ -239,14 +239,17 @@ class StepRun:
                     k = (key[0], key[1], "")
                     stall[k] = stall.get(k, 0) + span
         self.computing = True
+        if not self.step.compute_ps:  # a copy: nothing to compute
+            self._computed(None)
+            return
         use = self.res.compute.request(self.step.compute_ps, self.job, self.priority)
         use.step = self
         use.callbacks.append(self._computed)
 
-    def _computed(self, use: Use) -> None:
+    def _computed(self, use: Use | None) -> None:
         now = self.env._now
         stall = self.chunk_stalls
-        if use.start > use.requested:  # another task held the compute units
+        if use is not None and use.start > use.requested:  # another task held the compute units
             k = (WAIT, COMPUTE, use.blocker.op if use.blocker is not None else "")
             stall[k] = stall.get(k, 0) + use.start - use.requested
         for k, ps in stall.items():
@@ -346,7 +349,7 @@ class StepRun:
 
     def footprint(self) -> list[Server]:
         """The resources this step uses."""
-        out = [self.res.compute]
+        out = [self.res.compute] if self.step.compute_ps else []
         for port, *_ in self.loads + self.stores:
             if port not in out:
                 out.append(port)
@@ -363,7 +366,9 @@ class StepRun:
                        for c in self.pending)
         stores = tuple((b.computed - now, b.left, tuple((status(u, now), status(v, now)) for u, v, _ in b.uses))
                        for b in self.outstanding)
-        servers = tuple((max(0, s.horizon - now), status(s.user, now), len(s.put_queue)) for s in self.footprint())
+        # Prefetches never delay this step's requests (they are preempted): they are not part of its state.
+        servers = tuple((max(0, s.horizon - now), status(s.user if s.user and s.user.priority < PREFETCH else None, now),
+                         sum(1 for u in s.put_queue if u.priority < PREFETCH)) for s in self.footprint())
         waiting = None
         if self.waiting is not None:
             asked, frees = self.waiting

@@ -23,7 +23,7 @@ from heapq import heappush
 from itertools import count
 
 import simpy
-from simpy.events import NORMAL, PENDING
+from simpy.events import NORMAL, PENDING, Event
 from simpy.resources.base import BaseResource, Put
 
 from memsim.engine.records import COMPUTE, LEVEL, LINK, SYSTEM, ResourceId
@@ -52,7 +52,8 @@ class _PriorityQueue(list):
 
 class Use(Put):
     """A request to hold a server for ``duration_ps``. It is granted in queue order and
-    succeeds when the hold ends; ``start``/``end`` are set when it is granted."""
+    succeeds when the hold ends; ``start``/``end`` are set when it is granted (``end`` is -1
+    while it waits, and again while a preempted prefetch waits to resume)."""
 
     _seq = count()
 
@@ -64,21 +65,27 @@ class Use(Put):
         self.resource = server
         self.duration = duration_ps
         self.owner = owner
+        self.priority = priority
         self.requested = now = self.env._now
         self.start = self.end = -1
-        if owner is not server.last_owner:
-            server.last_owner = owner
-            server.switches += 1
-        server.horizon = (now if now > server.horizon else server.horizon) + duration_ps
+        if priority < PREFETCH:  # prefetches never delay demand traffic: only the others count
+            if owner is not server.last_owner:
+                server.last_owner = owner
+                server.switches += 1
+            server.horizon = (now if now > server.horizon else server.horizon) + duration_ps
         user = server.user
         if user is None and not server.put_queue:
             self.blocker = None
             server._grant(self)
-        else:
-            # The operator holding the server when this request arrived, if it is another one.
-            self.blocker = user.owner if user is not None and user.owner is not owner else None
-            self.order = (priority, next(Use._seq))
-            server.put_queue.append(self)
+            return
+        # The operator holding the server when this request arrived, if it is another one.
+        self.blocker = user.owner if user is not None and user.owner is not owner else None
+        self.order = (priority, next(Use._seq))
+        if user is not None and user.priority >= PREFETCH > priority:
+            server._preempt(user)
+            server._grant(self)
+            return
+        server.put_queue.append(self)
 
 
 class Server(BaseResource):
@@ -93,12 +100,12 @@ class Server(BaseResource):
         self.latency_ps = latency_ps
         self.via = via
         self.user: Use | None = None
-        self.horizon = 0  # when the server would be free, were requests served in arrival order
+        self.horizon = 0  # when the server would be free of demand and communication requests
         self.busy_ps = 0
         self.bytes_read = 0
         self.bytes_written = 0
         self.last_owner: object = None
-        self.switches = 0  # how often a request came from another owner than the one before
+        self.switches = 0  # how often a demand request came from another owner than the one before
         self._on_release = self._release
         self._queue = env._queue
         self._eid = env._eid
@@ -109,12 +116,40 @@ class Server(BaseResource):
 
     def _grant(self, use: Use) -> None:
         self.user = use
-        use.start = now = self._env._now
+        now = self._env._now
+        if use.start < 0:
+            use.start = now
         use.end = end = now + use.duration
         self.busy_ps += use.duration
+        if use.priority >= PREFETCH:  # preemptible: a timer ends the hold unless it is preempted
+            timer = Event(self._env)
+            timer.callbacks.append(self._expire)
+            timer.use, timer.token = use, end
+            timer.step = getattr(use, "step", None)
+            timer._ok, timer._value = True, None
+            heappush(self._queue, (end, NORMAL, next(self._eid), timer))
+            return
         use.callbacks.insert(0, self._on_release)
         use._ok, use._value = True, None
         heappush(self._queue, (end, NORMAL, next(self._eid), use))  # Environment.schedule, inlined
+
+    def _preempt(self, use: Use) -> None:
+        """Demand traffic takes the server from a prefetch, which resumes where it stopped."""
+        left = use.end - self._env._now
+        self.busy_ps -= left
+        use.duration = left
+        use.end = -1  # its timer is stale now
+        use.order = (use.priority, -1)  # first among the prefetches waiting
+        self.user = None
+        self.put_queue.append(use)
+
+    def _expire(self, timer: Event) -> None:
+        use = timer.use
+        if use.end != timer.token or self.user is not use:
+            return
+        use.callbacks.insert(0, self._on_release)
+        use._ok, use._value = True, None
+        heappush(self._queue, (self._env._now, NORMAL, next(self._eid), use))
 
     def _release(self, use: Use) -> None:
         self.user = None
@@ -133,13 +168,18 @@ class Server(BaseResource):
     def _trigger_get(self, put_event) -> None:  # no get queue to serve
         return None
 
-    def idle(self, now: int) -> bool:
-        return self.user is None and not self.put_queue and self.horizon <= now
+    def idle(self, now: int, priority: int | None = None) -> bool:
+        """Nothing in service or waiting (of ``priority`` or higher, if given)."""
+        if priority is None:
+            return self.user is None and not self.put_queue and self.horizon <= now
+        return (self.horizon <= now and (self.user is None or self.user.priority > priority)
+                and all(u.priority > priority for u in self.put_queue))
+
+    def prefetching(self) -> bool:
+        """A prefetch holds the server or waits for it."""
+        return any(u.priority >= PREFETCH for u in ([self.user] if self.user else []) + list(self.put_queue))
 
     # -- transfers ---------------------------------------------------------------------
-    def idle(self, now: int) -> bool:
-        return self.user is None and not self.put_queue and self.horizon <= now
-
     @property
     def free_at(self) -> int:
         return max(self.horizon, self.via.free_at) if self.via is not None else self.horizon
@@ -194,7 +234,7 @@ def finished(use: Use, via: Use | None, name: str, via_name: str) -> tuple[int, 
 class ChipResources:
     """One chip's compute units, memory levels and chip links (PCIe, a wafer's fabric and I/O)."""
 
-    def __init__(self, env: simpy.Environment, chip: ChipSpec, index: int) -> None:
+    def __init__(self, env: simpy.Environment, chip: ChipSpec, index: int, staging_bytes: int = 0) -> None:
         self.spec = chip
         self.index = index
         self.compute = Server(env, ResourceId(COMPUTE, index, "compute"))
@@ -202,6 +242,8 @@ class ChipResources:
         for lvl in chip.levels:
             via = self.ports.get(Ref.link(lvl.via)) if lvl.via else None
             self.ports[Ref.level(lvl.name)] = _level(env, lvl, chip.compute.units, index, via)
+        # SRAM set aside for prefetched weights: a prefetch takes its bytes, their user gives them back.
+        self.staging = simpy.Container(env, capacity=staging_bytes, init=staging_bytes) if staging_bytes else None
 
     def servers(self) -> list[Server]:
         return [self.compute, *self.ports.values()]

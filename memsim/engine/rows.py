@@ -1,6 +1,6 @@
 """A finished step's timeline rows, built from the aggregates it kept while its chunks ran.
 
-The compute units' time from the step's start to its end is laid out as one compute row
+On the compute stream, the compute units' time from the step's start to its end is laid out as one compute row
 (the busy time of all chunks) followed by one stall row per cause, so a chip's compute rows
 still tile its whole timeline. Each level the step read or wrote gets one transfer row from
 its first transfer's start to its last one's end, with the exact bytes moved.
@@ -16,11 +16,13 @@ def step_rows(run: StepRun) -> list[Interval]:
     common = dict(chip=chip, op=task.op, op_kind=task.kind, layer=task.layer, stream=run.job.stream,
                   count=step.count)
     compute = ResourceId(COMPUTE, chip, COMPUTE)
-    rows = [Interval(t, t + run.busy_ps, resource=compute, kind="compute", flops=step.flops, **common)]
-    t += run.busy_ps
-    for (kind, on, holder), ps in sorted(run.stalls.items()):
-        rows.append(Interval(t, t + ps, resource=compute, kind="stall", cause=Cause(kind, on, holder), **common))
-        t += ps
+    rows = []
+    if run.job.stream == COMPUTE:  # a copy or a transfer on another stream leaves compute to others
+        rows.append(Interval(t, t + run.busy_ps, resource=compute, kind="compute", flops=step.flops, **common))
+        t += run.busy_ps
+        for (kind, on, holder), ps in sorted(run.stalls.items()):
+            rows.append(Interval(t, t + ps, resource=compute, kind="stall", cause=Cause(kind, on, holder), **common))
+            t += ps
     if run.unpack_ps:
         rows.append(Interval(run.first_unpack, run.first_unpack + run.unpack_ps,
                              resource=ResourceId(DEQUANT, chip, DEQUANT), kind="compute", **common))

@@ -70,7 +70,7 @@ class Simulation:
         self.fast_forward, self.memoize = fast_forward, memoize
         self.env = env = Environment()
         chips = sorted({t.chip for t in plan.tasks} | {0})
-        self.chips = {c: ChipResources(env, plan.chip, c) for c in chips}
+        self.chips = {c: ChipResources(env, plan.chip, c, plan.staging_bytes) for c in chips}
         self.links = SystemLinks(env, plan.chip, plan.chips) if plan.chips > 1 else None
         declared = plan.chip.execution.streams
         self.streams: dict[tuple[int, str], list[OpTask]] = {}
@@ -97,7 +97,7 @@ class Simulation:
     def _servers(self, task: OpTask) -> list[Server]:
         """The resources a task can touch."""
         res = self.chips[task.chip]
-        out = [res.compute] if task.steps else []
+        out = [res.compute] if any(s.compute_ps for s in task.steps) else []
         for step in task.steps:
             for ref, _ in step.loads + step.stores:
                 port = res.ports[ref]
@@ -109,17 +109,36 @@ class Simulation:
         return out
 
     # -- the shortcuts' question ----------------------------------------------------------
-    def quiet_until(self, key: tuple[int, str], servers: list[Server]) -> float:
-        """The earliest time a task of another stream could touch ``servers``."""
+    def _others(self, key: tuple[int, str], servers: list[Server], lower: bool):
+        """The other streams that have a task, running or to come, using any of ``servers``: those of
+        lower priority than ``key``'s if ``lower``, else those of the same or higher priority."""
         ids = {id(s) for s in servers}
         system = any(s.rid.chip == SYSTEM for s in servers)
+        mine = PRIORITY.get(key[1], DEMAND)
         for other, uses in self.last_use.items():
             if other == key or (other[0] != key[0] and not system):
                 continue
+            if (PRIORITY.get(other[1], DEMAND) > mine) != lower:
+                continue
             position = self.position[other]
-            if any(uses.get(i, -1) >= position for i in ids):
+            hits = [i for i in ids if uses.get(i, -1) >= position]
+            if hits:
+                yield other, hits
+
+    def quiet_until(self, key: tuple[int, str], servers: list[Server], lower: bool = True) -> float:
+        """The earliest time a task of another stream could touch ``servers`` (ignoring streams
+        of lower priority, whose requests yield to this one's, unless ``lower``)."""
+        for _ in self._others(key, servers, False):
+            return self.env.now
+        if lower:
+            for _ in self._others(key, servers, True):
                 return self.env.now
         return NEVER
+
+    def shared(self, key: tuple[int, str], servers: list[Server]) -> list[Server]:
+        """Which of ``servers`` a lower-priority stream (a prefetch) uses or may use."""
+        ids = {i for _, hits in self._others(key, servers, True) for i in hits}
+        return [s for s in servers if id(s) in ids or s.prefetching()]
 
     # -- processes --------------------------------------------------------------------------
     def _stream(self, key: tuple[int, str], tasks: list[OpTask]):
@@ -157,6 +176,14 @@ class Simulation:
         return [row] if keep(row) else []
 
     def _task(self, task: OpTask, job: Job, key: tuple[int, str]):
+        staging = self.chips[task.chip].staging
+        if task.acquires:  # a prefetch waits for room in the staging area
+            yield staging.get(task.acquires)
+        yield from self._run_task(task, job, key)
+        if task.releases:
+            staging.put(task.releases)
+
+    def _run_task(self, task: OpTask, job: Job, key: tuple[int, str]):
         env = self.env
         start = env.now
         servers = self.servers[task.op]
@@ -181,8 +208,8 @@ class Simulation:
             if on_compute:
                 rows += self._idle(job.chip, task, t0, Cause.wait(task.bound))
         for step in task.steps:
-            observer = FastForward(lambda run: self.quiet_until(key, run.footprint()), env.shift) \
-                if self.fast_forward else None
+            observer = FastForward(lambda run: self.quiet_until(key, run.footprint(), lower=False), env.shift,
+                                   lambda run: self.shared(key, run.footprint())) if self.fast_forward else None
             run = StepRun(env, res, task, step, job, PRIORITY.get(key[1], DEMAND), observer)
             yield from run.run()
             rows += step_rows(run)

@@ -30,10 +30,11 @@ class Context:
     attention: str = "fused"  # the family may force unfused attention
     compute_share: float = 1.0  # fraction of the chip's compute an op gets (a wafer region)
     microbatch: int = 0  # which micro-batch of the step the op belongs to
+    staging_bytes: int = 0  # SRAM set aside for prefetched weights: tiles get the rest
 
     @property
     def sram_bytes(self) -> int:
-        return self.chip.chip_capacity(self.chip.sram)
+        return self.chip.chip_capacity(self.chip.sram) - self.staging_bytes
 
     @property
     def depth(self) -> int:

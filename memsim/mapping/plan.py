@@ -47,11 +47,13 @@ class OpTask:
     stream: str = COMPUTE  # the chip's stream it is issued on, in plan order
     graph_op: str = ""  # the operator of the step's graph it runs (empty for a send between stages)
     microbatch: int = 0
+    acquires: int = 0  # bytes of the chip's SRAM staging area a prefetch takes before it starts
+    releases: int = 0  # bytes of it the operator that used the prefetched weights gives back when done
 
     @property
     def signature(self) -> tuple:
         """Everything that decides the task's timing; equal signatures simulate identically."""
-        return (self.overhead_ps, self.steps, self.chip, self.rounds, self.stream)
+        return (self.overhead_ps, self.steps, self.chip, self.rounds, self.stream, self.acquires, self.releases)
 
     @property
     def bound_name(self) -> str:
@@ -77,3 +79,4 @@ class Plan:
     compulsory_bytes: tuple[tuple[str, int], ...]  # level -> bytes any schedule must move
     chips: int = 1  # tensor-parallel ranks x pipeline stages
     tp: int = 1
+    staging_bytes: int = 0  # per chip: SRAM set aside for prefetched weights

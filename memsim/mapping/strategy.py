@@ -17,6 +17,7 @@ from memsim.hardware.spec import ChipSpec
 from memsim.mapping.lower import Context, lower
 from memsim.mapping.layout import Layout, place_stages, stage_graphs, stages
 from memsim.mapping.plan import OpTask, Plan, Step
+from memsim.mapping.prefetch import Prefetcher, staging_bytes
 from memsim.mapping.roofline import peak_bandwidth, staged_roofline
 from memsim.units import transfer_ps
 from memsim.mapping import collectives, system
@@ -65,20 +66,24 @@ def plan_with(graph: OpGraph, chip: ChipSpec, shape: Shaper, layout: Layout = La
     homes = place_stages(graph, chip, stage_of, layout)
     micro = layout.graphs(graph)
     tasks: list[OpTask] = []
+    prefetcher = Prefetcher()
     for m, g in enumerate(micro):
-        tasks += _micro_tasks(g, chip, shape, homes, stage_of, tp, attention, compute_share,
-                              f"#{m}" if len(micro) > 1 else "", m)
+        cx = Context(chip, g, homes, attention or chip.execution.attention, compute_share, m)
+        cx = dataclasses.replace(cx, staging_bytes=staging_bytes(cx))
+        tasks += _micro_tasks(cx, shape, stage_of, tp, f"#{m}" if len(micro) > 1 else "", prefetcher)
     split = [stage_graphs(g, stage_of, pp) for g in micro]
     per_stage = [[parts[s] for parts in split] for s in range(pp)]
     seconds, bound, need = staged_roofline(per_stage, chip, homes, system.link_bytes(tasks, chip, tp * pp))
+    staging = staging_bytes(Context(chip, graph, homes))
     return Plan(chip, tuple(tasks), tuple(sorted(homes.items())), seconds, bound, tuple(sorted(need.items())),
-                chips=tp * pp, tp=tp)
+                chips=tp * pp, tp=tp, staging_bytes=staging)
 
 
-def _micro_tasks(graph: OpGraph, chip: ChipSpec, shape: Shaper, homes: dict[str, str], stage_of: dict[str, int],
-                 tp: int, attention: str | None, compute_share: float, suffix: str, m: int) -> list[OpTask]:
-    """The tasks of one micro-batch: its ops on their stages' chips, and the sends between stages."""
-    cx = Context(chip, graph, homes, attention or chip.execution.attention, compute_share, m)
+def _micro_tasks(cx: Context, shape: Shaper, stage_of: dict[str, int], tp: int, suffix: str,
+                 prefetcher: Prefetcher) -> list[OpTask]:
+    """The tasks of one micro-batch: its ops on their stages' chips, the sends between stages
+    and the prefetches of weights."""
+    graph, chip, m = cx.graph, cx.chip, cx.microbatch
     deps = graph.graph()
     order = graph.order()
     into: dict[int, str] = {}  # stage -> the send that brings the activation into it
@@ -97,9 +102,14 @@ def _micro_tasks(graph: OpGraph, chip: ChipSpec, shape: Shaper, homes: dict[str,
             task = system.collective_task(op, chip, stage, tp, preds, op.name + suffix)
             tasks.append(dataclasses.replace(task, microbatch=m))
             continue
-        steps, overhead = shape(op, lower(op, cx), cx)
+        prefetch, op_cx = prefetcher.stage(op, cx, stage * tp, op.name + suffix)
+        if prefetch is not None:
+            tasks.append(prefetch)
+            preds += (prefetch.op,)
+        steps, overhead = shape(op, lower(op, op_cx), op_cx)
         tasks.append(OpTask(op.name + suffix, op.kind, op.layer, op.flops, overhead, steps, preds, _bound(chip, steps),
-                            chip=stage * tp, graph_op=op.name, microbatch=m))
+                            chip=stage * tp, graph_op=op.name, microbatch=m,
+                            releases=prefetch.acquires if prefetch is not None else 0))
     return tasks
 
 

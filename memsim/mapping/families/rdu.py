@@ -15,6 +15,7 @@ from memsim.hardware.spec import ChipSpec
 from memsim.mapping.lower import make_step
 from memsim.mapping.plan import Step
 from memsim.mapping.layout import Layout
+from memsim.mapping.prefetch import copy_step
 from memsim.mapping.strategy import plan_with, register
 from memsim.workload.graph import OpGraph
 
@@ -28,8 +29,7 @@ def stage_through(steps: tuple[Step, ...], slow: set[Ref], fast: Ref, sram_bytes
             out.append(step)
             continue
         moved = sum(staged.values())
-        copy = make_step("stage", staged, {fast: moved}, 0, 0, sram_bytes // 2, step.depth, sram_bytes)
-        out.append(dataclasses.replace(copy, direct=True))
+        out.append(copy_step("stage", staged, fast, step.depth))
         loads = {lvl: b for lvl, b in step.total_loads if lvl not in slow}
         loads[fast] = loads.get(fast, 0) + moved
         remade = make_step(step.label, loads, dict(step.total_stores), step.compute_ps * step.count, step.flops,
