@@ -154,20 +154,40 @@ class _Builder:
         return outs[0]
 
     # -- model -----------------------------------------------------------------
+    def embed(self, vocab: int) -> str:
+        """The input embedding. With one rank it gathers every table in one op. With ``tp`` ranks
+        the token table is vocabulary-parallel (Megatron's VocabParallelEmbedding): each rank holds
+        ``vocab`` rows, looks up every token, masks those outside its range (on average it reads
+        1/tp of the rows' bytes) and the partial outputs are summed by an all-reduce; learned
+        position and segment tables stay replicated and are added after it."""
+        m, s = self.m, self.s
+        h = m.hidden
+        row_bytes = nbytes(self.rows * h, s.act_dtype)
+        ids = self.tensor("input_ids", (self.rows,), "activation", dtype="fp32")
+        wte = self.tensor("embed.weight", (vocab, h), "weight")
+        reads = [Read(ids, self.g.tensors[ids].bytes), Read(wte, -(-row_bytes // s.tp))]
+        extra: list[str] = []
+        if m.arch in ("gpt2", "bert"):  # learned absolute positions
+            extra.append(self.tensor("embed.pos", (m.max_positions, h), "weight"))
+        if m.arch == "bert":  # segment (token type) embeddings
+            extra.append(self.tensor("embed.type", (2, h), "weight"))
+        if s.tp == 1:
+            reads += [Read(t, row_bytes) for t in extra]
+        x = self.act("embed.out" if s.tp == 1 else "embed.partial", h)
+        self.op("embed", "embedding", -1, self.rows * h, tuple(reads), (x,), elements=self.rows * h)
+        x = self.allreduce("embed.allreduce", -1, x)
+        if extra and s.tp > 1:
+            out = self.act("embed.out", h)
+            self.op("embed.positions", "embedding", -1, len(extra) * self.rows * h,
+                    (*self.full(x), *(Read(t, row_bytes) for t in extra)), (out,), elements=self.rows * h)
+            x = out
+        return x
+
     def build(self) -> OpGraph:
         m, s = self.m, self.s
         h = m.hidden
-        ids = self.tensor("input_ids", (self.rows,), "activation", dtype="fp32")
-        wte = self.tensor("embed.weight", (m.vocab, h), "weight")
-        reads = [Read(ids, self.g.tensors[ids].bytes), Read(wte, nbytes(self.rows * h, s.act_dtype))]
-        if m.arch in ("gpt2", "bert"):  # learned absolute positions
-            wpe = self.tensor("embed.pos", (m.max_positions, h), "weight")
-            reads.append(Read(wpe, nbytes(self.rows * h, s.act_dtype)))
-        if m.arch == "bert":  # segment (token type) embeddings
-            wtt = self.tensor("embed.type", (2, h), "weight")
-            reads.append(Read(wtt, nbytes(self.rows * h, s.act_dtype)))
-        x = self.act("embed.out", h)
-        self.op("embed", "embedding", -1, self.rows * h, tuple(reads), (x,), elements=self.rows * h)
+        vocab = -(-m.vocab // s.tp)  # the embedding table and the LM head are split by vocabulary
+        x = self.embed(vocab)
         if m.is_encoder:
             x = self.norm("embed.norm", -1, x)
         for i in range(m.layers):
@@ -181,11 +201,9 @@ class _Builder:
             last = self.act("final_norm.last", h, s.batch)
             self.g.add_op(Op("take_last", "elementwise", -1, s.act_dtype, 0,
                              (Read(x, nbytes(s.batch * h, s.act_dtype)),), (last,), (("elements", s.batch * h),)))
-        vocab = -(-m.vocab // s.tp)  # the LM head is split by vocabulary across ranks
-        if m.tie_embeddings:
+        if m.tie_embeddings:  # the LM head reads this rank's shard of the embedding table
             self.act("logits", vocab, s.batch)
-            table = Read("embed.weight", -(-self.g.tensors["embed.weight"].bytes // s.tp))
-            self.op("lm_head", "matmul", -1, 2 * s.batch * vocab * h, (*self.full(last), table),
+            self.op("lm_head", "matmul", -1, 2 * s.batch * vocab * h, self.full(last, "embed.weight"),
                     ("logits",), m=s.batch, n=vocab, k=h)
         else:
             self.matmul("lm_head", -1, last, vocab, "logits", rows=s.batch)

@@ -1,0 +1,70 @@
+"""Every shipped hardware preset runs a Llama-3.1-8B decode step, with its weights and KV cache
+in the memory that should hold them, and never faster than its roofline."""
+from __future__ import annotations
+
+import pytest
+
+from memsim import hardware, simulate
+from memsim.errors import CapacityError
+
+# Options a chip needs for Llama-3.1-8B (16.1 GB of bf16 weights and KV cache at context 512).
+# Every other preset holds it in bf16 on one chip.
+OPTIONS: dict[str, dict[str, object]] = {
+    # 12 GiB of GDDR6: int8 projections (8.6 GB with the bf16 embedding) fit, bf16 does not.
+    "wormhole-n150": {"weight_dtype": "int8"},
+    # 230 MB of SRAM and no DRAM: int8 weights over 64 chips, 8 layers a stage, 1/16 of each on a
+    # chip (109 MB) and, on the first stage, 1/16 of the embedding (66 MB). 16 x 3 = 48 chips is the
+    # smallest grid that fits at context 512 (219 MB on the first stage); 16 x 4 leaves room.
+    "groq-lpu": {"weight_dtype": "int8", "tp": 16, "pp": 4},
+}
+
+
+def _home_level(chip: hardware.ChipSpec, homes: dict[str, str], classes: dict[str, str]) -> str:
+    """The one level every weight and KV tensor lives in (the test fails if there are several)."""
+    used = {homes[name] for name, klass in classes.items() if klass in ("weight", "kv")}
+    assert len(used) == 1, used
+    return used.pop()
+
+
+@pytest.mark.parametrize("preset", hardware.presets())
+def test_every_preset_runs_a_llama_3_1_8b_decode_step(preset):
+    options = OPTIONS.get(preset, {})
+    r = simulate(preset, "llama-3.1-8b", context=512, **options)
+    s = r.summary
+    assert s["step_time_s"] > 0
+    assert s["step_over_roofline"] >= 1
+    assert s["chips"] == int(options.get("tp", 1)) * int(options.get("pp", 1))
+    # Everything persistent sits in the first level that can hold weights; no level past it (host
+    # DDR over PCIe, MemoryX, an RDU's staging DDR) moves a byte.
+    chip = r.chip
+    home = _home_level(chip, dict(r.plan.homes), {t.name: t.klass for t in r.graph.tensors.values()})
+    names = [lvl.name for lvl in chip.levels]
+    assert home == next(lvl.name for lvl in chip.levels if lvl.home_for("weight"))
+    for later in names[names.index(home) + 1:]:
+        assert s["bytes_per_level"][later]["total"] == 0, later
+
+
+def test_groq_lpu_needs_many_chips_for_an_8b_model():
+    with pytest.raises(CapacityError) as info:
+        simulate("groq-lpu", "llama-3.1-8b", context=512, weight_dtype="int8", tp=8, pp=8)
+    assert "pipeline stage 0" in str(info.value)  # the embedding's stage overflows 230 MB
+
+
+def test_groq_lpu_runs_llama_2_70b_on_576_chips():
+    """Groq's reported deployment of a 70B model: 576 LPUs, each holding a slice of the layers.
+    16-way tensor parallelism over 36 pipeline stages of 2 or 3 layers (80 do not divide by 36):
+    the first stage holds 3 layers' int8 shards (160 MB) and 1/16 of the embedding (33 MB)."""
+    r = simulate("groq-lpu", "llama-2-70b", weight_dtype="int8", context=2048, tp=16, pp=36)
+    s = r.summary
+    assert s["chips"] == 576
+    assert set(dict(r.plan.homes).values()) == {"sram"}
+    assert s["bytes_per_level"]["sram"]["total"] > 0
+    assert s["step_time_s"] > 0 and s["step_over_roofline"] >= 1
+    per_chip: dict[int, set[int]] = {}
+    for task in r.plan.tasks:
+        if task.layer >= 0:
+            per_chip.setdefault(task.chip, set()).add(task.layer)
+    assert sorted(per_chip) == [16 * stage for stage in range(36)]  # each stage's first rank
+    assert {len(layers) for layers in per_chip.values()} == {2, 3}
+    with pytest.raises(CapacityError):  # 8 x 72: the first stage's 2 layers and 1/8 of the embedding overflow
+        simulate("groq-lpu", "llama-2-70b", weight_dtype="int8", context=2048, tp=8, pp=72)
