@@ -9,9 +9,10 @@ simulation.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
-from memsim.engine.records import Interval
+from memsim.engine.records import SYSTEM, Interval, ResourceId
 from memsim.engine.resources import Job, Server
 
 
@@ -20,6 +21,14 @@ class Memo:
     duration: int
     rows: tuple[Interval, ...]  # times relative to the task's start
     moved: tuple[tuple[int, int, int], ...]  # per server: bytes read, bytes written, busy time added
+    rids: tuple  # the servers it ran on, in the task's footprint order
+
+
+def key(signature: tuple, servers: list[Server]) -> tuple:
+    """What decides a task's timing: its plan and what its resources are, not which chip (or
+    region) they belong to, so identical layers on other chips or regions replay it too."""
+    return signature, tuple((s.rid.kind, s.channels, s.channel_bw, s.latency_ps,
+                             s.via is not None and (s.via.channel_bw, s.via.latency_ps)) for s in servers)
 
 
 class Recording:
@@ -37,6 +46,7 @@ class Recording:
 class Replay:
     def __init__(self) -> None:
         self.memos: dict[tuple, Memo] = {}
+        self.remapped: dict[tuple, tuple[Interval, ...]] = {}
 
     def lookup(self, signature: tuple, servers: list[Server], now: int, quiet_until: float) -> Memo | None:
         memo = self.memos.get(signature)
@@ -54,18 +64,33 @@ class Replay:
                 return
             moved.append((s.bytes_read - read, s.bytes_written - written, s.busy_ps - busy))
         rel = tuple(r._replace(start_ps=r.start_ps - rec.start, end_ps=r.end_ps - rec.start) for r in rows)
-        self.memos[signature] = Memo(now - rec.start, rel, tuple(moved))
+        self.memos[signature] = Memo(now - rec.start, rel, tuple(moved), tuple(s.rid for s in rec.servers))
 
-    @staticmethod
-    def apply(memo: Memo, servers: list[Server], job: Job, start: int, op: str, layer: int) -> list[Interval]:
-        """Account the remembered task as run now; returns its rows shifted to ``start``."""
+    def apply(self, memo: Memo, servers: list[Server], job: Job, start: int, op: str, layer: int) -> list[Interval]:
+        """Account the remembered task as run now, on ``servers``; returns its rows shifted to
+        ``start`` and moved onto this task's chip and resources."""
         for s, (read, written, busy) in zip(servers, memo.moved):
             s.bytes_read += read
             s.bytes_written += written
             s.busy_ps += busy
-            if read or written or busy:
-                if s.last_owner is not job:
-                    s.last_owner = job
-                    s.switches += 1
-        return [r._replace(start_ps=r.start_ps + start, end_ps=r.end_ps + start, op=op, layer=layer)
-                for r in memo.rows]
+            if (read or written or busy) and s.last_owner is not job:
+                s.last_owner = job
+                s.switches += 1
+        chip = job.chip
+        rows = self._moved_rows(memo, servers, chip)
+        return [Interval(r[0] + start, r[1] + start, chip, r[3], r[4], op, r[6], layer, *r[8:]) for r in rows]
+
+    def _moved_rows(self, memo: Memo, servers: list[Server], chip: int) -> tuple[Interval, ...]:
+        """The memo's rows on this chip's resources (remapped once per memo and chip)."""
+        key = (id(memo), tuple(id(s) for s in servers))
+        rows = self.remapped.get(key)
+        if rows is None:
+            rids = dict(zip(memo.rids, (s.rid for s in servers)))
+
+            def moved(rid: ResourceId) -> ResourceId:
+                if rid in rids:
+                    return rids[rid]
+                return rid if rid.chip == SYSTEM else dataclasses.replace(rid, chip=chip)
+
+            rows = self.remapped[key] = tuple(r._replace(resource=moved(r.resource)) for r in memo.rows)
+        return rows

@@ -232,16 +232,28 @@ def finished(use: Use, via: Use | None, name: str, via_name: str) -> tuple[int, 
 
 
 class ChipResources:
-    """One chip's compute units, memory levels and chip links (PCIe, a wafer's fabric and I/O)."""
+    """One chip's compute units, memory levels and chip links (PCIe, a wafer's fabric and I/O).
 
-    def __init__(self, env: simpy.Environment, chip: ChipSpec, index: int, staging_bytes: int = 0) -> None:
+    A region of a layer-pipelined chip is a unit of its own: it has its own compute units and
+    the ``local`` levels and links (its SRAM, its part of the fabric), and shares the chip's
+    other levels and links with the chip's other regions (``shared``)."""
+
+    def __init__(self, env: simpy.Environment, chip: ChipSpec, index: int, staging_bytes: int = 0,
+                 shared: "ChipResources | None" = None, local: frozenset[Ref] = frozenset()) -> None:
         self.spec = chip
         self.index = index
         self.compute = Server(env, ResourceId(COMPUTE, index, "compute"))
-        self.ports: dict[Ref, Server] = {Ref.link(lk.name): _link(env, lk, index) for lk in chip.links}
+        self.ports: dict[Ref, Server] = {}
+        for lk in chip.links:
+            ref = Ref.link(lk.name)
+            self.ports[ref] = shared.ports[ref] if shared is not None and ref not in local else _link(env, lk, index)
         for lvl in chip.levels:
+            ref = Ref.level(lvl.name)
+            if shared is not None and ref not in local:
+                self.ports[ref] = shared.ports[ref]
+                continue
             via = self.ports.get(Ref.link(lvl.via)) if lvl.via else None
-            self.ports[Ref.level(lvl.name)] = _level(env, lvl, chip.compute.units, index, via)
+            self.ports[ref] = _level(env, lvl, chip.compute.units, index, via)
         # SRAM set aside for prefetched weights: a prefetch takes its bytes, their user gives them back.
         self.staging = simpy.Container(env, capacity=staging_bytes, init=staging_bytes) if staging_bytes else None
 

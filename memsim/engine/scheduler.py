@@ -14,6 +14,7 @@ now when another stream has a task, running or still to come, that uses any of t
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from heapq import heapify
 
@@ -24,9 +25,11 @@ from memsim.engine.pipeline import StepRun
 from memsim.engine.records import (BUBBLE, COMPUTE, DEPENDENCY, OVERHEAD, SYSTEM, Cause, Interval, ResourceId,
                                    keep)
 from memsim.engine.replay import Recording, Replay
+from memsim.engine.replay import key as replay_key
 from memsim.engine.rows import step_rows
 from memsim.engine.resources import COMMUNICATION, DEMAND, PREFETCH, ChipResources, Job, Server
 from memsim.engine.system import SystemLinks, run_collective
+from memsim.hardware.resource import Ref
 from memsim.mapping.plan import COMM, COPY, OpTask, Plan
 
 PRIORITY = {COMPUTE: DEMAND, COMM: COMMUNICATION, COPY: PREFETCH}
@@ -69,23 +72,32 @@ class Simulation:
         self.plan = plan
         self.fast_forward, self.memoize = fast_forward, memoize
         self.env = env = Environment()
-        chips = sorted({t.chip for t in plan.tasks} | {0})
-        self.chips = {c: ChipResources(env, plan.chip, c, plan.staging_bytes) for c in chips}
-        self.links = SystemLinks(env, plan.chip, plan.chips) if plan.chips > 1 else None
+        self.chips: dict[int, ChipResources] = {}
+        first: dict[int, ChipResources] = {}  # chip -> its first unit's resources, which its regions share
+        local = frozenset(Ref.level(lvl.name) for lvl in plan.chip.levels if lvl.is_scratchpad)
+        local |= frozenset({Ref.link(plan.chip.execution.fabric)} if plan.chip.execution.fabric else ())
+        for unit in sorted({t.chip for t in plan.tasks} | {0}):
+            res = ChipResources(env, plan.chip, unit, plan.staging_bytes, first.get(plan.chip_of(unit)), local)
+            self.chips[unit] = first.setdefault(plan.chip_of(unit), res) and res
+        self.links = SystemLinks(env, plan) if plan.units > 1 else None
         declared = plan.chip.execution.streams
         self.streams: dict[tuple[int, str], list[OpTask]] = {}
         for t in plan.tasks:
             self.streams.setdefault((t.chip, t.stream if t.stream in declared else COMPUTE), []).append(t)
         self.stream_of = {t.op: key for key, tasks in self.streams.items() for t in tasks}
         self.task_of = {t.op: t for t in plan.tasks}
-        self.servers = {t.op: self._servers(t) for t in plan.tasks}
-        # Per stream: the index of the last task that uses each server, and where the stream is.
-        self.last_use: dict[tuple[int, str], dict[int, int]] = {}
+        footprints: dict[tuple, list[Server]] = {}
+        self.servers = {}
+        for t in plan.tasks:
+            fp = (t.chip, tuple(sorted({str(ref) for s in t.steps for ref, _ in s.loads + s.stores})),
+                  any(s.compute_ps for s in t.steps), t.rounds)
+            self.servers[t.op] = footprints.get(fp) or footprints.setdefault(fp, self._servers(t))
+        # Per server: the streams that use it, each with the index of its last task that does.
+        self.last_use: dict[int, dict[tuple[int, str], int]] = {}
         for key, tasks in self.streams.items():
-            uses = self.last_use[key] = {}
             for i, t in enumerate(tasks):
                 for s in self.servers[t.op]:
-                    uses[id(s)] = i
+                    self.last_use.setdefault(id(s), {})[key] = i
         self.position = {key: 0 for key in self.streams}
         self.done = {t.op: env.event() for t in plan.tasks}
         self.finish: dict[str, int] = {}
@@ -112,18 +124,12 @@ class Simulation:
     def _others(self, key: tuple[int, str], servers: list[Server], lower: bool):
         """The other streams that have a task, running or to come, using any of ``servers``: those of
         lower priority than ``key``'s if ``lower``, else those of the same or higher priority."""
-        ids = {id(s) for s in servers}
-        system = any(s.rid.chip == SYSTEM for s in servers)
         mine = PRIORITY.get(key[1], DEMAND)
-        for other, uses in self.last_use.items():
-            if other == key or (other[0] != key[0] and not system):
-                continue
-            if (PRIORITY.get(other[1], DEMAND) > mine) != lower:
-                continue
-            position = self.position[other]
-            hits = [i for i in ids if uses.get(i, -1) >= position]
-            if hits:
-                yield other, hits
+        for s in servers:
+            for other, last in self.last_use.get(id(s), {}).items():
+                if other != key and (PRIORITY.get(other[1], DEMAND) > mine) == lower \
+                        and last >= self.position[other]:
+                    yield other, [id(s)]
 
     def quiet_until(self, key: tuple[int, str], servers: list[Server], lower: bool = True) -> float:
         """The earliest time a task of another stream could touch ``servers`` (ignoring streams
@@ -187,8 +193,9 @@ class Simulation:
         env = self.env
         start = env.now
         servers = self.servers[task.op]
+        memo_key = replay_key(dataclasses.replace(task, chip=0).signature, servers)
         if self.memoize:
-            memo = self.replay.lookup(task.signature, servers, start, self.quiet_until(key, servers))
+            memo = self.replay.lookup(memo_key, servers, start, self.quiet_until(key, servers))
             if memo is not None:
                 self.rows += self.replay.apply(memo, servers, job, start, task.op, task.layer)
                 self.stats["replayed"] += 1
@@ -219,7 +226,7 @@ class Simulation:
         self.rows += rows
         self.stats["simulated"] += 1
         if self.memoize:
-            self.replay.remember(task.signature, recording, job, env.now, rows)
+            self.replay.remember(memo_key, recording, job, env.now, rows)
 
     def run(self) -> EngineResult:
         for key, tasks in self.streams.items():
@@ -235,9 +242,9 @@ class Simulation:
         read: dict[str, int] = {}
         written: dict[str, int] = {}
         busy: dict[str, int] = {}
-        servers = [s for r in self.chips.values() for s in r.servers()]
-        servers += list(self.links.ports.values()) if self.links is not None else []
-        for s in servers:
+        servers = {id(s): s for r in self.chips.values() for s in r.servers()}  # regions share some
+        servers.update({id(p): p for p in self.links.ports.values()} if self.links is not None else {})
+        for s in servers.values():
             if s.rid.kind == COMPUTE:
                 continue
             name = str(s.rid)

@@ -13,21 +13,35 @@ from memsim.engine.records import Interval
 from memsim.engine.resources import COMMUNICATION, Job, Server, system_link
 from memsim.hardware import topologies
 from memsim.hardware.spec import ChipSpec
-from memsim.mapping.plan import OpTask
+from memsim.mapping.plan import OpTask, Plan
+from memsim.mapping.system import region_link
 
 
 class SystemLinks:
-    def __init__(self, env: simpy.Environment, chip: ChipSpec, chips: int) -> None:
-        link = chip.interconnect
+    """The links between chips, and between the regions of a layer-pipelined chip. Transfers
+    name units (``Plan.chip_of`` says which chip a unit is on)."""
+
+    def __init__(self, env: simpy.Environment, plan: Plan) -> None:
+        chip = plan.chip
+        self.env, self.plan = env, plan
         self.topology = topologies.get(chip.system.topology)
-        self.graph = self.topology.build(chips)
-        self.ports = {(a, b): system_link(env, link, f"{link.name}[{a}>{b}]") for a, b in self.graph.edges}
+        self.graph = self.topology.build(plan.chips)
+        link = chip.interconnect
+        self.ports = {(a, b): system_link(env, link, f"{link.name}[{a}>{b}]") for a, b in self.graph.edges} \
+            if plan.chips > 1 else {}
         self._routes: dict[tuple[int, int], list[Server]] = {}
 
     def route(self, src: int, dst: int) -> list[Server]:
         key = (src, dst)
         if key not in self._routes:
-            self._routes[key] = [self.ports[e] for e in self.topology.route(self.graph, src, dst)]
+            a, b = self.plan.chip_of(src), self.plan.chip_of(dst)
+            if a == b:  # neighbouring regions of a chip: one hop over its fabric
+                link = region_link(self.plan.chip)
+                port = system_link(self.env, link, f"{link.name}[{src}>{dst}]")
+                self.ports[key] = port
+                self._routes[key] = [port]
+            else:
+                self._routes[key] = [self.ports[e] for e in self.topology.route(self.graph, a, b)]
         return self._routes[key]
 
     def servers(self, task: OpTask) -> list[Server]:

@@ -32,7 +32,7 @@ FAMILY_EXECUTION: dict[str, dict[str, Any]] = {
     "rdu": {"streams": ["compute", "copy", "comm"], "weight_prefetch": 2, "comm_overlap": 4, "pipeline": "none"},
     # Wafer: layers are regions that run as a pipeline; a prefill flows through it in chunks.
     "wafer": {"streams": ["compute", "copy", "comm"], "weight_prefetch": 2, "comm_overlap": 1, "pipeline": "layers",
-              "pipeline_chunks": 64},
+              "pipeline_chunks": 32},
 }
 
 

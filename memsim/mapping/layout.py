@@ -1,7 +1,8 @@
 """How a step is laid out over a system: pipeline stages, micro-batches and per-stage placement.
 
 Layers are split evenly into ``pp`` stages; ops before the first layer go to the first
-stage and ops after the last layer to the last. Every stage places only its own tensors
+stage and ops after the last layer to the last. A chip that pipelines its layers
+(``execution.pipeline: layers``) splits its stage further into one region per layer. Every stage places only its own tensors
 (its layers' weights and KV cache, its activations), so a stage holds its share of the model.
 A step may run as several micro-batches, graphs with the same op names that flow through
 the stages one after another; the stage placement reserves a KV cache for each.
@@ -18,9 +19,14 @@ from memsim.workload.graph import Op, OpGraph
 
 @dataclass(frozen=True)
 class Layout:
-    pp: int = 1  # pipeline stages
+    pp: int = 1  # pipeline stages across chips
     microbatches: tuple[OpGraph, ...] = ()  # run one after another; empty: the step's graph, once
     kv_copies: int = 1  # micro-batches that each keep a KV cache of the placed graph's size
+    regions: int = 1  # pipeline stages within each chip (a wafer's layer regions)
+
+    @property
+    def stages(self) -> int:
+        return self.pp * self.regions
 
     def graphs(self, graph: OpGraph) -> tuple[OpGraph, ...]:
         return self.microbatches or (graph,)
@@ -50,9 +56,10 @@ def stage_graphs(graph: OpGraph, stage_of: dict[str, int], pp: int) -> list[OpGr
 
 
 def place_stages(graph: OpGraph, chip: ChipSpec, stage_of: dict[str, int], layout: Layout) -> dict[str, str]:
-    """Homes for every tensor, each stage placed on its own chip."""
+    """Homes for every tensor, each chip's stages (its regions) placed together on it."""
     homes: dict[str, str] = {}
-    for s, sub in enumerate(stage_graphs(graph, stage_of, layout.pp)):
+    on_chip = {name: s // layout.regions for name, s in stage_of.items()}
+    for s, sub in enumerate(stage_graphs(graph, on_chip, layout.pp)):
         where = f"pipeline stage {s}: " if layout.pp > 1 else ""
         for name, home in place(sub, chip, layout.kv_copies, where).items():
             homes.setdefault(name, home)  # an activation sent between stages keeps its producer's home

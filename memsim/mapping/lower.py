@@ -34,7 +34,8 @@ class Context:
 
     @property
     def sram_bytes(self) -> int:
-        return self.chip.chip_capacity(self.chip.sram) - self.staging_bytes
+        """The SRAM an op's tiles may use: its region's share, less the prefetch staging area."""
+        return int(self.chip.chip_capacity(self.chip.sram) * self.compute_share) - self.staging_bytes
 
     @property
     def depth(self) -> int:
@@ -250,3 +251,13 @@ def _unfused_attention(op: Op, cx: Context) -> tuple[Step, ...]:
 
 def lower(op: Op, cx: Context) -> tuple[Step, ...]:
     return LOWERINGS[op.kind](op, cx)
+
+
+def lowering_key(op: Op, cx: Context) -> tuple:
+    """Everything a lowering reads: ops with equal keys (the same op in identical layers and
+    micro-batches) lower to the same steps."""
+    tensors = cx.graph.tensors
+    ins = tuple((r.bytes, tensors[r.tensor].dtype, tensors[r.tensor].shape, tensors[r.tensor].bytes,
+                 tensors[r.tensor].klass, cx.homes[r.tensor]) for r in op.inputs)
+    outs = tuple((tensors[t].bytes, tensors[t].dtype, cx.homes[t]) for t in op.outputs)
+    return (op.kind, op.dims, op.flops, op.dtype, ins, outs, cx.attention, cx.compute_share, cx.staging_bytes)

@@ -79,4 +79,14 @@ class Plan:
     compulsory_bytes: tuple[tuple[str, int], ...]  # level -> bytes any schedule must move
     chips: int = 1  # tensor-parallel ranks x pipeline stages
     tp: int = 1
-    staging_bytes: int = 0  # per chip: SRAM set aside for prefetched weights
+    staging_bytes: int = 0  # per chip (per region): SRAM set aside for prefetched weights
+    regions: int = 1  # pipeline stages within a chip: a task's ``chip`` is then its region's index
+
+    def chip_of(self, unit: int) -> int:
+        """The chip a task's unit (a chip, or a region of one) belongs to."""
+        return (unit // self.tp // self.regions) * self.tp + unit % self.tp
+
+    @property
+    def units(self) -> int:
+        """Chips, or regions of chips: what the engine gives compute units and SRAM of their own."""
+        return self.chips * self.regions

@@ -30,7 +30,7 @@ def staging_bytes(cx: Context) -> int:
     """SRAM set aside for prefetched weights (0 when prefetch is off)."""
     if not cx.chip.execution.weight_prefetch:
         return 0
-    return cx.chip.chip_capacity(cx.chip.sram) // 2
+    return int(cx.chip.chip_capacity(cx.chip.sram) * cx.compute_share) // 2
 
 
 def copy_step(label: str, loads: dict[Ref, int], into: Ref | None, depth: int) -> Step:

@@ -64,29 +64,81 @@ def roofline(graph: OpGraph, chip: ChipSpec, homes: dict[str, str]) -> tuple[flo
 
 
 def staged_roofline(stage_graphs: list[list[OpGraph]], chip: ChipSpec, homes: dict[str, str],
-                    link_bytes: dict[str, tuple[int, int]]) -> tuple[float, str, dict[str, int]]:
-    """The least time of a step laid out over pipeline stages (each its own chip, running its
-    micro-batches' shares of the step: ``stage_graphs[s]``) and links (``link_bytes``: name ->
-    (bytes, bandwidth) of every link direction's compulsory traffic). Every resource works at
-    peak at best, and the busiest bounds the step: (seconds, bound, compulsory bytes per level)."""
+                    link_bytes: dict[str, tuple[int, int]], regions: int = 1,
+                    hops: dict[int, float] | None = None,
+                    collectives: dict[tuple[int, int], float] | None = None) -> tuple[float, str, dict[str, int]]:
+    """The least time of a step laid out over pipeline stages (each a chip, or a region of one
+    with ``1 / regions`` of its compute and SRAM) that its micro-batches pass through in order
+    (``stage_graphs[s][m]``: micro-batch m's share of stage s), over links (``link_bytes``:
+    name -> (bytes, bandwidth) of every link direction's compulsory traffic; ``hops[s]``: the
+    least time from stage s to the next; ``collectives[(s, m)]``: the least time of the stage's
+    collectives for micro-batch m, which run one after another). No resource works faster than its peak, a stage does
+    one micro-batch after another, and a micro-batch reaches a stage only after it left the one
+    before. Returns (seconds, what bounds it, compulsory bytes per level). A chip's levels other
+    than its scratchpad (a wafer's external memory) serve all its regions."""
+    hops, collectives = hops or {}, collectives or {}
+    link = f"link:{chip.interconnect.name}" if chip.interconnect is not None else "link"
     best, bound = 0.0, "compute"
     total: dict[str, int] = {}
-    for graphs in stage_graphs:
-        need: dict[str, int] = {}
-        compute = 0.0
-        for g in graphs:
-            compute += compute_seconds(g, chip)
+    shared: dict[tuple[int, str], int] = {}  # (chip, level) -> bytes of levels its regions share
+    busy: dict[tuple[int, str], float] = {}  # (stage, resource) -> seconds
+    work: list[list[tuple[float, str]]] = []  # per stage, per micro-batch: (least time, what bounds it)
+    # A micro-batch's span on a stage, from its arrival to its departure, is at least its
+    # compute, its collectives and (unless weights are prefetched before it arrives) its bytes.
+    prefetched = chip.execution.weight_prefetch > 0
+    for s, graphs in enumerate(stage_graphs):
+        work.append([])
+        for m, g in enumerate(graphs):
+            terms = {"compute": compute_seconds(g, chip) * regions, link: collectives.get((s, m), 0.0)}
+            span = dict(terms)
             for lvl, b in compulsory_bytes(g, homes).items():
-                need[lvl] = need.get(lvl, 0) + b
-        if compute > best:
-            best, bound = compute, "compute"
-        for lvl in chip.levels:
-            if lvl.name in need:
-                total[lvl.name] = total.get(lvl.name, 0) + need[lvl.name]
-                t = need[lvl.name] / peak_bandwidth(chip, Ref.level(lvl.name))
-                if t > best:
-                    best, bound = t, lvl.name
+                total[lvl] = total.get(lvl, 0) + b
+                level = chip.level(lvl)
+                if regions > 1 and not level.is_scratchpad:
+                    shared[(s // regions, lvl)] = shared.get((s // regions, lvl), 0) + b
+                    continue
+                terms[lvl] = b * (regions if level.is_scratchpad else 1) / peak_bandwidth(chip, Ref.level(lvl))
+                if not prefetched or level.is_scratchpad:  # a prefetch copies from the other levels early
+                    span[lvl] = terms[lvl]
+            for name, t in terms.items():
+                busy[(s, name)] = busy.get((s, name), 0.0) + t
+            name = max(span, key=span.__getitem__)
+            work[-1].append((terms["compute"], span[name], name))
+    for (_, name), t in busy.items():
+        if t > best:
+            best, bound = t, name
+    for (_, name), nbytes in shared.items():
+        t = nbytes / peak_bandwidth(chip, Ref.level(name))
+        if t > best:
+            best, bound = t, name
     for name, (nbytes, bandwidth) in link_bytes.items():
         if nbytes / bandwidth > best:
             best, bound = nbytes / bandwidth, name
+    path, along = _flow_shop(work, hops)
+    if path > best:
+        best, bound = path, along
     return best, bound, total
+
+
+def _flow_shop(work: list[list[tuple[float, float, str]]], hops: dict[int, float]) -> tuple[float, str]:
+    """When the last micro-batch can leave the last stage. Per stage and micro-batch, ``work``
+    holds (compute, least span, what bounds the span): a stage computes one micro-batch after
+    another, and a micro-batch leaves a stage no sooner than its span after it arrived, and
+    reaches the next a hop later. Also names what most of the first micro-batch's path is."""
+    if len(work) < 2 and all(len(w) < 2 for w in work):
+        return 0.0, "compute"
+    computed = [0.0] * len(work)
+    left = 0.0
+    for m in range(max(len(w) for w in work)):
+        arrived = 0.0
+        for s, stage in enumerate(work):
+            compute, span, _ = stage[m] if m < len(stage) else (0.0, 0.0, "")
+            computed[s] = max(computed[s], arrived) + compute
+            left = max(computed[s], arrived + span)
+            arrived = left + hops.get(s, 0.0)
+    along: dict[str, float] = {}
+    for s, stage in enumerate(work):
+        if stage:
+            along[stage[0][2]] = along.get(stage[0][2], 0.0) + stage[0][1]
+        along["pipeline hops"] = along.get("pipeline hops", 0.0) + hops.get(s, 0.0)
+    return left, max(along, key=along.__getitem__)

@@ -14,7 +14,7 @@ from typing import Callable
 from memsim.errors import ConfigError
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
-from memsim.mapping.lower import Context, lower
+from memsim.mapping.lower import Context, lower, lowering_key
 from memsim.mapping.layout import Layout, place_stages, stage_graphs, stages
 from memsim.mapping.plan import OpTask, Plan, Step
 from memsim.mapping.prefetch import Prefetcher, staging_bytes
@@ -61,29 +61,46 @@ def plan_with(graph: OpGraph, chip: ChipSpec, shape: Shaper, layout: Layout = La
     Collectives become rounds of link transfers within their tensor-parallel group; with
     pipeline stages, the activation crossing a stage boundary is sent rank to rank.
     """
-    pp, tp = layout.pp, int(graph.meta.get("tp", 1))
-    stage_of = stages(graph.order(), pp)
+    tp = int(graph.meta.get("tp", 1))
+    order = graph.order()
+    if chip.execution.pipeline == "layers":  # one region per layer (per pipeline stage's layers)
+        layers = 1 + max((op.layer for op in order), default=0)
+        layout = dataclasses.replace(layout, regions=max(1, layers // layout.pp))
+        homes = place_stages(graph, chip, stages(order, layout.stages), layout)
+        scratch = {lvl.name for lvl in chip.levels if lvl.is_scratchpad}
+        if any(homes[t.name] not in scratch for t in graph.tensors.values() if t.klass == "weight"):
+            # Weights that do not fit on chip stream in layer by layer: each layer then runs
+            # on the whole chip (weight streaming) instead of in a region of its own.
+            layout = dataclasses.replace(layout, regions=1)
+    pp, regions = layout.pp, layout.regions
+    compute_share /= regions
+    stage_of = stages(order, pp * regions)
     homes = place_stages(graph, chip, stage_of, layout)
     micro = layout.graphs(graph)
     tasks: list[OpTask] = []
     prefetcher = Prefetcher()
+    cache: dict = {}  # lowering key -> steps, and "bounds": shaped steps -> bound
     for m, g in enumerate(micro):
         cx = Context(chip, g, homes, attention or chip.execution.attention, compute_share, m)
         cx = dataclasses.replace(cx, staging_bytes=staging_bytes(cx))
-        tasks += _micro_tasks(cx, shape, stage_of, tp, f"#{m}" if len(micro) > 1 else "", prefetcher)
-    split = [stage_graphs(g, stage_of, pp) for g in micro]
-    per_stage = [[parts[s] for parts in split] for s in range(pp)]
-    seconds, bound, need = staged_roofline(per_stage, chip, homes, system.link_bytes(tasks, chip, tp * pp))
-    staging = staging_bytes(Context(chip, graph, homes))
+        tasks += _micro_tasks(cx, shape, stage_of, tp, f"#{m}" if len(micro) > 1 else "", prefetcher, cache)
+    split = [stage_graphs(g, stage_of, pp * regions) for g in micro]
+    per_stage = [[parts[s] for parts in split] for s in range(pp * regions)]
+    links = system.link_bytes(tasks, chip, tp * pp, regions, tp)
+    hops = system.hop_seconds(tasks, chip, tp * pp, regions, tp)
+    comms = system.collective_seconds(tasks, chip, tp * pp, regions, tp)
+    seconds, bound, need = staged_roofline(per_stage, chip, homes, links, regions, hops, comms)
+    staging = staging_bytes(Context(chip, graph, homes, compute_share=compute_share))
     return Plan(chip, tuple(tasks), tuple(sorted(homes.items())), seconds, bound, tuple(sorted(need.items())),
-                chips=tp * pp, tp=tp, staging_bytes=staging)
+                chips=tp * pp, tp=tp, staging_bytes=staging, regions=regions)
 
 
 def _micro_tasks(cx: Context, shape: Shaper, stage_of: dict[str, int], tp: int, suffix: str,
-                 prefetcher: Prefetcher) -> list[OpTask]:
+                 prefetcher: Prefetcher, cache: dict) -> list[OpTask]:
     """The tasks of one micro-batch: its ops on their stages' chips, the sends between stages
     and the prefetches of weights."""
     graph, chip, m = cx.graph, cx.chip, cx.microbatch
+    bounds = cache.setdefault("bounds", {})  # shaped steps -> what bounds them
     deps = graph.graph()
     order = graph.order()
     into: dict[int, str] = {}  # stage -> the send that brings the activation into it
@@ -106,8 +123,15 @@ def _micro_tasks(cx: Context, shape: Shaper, stage_of: dict[str, int], tp: int, 
         if prefetch is not None:
             tasks.append(prefetch)
             preds += (prefetch.op,)
-        steps, overhead = shape(op, lower(op, op_cx), op_cx)
-        tasks.append(OpTask(op.name + suffix, op.kind, op.layer, op.flops, overhead, steps, preds, _bound(chip, steps),
+        key = lowering_key(op, op_cx)
+        lowered = cache.get(key)
+        if lowered is None:
+            lowered = cache[key] = lower(op, op_cx)
+        steps, overhead = shape(op, lowered, op_cx)
+        bound = bounds.get(steps)
+        if bound is None:
+            bound = bounds[steps] = _bound(chip, steps)
+        tasks.append(OpTask(op.name + suffix, op.kind, op.layer, op.flops, overhead, steps, preds, bound,
                             chip=stage * tp, graph_op=op.name, microbatch=m,
                             releases=prefetch.acquires if prefetch is not None else 0))
     return tasks

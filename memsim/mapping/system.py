@@ -47,22 +47,30 @@ def send_task(last: Op, graph: OpGraph, chip: ChipSpec, src: int, dst: int, tp: 
                   chip=src * tp, rounds=(transfers,), stream=COMM)
 
 
-def link_bytes(tasks: list[OpTask], chip: ChipSpec, chips: int) -> dict[str, tuple[int, int]]:
+def region_link(chip: ChipSpec):
+    """The link a layer-pipelined chip hands activations between its regions over."""
+    if chip.execution.fabric:
+        return chip.link(chip.execution.fabric)
+    return _link(chip)
+
+
+def link_bytes(tasks: list[OpTask], chip: ChipSpec, chips: int, regions: int = 1,
+               tp: int = 1) -> dict[str, tuple[int, int]]:
     """Every link direction's traffic for the roofline: (bytes, bandwidth) per direction of each
-    link between chips, and of each chip link a step moves bytes over (a wafer's fabric)."""
+    link between chips (and between a chip's regions), and of each chip link a step moves bytes
+    over (a wafer's fabric), for the chip that moves the most."""
     out: dict[str, tuple[int, int]] = {}
-    if chips > 1 and chip.interconnect is not None:
-        topo = topologies.get(chip.system.topology)
-        graph = topo.build(chips)
-        bw = chip.interconnect.bandwidth_bytes_per_s
-        edges: dict[tuple, int] = {}
-        for t in tasks:
-            for transfers in t.rounds:
-                for src, dst, nbytes in transfers:
-                    for edge in topo.route(graph, src, dst):
-                        edges[edge] = edges.get(edge, 0) + nbytes
-        for (a, b), nbytes in edges.items():
-            out[f"link:{chip.interconnect.name}[{a}>{b}]"] = (nbytes, bw)
+    edges: dict[str, int] = {}
+    topo = topologies.get(chip.system.topology)
+    graph = topo.build(chips) if chips > 1 else None
+    for t in tasks:
+        for transfers in t.rounds:
+            for src, dst, nbytes in transfers:
+                for name in _route_names(topo, graph, src, dst, regions, tp):
+                    edges[name] = edges.get(name, 0) + nbytes
+    for name, nbytes in edges.items():
+        link = region_link(chip) if name.startswith("region:") else chip.interconnect
+        out[f"link:{link.name}[{name.removeprefix('region:')}]"] = (nbytes, link.bandwidth_bytes_per_s)
     per_chip: dict[tuple[int, str], int] = {}
     for t in tasks:
         for step in t.steps:
@@ -73,3 +81,56 @@ def link_bytes(tasks: list[OpTask], chip: ChipSpec, chips: int) -> dict[str, tup
         if nbytes > out.get(f"link:{name}", (0, 0))[0]:
             out[f"link:{name}"] = (nbytes, chip.link(name).bandwidth_bytes_per_s)
     return out
+
+
+def hop_seconds(tasks: list[OpTask], chip: ChipSpec, chips: int, regions: int, tp: int) -> dict[int, float]:
+    """Per pipeline stage: the least time its send to the next stage takes (bytes at the link's
+    bandwidth, plus its latency on every hop of the route)."""
+    topo = topologies.get(chip.system.topology)
+    graph = topo.build(chips) if chips > 1 else None
+    out: dict[int, float] = {}
+    for t in tasks:
+        if t.kind != "sendrecv":
+            continue
+        for src, dst, nbytes in t.rounds[0][:1]:
+            names = _route_names(topo, graph, src, dst, regions, tp)
+            link = region_link(chip) if names[0].startswith("region:") else chip.interconnect
+            seconds = nbytes / link.bandwidth_bytes_per_s + len(names) * link.latency_ps / PS_PER_S
+            stage = src // tp
+            out[stage] = max(out.get(stage, 0.0), seconds)
+    return out
+
+
+def collective_seconds(tasks: list[OpTask], chip: ChipSpec, chips: int, regions: int,
+                       tp: int) -> dict[tuple[int, int], float]:
+    """Per (pipeline stage, micro-batch): the least time of its collectives, one after another
+    (each round as long as its slowest transfer: bytes at the link's bandwidth plus latency
+    on every hop)."""
+    topo = topologies.get(chip.system.topology)
+    graph = topo.build(chips) if chips > 1 else None
+    link = chip.interconnect
+    out: dict[tuple[int, int], float] = {}
+    for t in tasks:
+        if t.kind == "sendrecv" or not t.rounds or link is None:
+            continue
+        seconds = 0.0
+        for transfers in t.rounds:
+            seconds += max(n / link.bandwidth_bytes_per_s
+                           + len(_route_names(topo, graph, a, b, regions, tp)) * link.latency_ps / PS_PER_S
+                           for a, b, n in transfers)
+        key = (t.chip // tp, t.microbatch)
+        out[key] = out.get(key, 0.0) + seconds
+    return out
+
+
+def unit_chip(unit: int, tp: int, regions: int) -> int:
+    """The chip a unit (a chip's tensor-parallel rank, or a region of it) belongs to."""
+    return (unit // tp // regions) * tp + unit % tp
+
+
+def _route_names(topo, graph, src: int, dst: int, regions: int, tp: int) -> list[str]:
+    """The link directions a transfer between two units (chips, or regions of chips) crosses."""
+    a, b = unit_chip(src, tp, regions), unit_chip(dst, tp, regions)
+    if a == b:
+        return [f"region:{src}>{dst}"]
+    return [f"{x}>{y}" for x, y in topo.route(graph, a, b)]

@@ -15,9 +15,18 @@ TIMELINE_COLUMNS = ["start_s", "end_s", "chip", "stream", "resource", "kind", "o
 
 
 def timeline(result: EngineResult) -> pd.DataFrame:
-    rows = [(r.start_ps, r.end_ps, f"chip{r.chip}", r.stream, str(r.resource), r.kind, r.op, r.op_kind, r.layer,
-             r.bytes, r.flops, r.src, r.dst, str(r.cause) if r.cause else "", r.cause.holder if r.cause else "",
-             r.count) for r in result.records]
+    names: dict = {}  # each resource, cause and chip is named once
+
+    def name(x) -> str:
+        n = names.get(x)
+        if n is None:
+            n = names[x] = str(x) if x is not None else ""
+        return n
+
+    chips = {c: f"chip{c}" for c in {r.chip for r in result.records}}
+    rows = [(r.start_ps, r.end_ps, chips[r.chip], r.stream, name(r.resource), r.kind, r.op, r.op_kind, r.layer,
+             r.bytes, r.flops, r.src, r.dst, name(r.cause), r.cause.holder if r.cause else "", r.count)
+            for r in result.records]
     df = pd.DataFrame.from_records(rows, columns=["start_ps", "end_ps", *TIMELINE_COLUMNS[2:]])
     df.insert(0, "start_s", df.pop("start_ps") / PS_PER_S)
     df.insert(1, "end_s", df.pop("end_ps") / PS_PER_S)

@@ -31,8 +31,8 @@ def test_wafer_keeps_llama_8b_on_wafer():
     assert s["bytes_per_level"]["memoryx"]["total"] == 0
     assert s["bytes_per_link"]["io"]["total"] == 0
     assert s["bytes_per_level"]["sram"]["read"] >= s["weight_bytes"] + s["kv_cache_bytes"]
-    assert s["roofline_bound"] in ("sram", "compute")
-    assert s["dominant_stall"] in ("sram", "link:fabric", "compute")
+    assert s["roofline_bound"] in ("sram", "compute", "pipeline hops")  # one token through 32 regions
+    assert s["dominant_stall"] in ("sram", "link:fabric", "compute", "bubble")  # one token through 32 regions
     assert s["bytes_per_link"]["fabric"]["total"] > 0
 
 
@@ -99,7 +99,8 @@ def test_cpu_runs_attention_unfused():
 
 
 def _renamed(frame, old: str, new: str):
-    return frame.replace({col: {old: new} for col in ("resource", "src", "dst", "cause")})
+    """Rename a link in every column that names resources (hops between regions are ``link:NAME[a>b]``)."""
+    return frame.replace({col: {f"^{old}": new} for col in ("resource", "src", "dst", "cause")}, regex=True)
 
 
 def test_wafer_fabric_is_the_declared_link_whatever_its_name():

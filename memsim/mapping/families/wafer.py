@@ -23,11 +23,18 @@ FABRIC_OPS = ("matmul", "attention")
 
 @register("wafer")
 def plan_wafer(graph: OpGraph, chip: ChipSpec, layout: Layout = Layout()):
-    regions = max(1, 1 + max((op.layer for op in graph), default=0))
     fabric = chip.execution.fabric
+    shaped_for: dict[tuple, tuple] = {}  # (steps, share, broadcast and reduce bytes) -> shaped steps
 
     def regional(op, steps, cx):
-        share = 1.0 / regions
+        moves = (op.inputs[0].bytes, cx.graph.tensors[op.outputs[0]].bytes) if op.kind in FABRIC_OPS else ()
+        key = (steps, cx.compute_share, moves, cx.sram_bytes, cx.depth)
+        if key not in shaped_for:
+            shaped_for[key] = _regional(op, steps, cx)
+        return shaped_for[key], cx.chip.execution.kernel_overhead_ps
+
+    def _regional(op, steps, cx):
+        share = cx.compute_share  # the layer's region: its share of the cores and SRAM channels
         shaped = [dataclasses.replace(s, share=share) for s in steps]
         if fabric and op.kind in FABRIC_OPS:
             # The input is broadcast across the region and partial outputs are reduced across
@@ -36,6 +43,6 @@ def plan_wafer(graph: OpGraph, chip: ChipSpec, layout: Layout = Layout()):
             traversals = [dataclasses.replace(make_step(label, {Ref.link(fabric): n}, {}, 0, 0, cx.sram_bytes,
                                                         cx.depth, cx.sram_bytes), share=share) for label, n in moves]
             shaped = [traversals[0], *shaped, traversals[1]]
-        return tuple(shaped), cx.chip.execution.kernel_overhead_ps
+        return tuple(shaped)
 
-    return plan_with(graph, chip, regional, layout, compute_share=1.0 / regions)
+    return plan_with(graph, chip, regional, layout)
