@@ -7,7 +7,9 @@
 - wall time of a Llama-2-7B prefill step (4096 tokens);
 - wall time of the Llama-3.1-70B and Llama-3.1-405B decode steps at TP 8;
 - wall time of a 2048-token Llama-2-70B generation at batch 64, on one chip and on 4 (TP 4);
-- wall time of a 100-point sweep of a decode step on a 2-worker local pool.
+- wall time of a 100-point sweep of a decode step on a 2-worker local pool;
+- the targets of the concurrent engine against their figures, including the event rate of a
+  chunk-by-chunk run (shortcuts off) against plain SimPy timeouts in the same process.
 """
 from __future__ import annotations
 
@@ -86,6 +88,53 @@ def main() -> None:
     print(f"  simulated total            {s['total_s']:10.2f} s   ({s['tokens_per_s']:.1f} tokens/s)")
     print(f"  wall time, simulate()      {wall:10.3f} s")
     sweep_benchmark()
+    targets()
+
+
+def simpy_rate(events: int = 300_000) -> float:
+    """Events per second of plain SimPy timeouts in one process: the engine's yardstick."""
+    import simpy
+
+    env = simpy.Environment()
+
+    def ticker():
+        for _ in range(events):
+            yield env.timeout(1)
+
+    env.process(ticker())
+    t0 = time.perf_counter()
+    env.run()
+    return events / (time.perf_counter() - t0)
+
+
+def targets() -> None:
+    """The concurrent engine's targets against their figures (wall time of simulate())."""
+    runs = [
+        ("Llama-2-7B decode on h100-sxm", 0.3, dict(hw="h100-sxm", model="llama-2-7b", context=2048)),
+        ("Llama-3.1-70B decode at TP 8 (h100-sxm)", 1.0,
+         dict(hw="h100-sxm", model="llama-3.1-70b", context=2048, tp=8)),
+        ("Llama-3.1-405B decode on 16 sn40l (TP 16)", 2.0,
+         dict(hw="sn40l", model="llama-3.1-405b", context=2048, tp=16)),
+        ("Llama-2-70B int8 decode on 576 groq-lpu (TP 16 x PP 36)", 5.0,
+         dict(hw="groq-lpu", model="llama-2-70b", weight_dtype="int8", context=2048, tp=16, pp=36)),
+        ("Llama-3.1-8B prefill of 2048 tokens on wse-3, pipelined", 2.0,
+         dict(hw="wse-3", model="llama-3.1-8b", phase="prefill", prompt=2048)),
+    ]
+    print("Targets")
+    for label, target, kw in runs:
+        wall, result = timed(lambda: simulate(**kw), 1)
+        verdict = "met" if wall <= target else "MISSED"
+        print(f"  {label:58s} {wall:7.2f} s  (target <= {target:.1f} s: {verdict}; "
+              f"{result.summary['step_time_s'] * 1e3:.3f} ms simulated)")
+    plain = simpy_rate()
+    t0 = time.perf_counter()
+    result = simulate("h100-sxm", "gpt2", context=1023, fast_forward=False, memoize=False)
+    wall = time.perf_counter() - t0
+    rate = result.summary["engine"]["events"] / wall
+    verdict = "met" if rate >= 0.4 * plain else "MISSED"
+    print(f"  {'GPT-2 decode chunk by chunk (shortcuts off)':58s} {wall:7.2f} s  "
+          f"({rate / 1e6:.3f} M events/s = {rate / plain:.0%} of plain SimPy's {plain / 1e6:.3f} M/s; "
+          f"target >= 40%: {verdict})")
 
 
 def sweep_benchmark() -> None:

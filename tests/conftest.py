@@ -38,6 +38,17 @@ def tiny_chip_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture()
+def tiny_wafer_path(tmp_path: Path) -> Path:
+    """The tiny chip with its weights in SRAM, running its layers as a pipeline of regions."""
+    path = tmp_path / "tiny-wafer.yaml"
+    path.write_text(TINY_CHIP.replace("capacity: 64 KiB, bandwidth: 1 TB/s, latency: 10 ns, channels: 4,",
+                                      "capacity: 4 MiB, bandwidth: 1 TB/s, latency: 10 ns, channels: 4, "
+                                      "holds: [weight, kv, activation],")
+                    .replace("  prefetch_depth: 2", "  prefetch_depth: 2\n  pipeline: layers"))
+    return path
+
+
+@pytest.fixture()
 def tiny_chip(tiny_chip_path: Path) -> hardware.ChipSpec:
     chip, _ = hardware.load_chip(tiny_chip_path)
     return chip

@@ -39,7 +39,7 @@ class Recording:
     def __init__(self, start: int, servers: list[Server]) -> None:
         self.start = start
         self.servers = servers
-        self.before = [(s.bytes_read, s.bytes_written, s.busy_ps, s.switches) for s in servers]
+        self.before = [(s.bytes_read, s.bytes_written, s.busy_ps, s.touches) for s in servers]
         self.clean = all(s.idle(start) for s in servers)
 
 
@@ -58,8 +58,8 @@ class Replay:
         if not rec.clean or signature in self.memos:
             return
         moved = []
-        for s, (read, written, busy, switches) in zip(rec.servers, rec.before):
-            touched_by_others = s.switches - switches > 1 or (s.switches != switches and s.last_owner is not job)
+        for s, (read, written, busy, touches) in zip(rec.servers, rec.before):
+            touched_by_others = s.touches - touches > 1 or (s.touches != touches and s.last_any is not job)
             if touched_by_others or not s.idle(now):
                 return
             moved.append((s.bytes_read - read, s.bytes_written - written, s.busy_ps - busy))
@@ -73,8 +73,9 @@ class Replay:
             s.bytes_read += read
             s.bytes_written += written
             s.busy_ps += busy
-            if (read or written or busy) and s.last_owner is not job:
-                s.last_owner = job
+            if (read or written or busy) and s.last_any is not job:
+                s.last_any, s.last_owner = job, job
+                s.touches += 1
                 s.switches += 1
         chip = job.chip
         rows = self._moved_rows(memo, servers, chip)

@@ -68,6 +68,9 @@ class Use(Put):
         self.priority = priority
         self.requested = now = self.env._now
         self.start = self.end = -1
+        if owner is not server.last_any:
+            server.last_any = owner
+            server.touches += 1
         if priority < PREFETCH:  # prefetches never delay demand traffic: only the others count
             if owner is not server.last_owner:
                 server.last_owner = owner
@@ -106,6 +109,8 @@ class Server(BaseResource):
         self.bytes_written = 0
         self.last_owner: object = None
         self.switches = 0  # how often a demand request came from another owner than the one before
+        self.last_any: object = None
+        self.touches = 0  # how often any request came from another owner than the one before
         self._on_release = self._release
         self._queue = env._queue
         self._eid = env._eid

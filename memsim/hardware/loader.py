@@ -235,9 +235,8 @@ def _check_execution(chip: ChipSpec, file: str) -> None:
             raise ConfigError(f"{name!r} is not one of {', '.join(STREAMS)}", file=file, field="execution.streams")
     if "compute" not in ex.streams or len(set(ex.streams)) != len(ex.streams):
         raise ConfigError("must name `compute` once, and each stream once", file=file, field="execution.streams")
-    for key in ("comm_overlap", "pipeline_chunks"):
-        if getattr(ex, key) < 1:
-            raise ConfigError("must be at least 1", file=file, field=f"execution.{key}")
+    if ex.pipeline_chunks < 1:
+        raise ConfigError("must be at least 1", file=file, field="execution.pipeline_chunks")
     if ex.weight_prefetch < 0:
         raise ConfigError("must not be negative", file=file, field="execution.weight_prefetch")
 

@@ -24,14 +24,13 @@ PIPELINES = ("none", "layers")
 # How each family's real machines work, used for execution fields its YAML leaves out.
 FAMILY_EXECUTION: dict[str, dict[str, Any]] = {
     # CUDA/HIP streams with copy engines and a collective stream; kernels see weights in HBM.
-    "gpu": {"streams": ["compute", "copy", "comm"], "weight_prefetch": 0, "comm_overlap": 1, "pipeline": "none"},
+    "gpu": {"streams": ["compute", "copy", "comm"], "weight_prefetch": 0, "pipeline": "none"},
     # Framework CPU kernels: one op at a time, no separate copy or communication engine.
-    "cpu": {"streams": ["compute"], "weight_prefetch": 0, "comm_overlap": 1, "pipeline": "none"},
-    # Dataflow RDU / LPU: the next operators' weights stream in while the current ones compute,
-    # and collectives are scheduled alongside the GEMMs they follow.
-    "rdu": {"streams": ["compute", "copy", "comm"], "weight_prefetch": 2, "comm_overlap": 4, "pipeline": "none"},
+    "cpu": {"streams": ["compute"], "weight_prefetch": 0, "pipeline": "none"},
+    # Dataflow RDU / LPU: the next operators' weights stream in while the current ones compute.
+    "rdu": {"streams": ["compute", "copy", "comm"], "weight_prefetch": 2, "pipeline": "none"},
     # Wafer: layers are regions that run as a pipeline; a prefill flows through it in chunks.
-    "wafer": {"streams": ["compute", "copy", "comm"], "weight_prefetch": 2, "comm_overlap": 1, "pipeline": "layers",
+    "wafer": {"streams": ["compute", "copy", "comm"], "weight_prefetch": 2, "pipeline": "layers",
               "pipeline_chunks": 32},
 }
 
@@ -146,10 +145,6 @@ class ExecutionSpec:
     weight_prefetch: int = spec_field(
         "weight_prefetch", "count", "operators ahead whose weights the copy stream stages into SRAM (or L2) while "
         "the current one computes, where capacity allows (0: off)", 0
-    )
-    comm_overlap: int = spec_field(
-        "comm_overlap", "count", "chunks a tensor-parallel collective and the GEMM before it are split into, so "
-        "each chunk's collective overlaps the next chunk's GEMM (1: off)", 1
     )
     pipeline: str = spec_field(
         "pipeline", "choice", "`layers`: each layer runs in its own region of the chip (its share of compute and "
