@@ -81,7 +81,8 @@ def perfetto(plan: Plan, result: EngineResult, meta: dict[str, Any], limit: int 
     rates: dict[tuple[int, str], list[tuple[int, float]]] = defaultdict(list)
     for r in records:
         resource = str(r.resource)
-        pid, tid = track(f"chip{r.chip}", resource)
+        # Another stream's transfers on the same level get a track of their own (they overlap).
+        pid, tid = track(f"chip{r.chip}", resource if r.stream == "compute" else f"{resource} ({r.stream})")
         name = str(r.cause) if r.kind == "stall" else r.op
         args = {"op": r.op, "op_kind": r.op_kind, "layer": r.layer}
         if r.kind == "transfer":
