@@ -8,9 +8,14 @@ long as nothing else touches the step's resources. The observer then moves every
 step has scheduled, and every time it holds, ``k`` cycles later, accounts the skipped chunks
 (busy time, stalls, bytes, resource occupancy) and lets the step sleep through them.
 
-``k`` is bounded by the chunks left and by ``quiet_until``: the earliest time another task
-could touch the step's resources (the scheduler's answer), so a skip never hides contention.
-A history in which another task touched those resources is discarded.
+Steps on other streams that share its resources at its priority run beside it: the step
+and those *partners* form a group whose joint state is compared, and a skip moves all of
+them by the same time, each by the chunks it ran per cycle. The scheduler answers who the
+partners are (``Neighbours.partners``); it answers ``None`` when another stream could touch
+the group's resources before the group's steps end without being one of them, and then
+nothing is skipped. ``k`` is bounded by the chunks every member has left, so a skip never
+hides contention. A history in which another task touched the group's resources is
+discarded.
 
 Rounding to whole picoseconds can, rarely, make the exact cycle longer than ``MAX_CYCLE``.
 After ``APPROX_AFTER`` chunks without one, the last ``APPROX_WINDOW`` chunks are repeated
@@ -18,10 +23,10 @@ instead; the run's statistics count such steps as approximate.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Protocol
 
 from memsim.engine.pipeline import StepRun
-from memsim.engine.resources import Use
+from memsim.engine.resources import Server, Use
 
 MIN_PREFIX = 4  # chunks before looking for a periodic state
 MAX_CYCLE = 32  # longest cycle (in chunks) the detector looks for
@@ -41,61 +46,119 @@ def find_cycle(states: list[tuple], completions: list[int], depth: int) -> int |
     return None
 
 
-class FastForward:
-    """The observer of one step: records its history and skips cycles when it may."""
+class Neighbours(Protocol):
+    """What fast-forward asks the scheduler about the streams around a step."""
 
-    def __init__(self, quiet_until: Callable[[StepRun], float], shift_events: Callable[[object, int], None],
-                 shared: Callable[[StepRun], list] = lambda run: []) -> None:
-        self.quiet_until = quiet_until
-        self.shared = shared
-        self.shift_events = shift_events
+    def partners(self, run: StepRun) -> tuple[list[StepRun], float] | None:
+        """The steps running on other streams that share ``run``'s resources at its priority or
+        higher (and theirs, transitively), and the earliest time another stream could touch
+        them; ``None`` if that is now."""
+
+    def shared(self, runs: list[StepRun]) -> list[Server]:
+        """Which of the group's resources a lower-priority stream (a prefetch) uses or may use."""
+
+    def touched_since(self, runs: list[StepRun]) -> float:
+        """When a task outside the group last ended that used the group's resources."""
+
+    def shift(self, step: StepRun, delta: int) -> None:
+        """Move every event ``step`` has scheduled by ``delta``."""
+
+
+class FastForward:
+    """The observer of one step: records its history (and its partners') and skips cycles when it may."""
+
+    def __init__(self, neighbours: Neighbours) -> None:
+        self.neighbours = neighbours
         self.states: list[tuple] = []
         self.completions: list[int] = []
         self.stalls: list[dict] = []
+        self.counts: list[tuple] = []  # per chunk: each partner's chunks consumed and stalls so far
         self.switches: tuple[int, ...] | None = None
+        self.group: tuple[int, ...] = ()
         self.approximate = False
 
-    def _clean(self, run: StepRun) -> None:
-        """Forget the history if another task touched the step's resources since it began."""
-        switches = tuple(s.switches for s in run.footprint())
-        if switches != self.switches:
-            self.switches = switches
-            self.states, self.completions, self.stalls = [], [], []
+    def reset(self) -> None:
+        self.states, self.completions, self.stalls, self.counts = [], [], [], []
+
+    def _clean(self, run: StepRun, partners: list[StepRun]) -> None:
+        """Forget the history if the partners changed, or (alone) if another task touched the
+        step's resources since it began; a group checks the time of the last such touch instead."""
+        group = tuple(id(p) for p in partners)
+        switches = tuple(s.switches for s in run.footprint()) if not partners else None
+        if switches != self.switches or group != self.group:
+            self.switches, self.group = switches, group
+            self.reset()
 
     def __call__(self, run: StepRun) -> int:
-        now = run.env.now
-        self._clean(run)
-        self.states.append(run.state())
+        now = run.env._now
+        found = self.neighbours.partners(run)
+        if found is None or any(_leads(p, run) for p in found[0]):
+            self.reset()  # another stream may interfere now, or a partner observes the group
+            return 0
+        partners, quiet = found
+        self._clean(run, partners)
+        self.states.append((run.state(), *(p.state() for p in partners)) if partners else run.state())
         self.completions.append(now)
         self.stalls.append(dict(run.chunk_stalls))
-        q = find_cycle(self.states, self.completions, run.step.depth)
+        self.counts.append(tuple((p.consumed, p.issued, dict(p.stalls)) for p in partners))
+        q = find_cycle(self.states, self.completions, max([run.step.depth] + [p.step.depth for p in partners]))
         approximate = False
-        if q is None and len(self.completions) >= APPROX_AFTER:
+        if q is None and len(self.completions) >= APPROX_AFTER and not partners:
             q, approximate = APPROX_WINDOW, True
         if q is None:
             return 0
         cycle_ps = self.completions[-1] - self.completions[-1 - q]
-        cycles = (run.step.count - run.issued) // q
-        quiet = self.quiet_until(run)
-        if cycle_ps > 0 and quiet != float("inf"):
-            cycles = min(cycles, int((quiet - now) // cycle_ps))
-        if cycles < 1 or cycle_ps <= 0:
+        if cycle_ps <= 0:
             return 0
-        # A prefetch (which yields to this step) may use a resource this step leaves idle at
-        # times: skipping would starve it. Skip only if the step keeps every such resource busy.
-        if any(q * _hold(run, server) != cycle_ps for server in self.shared(run)):
+        # Every member runs whole cycles until the first of them runs out of chunks.
+        members = [(run, q, None)]
+        for p, (consumed, issued, stalls), (was_consumed, was_issued, was_stalls) in zip(
+                partners, self.counts[-1], self.counts[-1 - q]):
+            if consumed - was_consumed != issued - was_issued:
+                return 0
+            members.append((p, consumed - was_consumed, _diff(stalls, was_stalls)))
+        if any(n < 1 for _, n, _ in members):
+            return 0
+        cycles = min((m.step.count - m.issued) // n for m, n, _ in members)
+        if quiet != float("inf"):
+            cycles = min(cycles, int((quiet - now) // cycle_ps))
+        if partners and self.neighbours.touched_since([run, *partners]) > self.completions[-1 - 2 * q]:
+            return 0
+        # A prefetch (which yields to the group) may use a resource the group leaves idle at
+        # times: skipping would starve it. Skip only if the group keeps every such resource busy.
+        if any(sum(n * _hold(m, server) for m, n, _ in members) != cycle_ps
+               for server in self.neighbours.shared([run, *partners])):
+            return 0
+        if cycles < 1:
             return 0
         self.approximate |= approximate
         delta = cycles * cycle_ps
-        self.shift_events(run, delta)
-        shift_step(run, delta)
-        _account(run, cycles, q, self.stalls[-q:])
-        self.states, self.completions, self.stalls = [], [], []
+        servers = {id(s): s for m, _, _ in members for s in m.footprint()}
+        for s in servers.values():
+            s.horizon += delta
+        for m, n, stalls in members:
+            self.neighbours.shift(m, delta)
+            shift_step(m, delta)
+            _account(m, cycles, n, [stalls] if stalls is not None else self.stalls[-q:])
+            if m is not run and m.observer is not None:
+                m.observer.reset()
+        self.reset()
         return delta
 
 
+def _leads(a: StepRun, b: StepRun) -> bool:
+    """Of a group, the step of most chunks observes it (the finest clock; ties go to the first
+    stream); the others leave it alone."""
+    return (-a.step.count, a.job.chip, a.job.stream) < (-b.step.count, b.job.chip, b.job.stream)
+
+
+def _diff(now: dict, before: dict) -> dict:
+    return {k: v - before.get(k, 0) for k, v in now.items() if v != before.get(k, 0)}
+
+
 def _account(run: StepRun, cycles: int, q: int, stalls: list[dict]) -> None:
-    """The skipped chunks' busy time, stalls, bytes and resource occupancy."""
+    """The skipped chunks' busy time, stalls, bytes and resource occupancy: ``q`` chunks per
+    cycle, whose stalls are ``stalls`` (per chunk, or for the whole cycle)."""
     step, n = run.step, cycles * q
     for chunk in stalls:
         for key, ps in chunk.items():
@@ -120,7 +183,8 @@ def _hold(run: StepRun, server) -> int:
 
 
 def shift_step(run: StepRun, delta: int) -> None:
-    """Move every time the step holds by ``delta`` (fast-forward skipped that long)."""
+    """Move every time the step holds by ``delta`` (fast-forward skipped that long); the
+    horizons of its resources move with the group's."""
     for c in run.pending:
         c.issued += delta
         c.landed += delta
@@ -132,8 +196,6 @@ def shift_step(run: StepRun, delta: int) -> None:
         for use, via, _ in b.uses:
             _shift_use(use, delta)
             _shift_use(via, delta)
-    for s in run.footprint():
-        s.horizon += delta
     if run.waiting is not None:
         asked, frees = run.waiting
         run.waiting = (asked + delta, tuple(f + delta for f in frees))

@@ -43,7 +43,7 @@ class Chunk:
         self.writer = writer  # the stall key of that store's level
         self.left = 0  # requests not yet finished
         self.landed = issued  # when its last load arrived, latency included
-        self.source = (WAIT, "sram")  # the stall key of the level (or link) that arrived last
+        self.source = (WAIT, "sram", "")  # the stall key of the level (or link) that arrived last
         self.held = 0  # that load's wait for a buffer while its level was idle
         self.ready = False  # landed (and, with dequantisation, unpacked)
 
@@ -182,7 +182,9 @@ class StepRun:
             # A stream of requests pays the latency once: later requests were issued ahead.
             done = end + (port.latency_ps if first else 0)
             if done > chunk.landed:
-                chunk.landed, chunk.source, chunk.held = done, limiter, max(0, idle)
+                # A load that queued behind another operator's transfer names it as the holder.
+                holder = use.blocker.op if use.blocker is not None else ""
+                chunk.landed, chunk.source, chunk.held = done, (*limiter, holder), max(0, idle)
         wait = chunk.landed - self.env._now
         if wait > 0:
             self._later(wait, lambda _e: self._landed(chunk))
@@ -236,7 +238,7 @@ class StepRun:
             for key, span in ((CAPACITY, capacity - draining), (chunk.writer, draining),
                               (chunk.source, now - unpack - t0 - capacity), (UNPACKING, unpack)):
                 if span > 0:
-                    k = (key[0], key[1], "")
+                    k = (key[0], key[1], key[2] if len(key) > 2 else "")
                     stall[k] = stall.get(k, 0) + span
         self.computing = True
         if not self.step.compute_ps:  # a copy: nothing to compute

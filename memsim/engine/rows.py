@@ -17,7 +17,7 @@ def step_rows(run: StepRun) -> list[Interval]:
                   count=step.count)
     compute = ResourceId(COMPUTE, chip, COMPUTE)
     rows = []
-    if run.job.stream == COMPUTE:  # a copy or a transfer on another stream leaves compute to others
+    if run.step.compute_ps or run.job.stream == COMPUTE:  # a copy leaves compute to the others
         rows.append(Interval(t, t + run.busy_ps, resource=compute, kind="compute", flops=step.flops, **common))
         t += run.busy_ps
         for (kind, on, holder), ps in sorted(run.stalls.items()):

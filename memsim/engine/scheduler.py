@@ -30,9 +30,9 @@ from memsim.engine.rows import step_rows
 from memsim.engine.resources import COMMUNICATION, DEMAND, PREFETCH, ChipResources, Job, Server
 from memsim.engine.system import SystemLinks, run_collective
 from memsim.hardware.resource import Ref
-from memsim.mapping.plan import COMM, COPY, OpTask, Plan
+from memsim.mapping.plan import BRANCH, COMM, COPY, OpTask, Plan
 
-PRIORITY = {COMPUTE: DEMAND, COMM: COMMUNICATION, COPY: PREFETCH}
+PRIORITY = {COMPUTE: DEMAND, BRANCH: DEMAND, COMM: COMMUNICATION, COPY: PREFETCH}
 NEVER = float("inf")
 
 
@@ -99,6 +99,15 @@ class Simulation:
                 for s in self.servers[t.op]:
                     self.last_use.setdefault(id(s), {})[key] = i
         self.position = {key: 0 for key in self.streams}
+        self.index = {t.op: i for tasks in self.streams.values() for i, t in enumerate(tasks)}
+        self.running: dict[tuple[int, str], bool] = {}  # a stream whose task has started and not ended
+        self.ended: dict[tuple[int, str], int] = {}  # when a stream's latest task ended
+        self.current: dict[tuple[int, str], StepRun] = {}  # the step a stream's running task is in
+        self.starved: set[tuple[int, str]] = set()  # streams whose prefetch waits for staging room
+        self.holders: dict[int, set[str]] = {}  # chip -> the operators whose prefetched weights hold room
+        # The operator that uses each prefetch's weights (and gives their room back).
+        self.user_of = {d: t.op for t in plan.tasks if t.releases for d in t.deps
+                        if self.task_of[d].acquires}
         self.done = {t.op: env.event() for t in plan.tasks}
         self.finish: dict[str, int] = {}
         self.rows: list[Interval] = []
@@ -120,31 +129,124 @@ class Simulation:
             out += self.links.servers(task)
         return out
 
-    # -- the shortcuts' question ----------------------------------------------------------
-    def _others(self, key: tuple[int, str], servers: list[Server], lower: bool):
-        """The other streams that have a task, running or to come, using any of ``servers``: those of
-        lower priority than ``key``'s if ``lower``, else those of the same or higher priority."""
-        mine = PRIORITY.get(key[1], DEMAND)
+    # -- the shortcuts' questions ---------------------------------------------------------
+    def _others(self, keys, servers: list[Server], lower: bool, mine: int):
+        """The streams not in ``keys`` that have a task, running or to come, using any of
+        ``servers``: of lower priority than ``mine`` if ``lower``, else of the same or higher."""
         for s in servers:
             for other, last in self.last_use.get(id(s), {}).items():
-                if other != key and (PRIORITY.get(other[1], DEMAND) > mine) == lower \
+                if other not in keys and (PRIORITY.get(other[1], DEMAND) > mine) == lower \
                         and last >= self.position[other]:
-                    yield other, [id(s)]
+                    yield other, id(s)
 
-    def quiet_until(self, key: tuple[int, str], servers: list[Server], lower: bool = True) -> float:
-        """The earliest time a task of another stream could touch ``servers`` (ignoring streams
-        of lower priority, whose requests yield to this one's, unless ``lower``)."""
-        for _ in self._others(key, servers, False):
+    def quiet_until(self, key: tuple[int, str], servers: list[Server]) -> float:
+        """The earliest time a task of another stream could touch ``servers``."""
+        for _ in self._others((key,), servers, False, PRIORITY.get(key[1], DEMAND)):
             return self.env.now
-        if lower:
-            for _ in self._others(key, servers, True):
-                return self.env.now
+        for _ in self._others((key,), servers, True, PRIORITY.get(key[1], DEMAND)):
+            return self.env.now
         return NEVER
 
-    def shared(self, key: tuple[int, str], servers: list[Server]) -> list[Server]:
-        """Which of ``servers`` a lower-priority stream (a prefetch) uses or may use."""
-        ids = {i for _, hits in self._others(key, servers, True) for i in hits}
+    def partners(self, run: StepRun) -> tuple[list[StepRun], float] | None:
+        """The steps running on other streams that share ``run``'s resources at its priority or
+        higher (and theirs in turn), and the earliest time another such stream could touch the
+        group's resources; ``None`` if that could be now."""
+        key = _key(run)
+        mine = PRIORITY.get(key[1], DEMAND)
+        group = {key: run}
+        servers = run.footprint()
+        quiet, memo = NEVER, {}
+        grown = True
+        while grown:
+            grown = False
+            for other, _ in self._others(group, servers, False, mine):
+                step = self.current.get(other)
+                if step is not None and step.consumed == step.step.count and not step.outstanding:
+                    # Its stores have drained and it waits out their latency: it touches nothing
+                    # more, and its stream goes on when that ends.
+                    quiet = min(quiet, max(step.last_store, self.env.now))
+                elif step is not None:
+                    group[other] = step
+                    servers = servers + step.footprint()
+                    grown = True
+                    break
+                else:
+                    quiet = min(quiet, self._next_start(other, group, memo))
+                if quiet <= self.env.now:
+                    return None
+        return [step for k, step in group.items() if k != key], quiet
+
+    def shared(self, runs: list[StepRun]) -> list[Server]:
+        """Which of the group's resources a lower-priority stream (a prefetch) uses or may use
+        before the group's tasks end. A stream waiting for one of them cannot start anything."""
+        keys = {_key(r) for r in runs}
+        servers = list({id(s): s for r in runs for s in r.footprint()}.values())
+        mine = max(PRIORITY.get(k[1], DEMAND) for k in keys)
+        memo: dict = {}
+        ids = {i for other, i in self._others(keys, servers, True, mine)
+               if self._next_start(other, keys, memo) < NEVER}
         return [s for s in servers if id(s) in ids or s.prefetching()]
+
+    def touched_since(self, runs: list[StepRun]) -> float:
+        """When a task of a stream outside the group that uses the group's resources (at its
+        priority or higher) last ended."""
+        keys = {_key(r) for r in runs}
+        mine = max(PRIORITY.get(k[1], DEMAND) for k in keys)
+        latest = -1.0
+        for s in {id(s): s for r in runs for s in r.footprint()}.values():
+            for other in self.last_use.get(id(s), {}):
+                if other not in keys and PRIORITY.get(other[1], DEMAND) <= mine:
+                    latest = max(latest, NEVER if self.running.get(other) else self.ended.get(other, -1))
+        return latest
+
+    def shift(self, step: StepRun, delta: int) -> None:
+        self.env.shift(step, delta)
+
+    def _next_start(self, other: tuple[int, str], keys, memo: dict) -> float:
+        """A lower bound on when stream ``other`` next starts work: now if it runs a task, else
+        when its next task's dependencies can all have finished. ``NEVER`` if that waits for
+        the running tasks of the streams ``keys``."""
+        tasks, position = self.streams[other], self.position[other]
+        if position >= len(tasks):
+            return NEVER
+        if self.running.get(other) and other not in self.starved:
+            return self.env.now
+        return self._earliest(tasks[position].op, keys, memo, start=True)
+
+    def _earliest(self, op: str, keys, memo: dict, start: bool = False) -> float:
+        """A lower bound on when ``op`` finishes (starts, if ``start``): ``NEVER`` if it is a running
+        task of the streams ``keys`` or later in them, or waits for one."""
+        now = self.env.now
+        stack = [op]
+        while stack:
+            name = stack[-1]
+            if name in memo:
+                stack.pop()
+                continue
+            stream = self.stream_of[name]
+            at, position = self.index[name], self.position[stream]
+            if self.done[name].triggered:
+                memo[name] = now
+            elif stream in keys and at >= position:
+                memo[name] = NEVER
+            elif at == position and self.running.get(stream):
+                if stream in self.starved:  # it starts once a user of prefetched weights gives room back
+                    memo[name] = min((self._earliest(h, keys, memo) for h in self.holders.get(stream[0], ())),
+                                     default=now)
+                else:
+                    step = self.current.get(stream)
+                    memo[name] = now + (_least_left(step) if step is not None else 0)
+            else:  # not started: once its dependencies and its stream's previous task have finished
+                before = self.task_of[name].deps + ((self.streams[stream][at - 1].op,) if at > position else ())
+                deps = [d for d in before if d not in memo]
+                if deps:
+                    stack += deps
+                    continue
+                memo[name] = max((memo[d] for d in before), default=now)
+                if name == op and start:
+                    return memo[name]
+            stack.pop()
+        return memo[op]
 
     # -- processes --------------------------------------------------------------------------
     def _stream(self, key: tuple[int, str], tasks: list[OpTask]):
@@ -159,7 +261,10 @@ class Simulation:
                 if stream == COMPUTE:
                     self.rows += self._idle(chip, task, t0, self._wait_cause(chip, pending))
             start = env.now
+            self.running[key] = True
             yield from self._task(task, Job(task.op, chip, stream), key)
+            self.running[key] = False
+            self.ended[key] = env.now
             self.spans.append((task.op, start, env.now))
             self.finish[task.op] = env.now
             self.done[task.op].succeed()
@@ -184,10 +289,14 @@ class Simulation:
     def _task(self, task: OpTask, job: Job, key: tuple[int, str]):
         staging = self.chips[task.chip].staging
         if task.acquires:  # a prefetch waits for room in the staging area
+            self.starved.add(key)
             yield staging.get(task.acquires)
+            self.starved.discard(key)
+            self.holders.setdefault(task.chip, set()).add(self.user_of[task.op])
         yield from self._run_task(task, job, key)
         if task.releases:
             staging.put(task.releases)
+            self.holders[task.chip].discard(task.op)
 
     def _run_task(self, task: OpTask, job: Job, key: tuple[int, str]):
         env = self.env
@@ -204,7 +313,7 @@ class Simulation:
         recording = Recording(start, servers)
         rows: list[Interval] = []
         res = self.chips[task.chip]
-        on_compute = key[1] == COMPUTE
+        on_compute = key[1] in (COMPUTE, BRANCH)
         if task.overhead_ps:
             yield env.timeout(task.overhead_ps)
             if on_compute:
@@ -215,10 +324,10 @@ class Simulation:
             if on_compute:
                 rows += self._idle(job.chip, task, t0, Cause.wait(task.bound))
         for step in task.steps:
-            observer = FastForward(lambda run: self.quiet_until(key, run.footprint(), lower=False), env.shift,
-                                   lambda run: self.shared(key, run.footprint())) if self.fast_forward else None
-            run = StepRun(env, res, task, step, job, PRIORITY.get(key[1], DEMAND), observer)
+            observer = FastForward(self) if self.fast_forward else None
+            run = self.current[key] = StepRun(env, res, task, step, job, PRIORITY.get(key[1], DEMAND), observer)
             yield from run.run()
+            del self.current[key]
             rows += step_rows(run)
             if observer is not None and observer.approximate:
                 self.stats["approximate"] += 1
@@ -254,6 +363,23 @@ class Simulation:
         return EngineResult(tuple(self.rows), tuple(self.spans), end, self.env.scheduled(), self.stats["simulated"],
                             self.stats["replayed"], self.stats["approximate"], tuple(read.items()),
                             tuple(written.items()), tuple(busy.items()))
+
+
+def _key(run: StepRun) -> tuple[int, str]:
+    return run.job.chip, run.job.stream
+
+
+def _least_left(run: StepRun) -> int:
+    """A lower bound on a step's time to its end: each port serves one transfer at a time, so it
+    is busy for what is left of the transfers requested and the holds of the chunks not yet
+    issued; so are the compute units for the chunks not yet computed."""
+    now, unissued = run.env._now, run.step.count - run.issued
+    left = [(run.step.count - run.consumed - run.computing) * run.step.compute_ps]
+    for i, (port, hold, via_hold, _, _) in enumerate(run.loads):
+        pending = sum(u.duration if u.end < 0 else max(0, u.end - now)
+                      for c in run.pending for u, _, _, j in c.transfers if j == i)
+        left.append(pending + unissued * hold)
+    return max(left)
 
 
 def run(plan: Plan, *, fast_forward: bool = True, memoize: bool = True) -> EngineResult:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import networkx as nx
+
 from memsim.errors import ConfigError
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping.placement import place
@@ -44,6 +46,25 @@ def stages(order: list[Op], pp: int) -> dict[str, int]:
             out[op.name] = op.layer * pp // layers
         else:
             out[op.name] = pp - 1 if seen_layer else 0
+    return out
+
+
+def branches(graph: OpGraph) -> set[str]:
+    """Ops of a layer that neither feed nor follow its attention: an independent branch, such as
+    the MLP of a parallel block (GPT-J, Falcon), which may run beside the attention."""
+    deps = graph.graph()
+    by_layer: dict[int, list[Op]] = {}
+    for op in graph:
+        if op.layer >= 0:
+            by_layer.setdefault(op.layer, []).append(op)
+    out: set[str] = set()
+    for ops in by_layer.values():
+        attention = [op.name for op in ops if op.kind == "attention"]
+        related = set(attention)
+        for name in attention:
+            related |= nx.ancestors(deps, name) | nx.descendants(deps, name)
+        if attention:
+            out |= {op.name for op in ops if op.name not in related}
     return out
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
 
-COMPUTE, COPY, COMM = "compute", "copy", "comm"  # the streams a task can be issued on
+COMPUTE, COPY, COMM, BRANCH = "compute", "copy", "comm", "branch"  # the streams a task can be issued on
 
 
 @dataclass(frozen=True, slots=True)

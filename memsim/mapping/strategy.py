@@ -15,8 +15,8 @@ from memsim.errors import ConfigError
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping.lower import Context, lower, lowering_key
-from memsim.mapping.layout import Layout, place_stages, stage_graphs, stages
-from memsim.mapping.plan import OpTask, Plan, Step
+from memsim.mapping.layout import Layout, branches, place_stages, stage_graphs, stages
+from memsim.mapping.plan import BRANCH, COMPUTE, OpTask, Plan, Step
 from memsim.mapping.prefetch import Prefetcher, staging_bytes
 from memsim.mapping.roofline import peak_bandwidth, staged_roofline
 from memsim.units import transfer_ps
@@ -79,7 +79,7 @@ def plan_with(graph: OpGraph, chip: ChipSpec, shape: Shaper, layout: Layout = La
     micro = layout.graphs(graph)
     tasks: list[OpTask] = []
     prefetcher = Prefetcher()
-    cache: dict = {}  # lowering key -> steps, and "bounds": shaped steps -> bound
+    cache: dict = {"branches": branches(graph)}  # and lowering key -> steps, "bounds": shaped steps -> bound
     for m, g in enumerate(micro):
         cx = Context(chip, g, homes, attention or chip.execution.attention, compute_share, m)
         cx = dataclasses.replace(cx, staging_bytes=staging_bytes(cx))
@@ -133,6 +133,7 @@ def _micro_tasks(cx: Context, shape: Shaper, stage_of: dict[str, int], tp: int, 
             bound = bounds[steps] = _bound(chip, steps)
         tasks.append(OpTask(op.name + suffix, op.kind, op.layer, op.flops, overhead, steps, preds, bound,
                             chip=stage * tp, graph_op=op.name, microbatch=m,
+                            stream=BRANCH if op.name in cache["branches"] else COMPUTE,
                             releases=prefetch.acquires if prefetch is not None else 0))
     return tasks
 

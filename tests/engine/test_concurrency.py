@@ -49,10 +49,19 @@ def test_a_wafer_whose_weights_spill_streams_them_layer_by_layer():
     dict(context=32, set={"execution.weight_prefetch": "2"}),  # prefetches on the copy stream
     dict(context=32, batch=4, pp=2, microbatches=4, set={"execution.weight_prefetch": "1"}),
     dict(phase="prefill", prompt=48, microbatches=4, wafer=True),  # layer regions in a pipeline
+    # GPT-J's parallel attention and MLP on two compute streams, with prefetches beside them
+    dict(context=64, parallel=True, set={"execution.streams": "compute,branch,copy", "execution.weight_prefetch": "1"}),
+    dict(phase="prefill", prompt=32, parallel=True, set={"execution.streams": "compute,branch"}),
 ])
-def test_shortcuts_stay_exact_under_concurrency(tiny_chip_path, tiny_wafer_path, tiny_model_path, kw):
+def test_shortcuts_stay_exact_under_concurrency(tiny_chip_path, tiny_wafer_path, tiny_model_path, kw, tmp_path):
     """Fast-forward and replay against the chunk-by-chunk run, with streams running concurrently."""
     chip = tiny_wafer_path if kw.pop("wafer", False) else tiny_chip_path
+    if kw.pop("parallel", False):
+        import json
+
+        tiny_model_path = tmp_path / "tiny-gptj.json"
+        tiny_model_path.write_text(json.dumps({"model_type": "gptj", "n_embd": 64, "n_head": 4, "n_layer": 2,
+                                               "rotary_dim": 16, "vocab_size": 256, "n_positions": 512}))
     fast = simulate(str(chip), str(tiny_model_path), **kw)
     full = simulate(str(chip), str(tiny_model_path), fast_forward=False, memoize=False, **kw)
     assert fast.summary["step_time_s"] == full.summary["step_time_s"]
@@ -60,6 +69,9 @@ def test_shortcuts_stay_exact_under_concurrency(tiny_chip_path, tiny_wafer_path,
     assert fast.summary["stall_s"] == pytest.approx(full.summary["stall_s"], rel=1e-12, abs=1e-15)
     assert fast.summary["engine"]["events"] < full.summary["engine"]["events"]
     assert any(t.stream != "compute" for t in fast.plan.tasks) or fast.plan.regions > 1
+    if "branch" in kw.get("set", {}).get("execution.streams", ""):  # the MLP runs beside the attention
+        assert {t.graph_op for t in fast.plan.tasks if t.stream == "branch"} == {
+            f"L{i}.{op}" for i in range(2) for op in ("fc", "act", "down")}
 
 
 def test_single_stream_mode_runs_one_operator_at_a_time(tiny_graph, tiny_chip):
@@ -76,3 +88,54 @@ def test_micro_batches_of_a_decode_split_the_batch():
     step = workload.StepSpec.make("decode", batch=8, context=64)
     parts = workload.split(step, 4)
     assert [p.batch for p in parts] == [2, 2, 2, 2] and all(p.context == 64 for p in parts)
+
+
+def _streaming(nbytes: int):
+    """A step that streams ``nbytes`` from HBM through SRAM and computes almost nothing."""
+    from memsim.hardware.resource import Ref
+    from memsim.mapping.lower import make_step
+
+    return make_step("stream", {Ref.level("hbm"): nbytes}, {}, busy_ps=1000, flops=0, buffer_bytes=16 * 1024,
+                     depth=2, sram_bytes=32 * 1024)
+
+
+@pytest.mark.parametrize("shortcuts", [True, False])
+def test_two_bandwidth_bound_operators_on_two_streams_share_the_level(tiny_chip, shortcuts):
+    """Independent HBM-bound operators on the compute and branch streams of one chip take the
+    time of their summed bytes at HBM's bandwidth, and each waits on HBM held by the other."""
+    import dataclasses
+
+    from memsim.hardware.resource import Ref
+    from memsim.mapping.plan import OpTask, Plan
+
+    chip = dataclasses.replace(tiny_chip, execution=dataclasses.replace(tiny_chip.execution,
+                                                                        streams=("compute", "branch")))
+    hbm = Ref.level("hbm")
+    a = OpTask("a", "elementwise", 0, 0, 0, (_streaming(1 << 20),), (), hbm, stream="compute")
+    b = OpTask("b", "elementwise", 0, 0, 0, (_streaming(3 << 19),), (), hbm, stream="branch")
+
+    def run(*tasks):
+        return engine.run(Plan(chip, tasks, (), 0.0, "hbm", ()), fast_forward=shortcuts, memoize=shortcuts)
+
+    both, alone_a, alone_b = run(a, b), run(a), run(b)
+    rate = chip.level("hbm").effective_bandwidth(chip.compute.units)  # bytes/s
+    summed_ps = ((1 << 20) + (3 << 19)) / rate * 1e12
+    assert both.end_ps >= summed_ps  # never faster than the summed bytes at the shared bandwidth
+    assert both.end_ps == pytest.approx(alone_a.end_ps + alone_b.end_ps, rel=0.02)  # not the longer of the two
+    assert both.end_ps > 1.5 * max(alone_a.end_ps, alone_b.end_ps)
+    waits = {(r.op, r.cause.holder) for r in both.records if r.kind == "stall" and r.cause.on == "hbm"}
+    assert ("a", "b") in waits and ("b", "a") in waits  # each waits on the other
+    assert dict(both.bytes_read)["hbm"] == (1 << 20) + (3 << 19)
+    if shortcuts:  # the pair is fast-forwarded as a group, exactly
+        full = engine.run(Plan(chip, (a, b), (), 0.0, "hbm", ()), fast_forward=False, memoize=False)
+        assert both.end_ps == full.end_ps and both.events < 0.2 * full.events
+        assert _stalls(both) == pytest.approx(_stalls(full), rel=1e-12)
+
+
+def _stalls(result) -> dict:
+    out: dict = {}
+    for r in result.records:
+        if r.kind == "stall":
+            key = (r.op, str(r.cause), r.cause.holder)
+            out[key] = out.get(key, 0) + r.end_ps - r.start_ps
+    return out
