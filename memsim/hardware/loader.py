@@ -19,6 +19,7 @@ from memsim.hardware import topologies
 from memsim.hardware.spec import (
     ATTENTION,
     FAMILY_EXECUTION,
+    MAX_COMM_OVERLAP,
     PIPELINES,
     STREAMS,
     FAMILIES,
@@ -239,6 +240,8 @@ def _check_execution(chip: ChipSpec, file: str) -> None:
         raise ConfigError("must be at least 1", file=file, field="execution.pipeline_chunks")
     if ex.weight_prefetch < 0:
         raise ConfigError("must not be negative", file=file, field="execution.weight_prefetch")
+    if not 1 <= ex.comm_overlap <= MAX_COMM_OVERLAP:
+        raise ConfigError(f"must be from 1 (off) to {MAX_COMM_OVERLAP}", file=file, field="execution.comm_overlap")
 
 
 def _check_named(name: str, what: str, known: list[str], file: str, field: str) -> None:

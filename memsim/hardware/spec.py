@@ -23,20 +23,27 @@ ATTENTION = ("fused", "unfused")
 # (DMA) engine, communication.
 STREAMS = ("compute", "branch", "copy", "comm")
 PIPELINES = ("none", "layers")
+# Beyond a few dozen chunks a collective's pieces are too small to hide anything and each
+# pays the algorithm's latencies again.
+MAX_COMM_OVERLAP = 64
 # How each family's real machines work, used for execution fields its YAML leaves out.
 FAMILY_EXECUTION: dict[str, dict[str, Any]] = {
     # CUDA/HIP streams with copy engines and a collective stream; kernels see weights in HBM.
-    "gpu": {"streams": ["compute", "copy", "comm"], "weight_prefetch": 0, "pipeline": "none"},
+    # Serving stacks (vLLM, TensorRT-LLM) run a tensor-parallel all-reduce after its GEMM;
+    # overlapping them (Megatron/TransformerEngine userbuffers, Flux, T3) is an opt-in.
+    "gpu": {"streams": ["compute", "copy", "comm"], "weight_prefetch": 0, "pipeline": "none", "comm_overlap": 1},
     # Framework CPU kernels: one op at a time, no separate copy or communication engine.
-    "cpu": {"streams": ["compute"], "weight_prefetch": 0, "pipeline": "none"},
-    # Dataflow RDU / LPU: the next operators' weights stream in while the current ones compute.
+    "cpu": {"streams": ["compute"], "weight_prefetch": 0, "pipeline": "none", "comm_overlap": 1},
+    # Dataflow RDU / LPU: the next operators' weights stream in while the current ones compute,
+    # and the compiler schedules a GEMM's output out over the chip network as it is produced.
     # No family runs a ``branch`` stream by default: frameworks issue a parallel block's attention
     # and MLP one after the other, and on one chip the two share its compute units and memory
     # (measured: GPT-J on sn40l and h100-sxm gains at most 4%, and a prefill can lose).
-    "rdu": {"streams": ["compute", "copy", "comm"], "weight_prefetch": 2, "pipeline": "none"},
+    "rdu": {"streams": ["compute", "copy", "comm"], "weight_prefetch": 2, "pipeline": "none", "comm_overlap": 4},
     # Wafer: layers are regions that run as a pipeline; a prefill flows through it in chunks.
+    # Its parallelism is the pipeline of regions, not tensor-parallel collectives.
     "wafer": {"streams": ["compute", "copy", "comm"], "weight_prefetch": 2, "pipeline": "layers",
-              "pipeline_chunks": 32},
+              "pipeline_chunks": 32, "comm_overlap": 1},
 }
 
 
@@ -158,6 +165,11 @@ class ExecutionSpec:
     pipeline_chunks: int = spec_field(
         "pipeline_chunks", "count", "with `pipeline: layers`, the token chunks a prefill flows through the regions "
         "in (unless --microbatches says otherwise)", 1
+    )
+    comm_overlap: int = spec_field(
+        "comm_overlap", "count", "at most this many chunks a tensor-parallel all-reduce and the GEMM before it are "
+        "cut into, so that chunk i goes over the links while the GEMM computes chunk i+1 (1: off; the count that "
+        f"the textbook costs say is fastest is used, up to {MAX_COMM_OVERLAP})", 1
     )
 
     def dequant(self, dtype: str) -> float:

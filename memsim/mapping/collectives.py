@@ -113,11 +113,15 @@ def cheapest(n: int, nbytes: int, bw: float, latency_s: float) -> str:
     return min(ALLREDUCE.values(), key=lambda a: a.cost(n, nbytes, bw, latency_s)).name
 
 
+def resolve(n: int, nbytes: int, bw: float, latency_s: float, algorithm: str = AUTO) -> AllReduce:
+    """The named all-reduce algorithm, or with ``auto`` the cheapest for this size."""
+    check_algorithm(algorithm)
+    return ALLREDUCE[cheapest(n, nbytes, bw, latency_s) if algorithm == AUTO else algorithm]
+
+
 def allreduce(group: list[int], nbytes: int, bw: float, latency_s: float, algorithm: str = AUTO) -> list[Round]:
     """All-reduce with the named algorithm, or with ``auto`` the cheapest for this size."""
     check_algorithm(algorithm)
     if len(group) < 2:
         return []
-    if algorithm == AUTO:
-        algorithm = cheapest(len(group), nbytes, bw, latency_s)
-    return ALLREDUCE[algorithm].rounds(group, nbytes)
+    return resolve(len(group), nbytes, bw, latency_s, algorithm).rounds(group, nbytes)

@@ -71,3 +71,9 @@ class Prefetcher:
                       source, chip=chip, stream=COPY, graph_op="", acquires=nbytes)
         staged = dataclasses.replace(cx, homes={**cx.homes, **{t: STAGING.name for t in weights}})
         return task, staged
+
+    def finished_by(self, chip: int, name: str, task: str) -> None:
+        """The GEMM ``name`` gives its staged weights back when ``task`` ends (its last part)."""
+        users = self.users.get(chip, [])
+        if name in users:
+            users[users.index(name)] = task

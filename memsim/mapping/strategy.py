@@ -19,8 +19,8 @@ from memsim.mapping.layout import Layout, branches, place_stages, stage_graphs, 
 from memsim.mapping.plan import BRANCH, COMPUTE, OpTask, Plan, Step
 from memsim.mapping.prefetch import Prefetcher, staging_bytes
 from memsim.mapping.roofline import peak_bandwidth, staged_roofline
-from memsim.units import transfer_ps
-from memsim.mapping import collectives, system
+from memsim.units import PS_PER_S, transfer_ps
+from memsim.mapping import collectives, overlap, system
 from memsim.workload.graph import COLLECTIVE_KINDS, Op, OpGraph
 
 STRATEGIES: dict[str, Callable[[OpGraph, ChipSpec, Layout], Plan]] = {}
@@ -44,12 +44,18 @@ def bandwidth_of(chip: ChipSpec, where: Ref) -> int:
     return min(level.effective_bandwidth(chip.compute.units), peak_bandwidth(chip, where))
 
 
-def _bound(chip: ChipSpec, steps: tuple[Step, ...]) -> Ref | None:
-    """What limits the steps analytically: the busiest level or link, or None for compute."""
+def _busy(chip: ChipSpec, steps: tuple[Step, ...]) -> dict[Ref | None, int]:
+    """Picoseconds the steps keep compute (None) and each level or link busy, analytically."""
     busy: dict[Ref | None, int] = {None: sum(s.compute_ps * s.count for s in steps)}
     for s in steps:
         for where, b in s.total_loads + s.total_stores:
             busy[where] = busy.get(where, 0) + transfer_ps(b, max(1, int(bandwidth_of(chip, where) * s.share)))
+    return busy
+
+
+def _bound(chip: ChipSpec, steps: tuple[Step, ...]) -> Ref | None:
+    """What limits the steps analytically: the busiest level or link, or None for compute."""
+    busy = _busy(chip, steps)
     return max(busy, key=busy.__getitem__)
 
 
@@ -98,26 +104,35 @@ def plan_with(graph: OpGraph, chip: ChipSpec, shape: Shaper, layout: Layout = La
 def _micro_tasks(cx: Context, shape: Shaper, stage_of: dict[str, int], tp: int, suffix: str,
                  prefetcher: Prefetcher, cache: dict) -> list[OpTask]:
     """The tasks of one micro-batch: its ops on their stages' chips, the sends between stages
-    and the prefetches of weights."""
+    and the prefetches of weights. With communication overlap, a GEMM whose output an
+    all-reduce sums and that all-reduce are cut into chunks (``memsim.mapping.overlap``)."""
     graph, chip, m = cx.graph, cx.chip, cx.microbatch
     bounds = cache.setdefault("bounds", {})  # shaped steps -> what bounds them
     deps = graph.graph()
     order = graph.order()
     into: dict[int, str] = {}  # stage -> the send that brings the activation into it
+    parts: dict[str, list[str]] = {}  # a GEMM cut into parts -> their task names
+    done: dict[str, str] = {}  # an op cut into parts -> the task whose end means it is done
     tasks = []
     for n, op in enumerate(order):
         stage = stage_of[op.name]
         if n and stage != stage_of[order[n - 1].name]:
             prev = stage_of[order[n - 1].name]
-            send = system.send_task(order[n - 1], graph, chip, prev, stage, tp, order[n - 1].name + suffix, suffix)
+            last = order[n - 1].name
+            send = system.send_task(order[n - 1], graph, chip, prev, stage, tp, done.get(last, last + suffix), suffix)
             tasks.append(send)
             into[stage] = send.op
         # A predecessor on another stage arrives through the send into this one.
-        preds = tuple(dict.fromkeys(p + suffix if stage_of[p] == stage else into[stage]
+        preds = tuple(dict.fromkeys(done.get(p, p + suffix) if stage_of[p] == stage else into[stage]
                                     for p in sorted(deps.predecessors(op.name))))
         if op.kind in COLLECTIVE_KINDS:
-            task = system.collective_task(op, chip, stage, tp, preds, op.name + suffix)
-            tasks.append(dataclasses.replace(task, microbatch=m))
+            cut = next((p for p in sorted(deps.predecessors(op.name)) if p in parts and stage_of[p] == stage), None)
+            names = [op.name + suffix] if cut is None else [f"{op.name}/{i}{suffix}" for i in range(len(parts[cut]))]
+            chunk_deps = [preds] if cut is None else \
+                [tuple(d for d in preds if d != done[cut]) + (part,) for part in parts[cut]]
+            chunks = system.collective_tasks(op, chip, stage, tp, chunk_deps, names)
+            tasks += [dataclasses.replace(t, microbatch=m) for t in chunks]
+            done[op.name] = names[-1]
             continue
         prefetch, op_cx = prefetcher.stage(op, cx, stage * tp, op.name + suffix)
         if prefetch is not None:
@@ -131,11 +146,33 @@ def _micro_tasks(cx: Context, shape: Shaper, stage_of: dict[str, int], tp: int, 
         bound = bounds.get(steps)
         if bound is None:
             bound = bounds[steps] = _bound(chip, steps)
-        tasks.append(OpTask(op.name + suffix, op.kind, op.layer, op.flops, overhead, steps, preds, bound,
-                            chip=stage * tp, graph_op=op.name, microbatch=m,
-                            stream=BRANCH if op.name in cache["branches"] else COMPUTE,
-                            releases=prefetch.acquires if prefetch is not None else 0))
+        releases = prefetch.acquires if prefetch is not None else 0
+        stream = BRANCH if op.name in cache["branches"] else COMPUTE
+        k = _overlap_chunks(op, graph, deps, chip, tp, steps)
+        if k == 1:
+            tasks.append(OpTask(op.name + suffix, op.kind, op.layer, op.flops, overhead, steps, preds, bound,
+                                chip=stage * tp, graph_op=op.name, microbatch=m, releases=releases, stream=stream))
+            continue
+        # One kernel whose output tiles are signalled in k groups: launched once, and the last
+        # group gives back the staged weights.
+        names = parts[op.name] = [f"{op.name}/{i}{suffix}" for i in range(k)]
+        done[op.name] = names[-1]
+        prefetcher.finished_by(stage * tp, op.name + suffix, names[-1])
+        for i, (name, part, flops) in enumerate(zip(names, overlap.split_steps(steps, k), overlap.split(op.flops, k))):
+            tasks.append(OpTask(name, op.kind, op.layer, flops, overhead if i == 0 else 0, part, preds, bound,
+                                chip=stage * tp, graph_op=op.name, microbatch=m, stream=stream,
+                                releases=releases if i == k - 1 else 0))
     return tasks
+
+
+def _overlap_chunks(op: Op, graph: OpGraph, deps, chip: ChipSpec, tp: int, steps: tuple[Step, ...]) -> int:
+    """The parts a GEMM is cut into: as many as the all-reduce that sums its output is (1: none)."""
+    if op.kind != "matmul" or chip.execution.comm_overlap < 2 or tp < 2:
+        return 1
+    sums = [graph.ops[s] for s in deps.successors(op.name) if graph.ops[s].kind == "allreduce"]
+    if not sums:
+        return 1
+    return system.overlap_chunks(sums[0], chip, tp, max(_busy(chip, steps).values()) / PS_PER_S)
 
 
 def make_plan(graph: OpGraph, chip: ChipSpec, pp: int = 1, microbatches: tuple[OpGraph, ...] = ()) -> Plan:

@@ -10,7 +10,7 @@ from memsim.errors import ConfigError
 from memsim.hardware.resource import Ref
 from memsim.hardware import topologies
 from memsim.hardware.spec import ChipSpec
-from memsim.mapping import collectives
+from memsim.mapping import collectives, overlap
 from memsim.mapping.plan import COMM, OpTask
 from memsim.units import PS_PER_S
 from memsim.workload.graph import Op, OpGraph
@@ -23,18 +23,47 @@ def _link(chip: ChipSpec):
     return link
 
 
-def collective_task(op: Op, chip: ChipSpec, stage: int, tp: int, deps: tuple[str, ...], name: str) -> OpTask:
+def _latency_s(chip: ChipSpec, link) -> float:
+    """A transfer's latency between two chips: the link's on every hop of the topology's route."""
+    return topologies.get(chip.system.topology).transfer_hops * link.latency_ps / PS_PER_S
+
+
+def collective_tasks(op: Op, chip: ChipSpec, stage: int, tp: int, deps: list[tuple[str, ...]],
+                     names: list[str]) -> list[OpTask]:
+    """The collective ``op`` as one task, or as ``len(names)`` chunks of its message on the comm
+    stream, chunk i waiting for ``deps[i]``; the launch is paid once. An all-reduce's chunks run
+    the algorithm the whole message would, so they move the same bytes over every link."""
     link = _link(chip)
     group = [stage * tp + r for r in range(tp)]
     nbytes = op.dim("bytes")
-    if op.kind == "allreduce":
-        hops = topologies.get(chip.system.topology).transfer_hops
-        rounds = collectives.allreduce(group, nbytes, link.bandwidth_bytes_per_s, hops * link.latency_ps / PS_PER_S,
-                                       chip.system.collective)
-    else:
-        rounds = collectives.COLLECTIVES[op.kind](group, nbytes)
-    return OpTask(name, op.kind, op.layer, op.flops, chip.execution.kernel_overhead_ps, (), deps,
-                  Ref.link(link.name), chip=stage * tp, rounds=tuple(rounds), stream=COMM, graph_op=op.name)
+    bw, latency = link.bandwidth_bytes_per_s, _latency_s(chip, link)
+    algorithm = chip.system.collective
+    if op.kind == "allreduce" and len(names) > 1:
+        algorithm = collectives.resolve(tp, nbytes, bw, latency, algorithm).name
+    tasks = []
+    for i, (name, size, flops) in enumerate(zip(names, overlap.chunk_bytes(nbytes, len(names), tp),
+                                                overlap.split(op.flops, len(names)))):
+        if op.kind == "allreduce":
+            rounds = collectives.allreduce(group, size, bw, latency, algorithm)
+        else:
+            rounds = collectives.COLLECTIVES[op.kind](group, size)
+        tasks.append(OpTask(name, op.kind, op.layer, flops, chip.execution.kernel_overhead_ps if i == 0 else 0, (),
+                            deps[i], Ref.link(link.name), chip=stage * tp, rounds=tuple(rounds), stream=COMM,
+                            graph_op=op.name))
+    return tasks
+
+
+def overlap_chunks(op: Op, chip: ChipSpec, tp: int, gemm_s: float) -> int:
+    """How many chunks the all-reduce ``op`` and the GEMM of ``gemm_s`` before it are cut into
+    (at most ``execution.comm_overlap``; 1: neither is cut)."""
+    nbytes = op.dim("bytes")
+    limit = min(chip.execution.comm_overlap, -(-nbytes // max(1, tp)))
+    if op.kind != "allreduce" or tp < 2 or limit < 2:
+        return 1
+    link = _link(chip)
+    bw, latency = link.bandwidth_bytes_per_s, _latency_s(chip, link)
+    algorithm = collectives.resolve(tp, nbytes, bw, latency, chip.system.collective)
+    return overlap.chunk_count(limit, gemm_s, lambda k: algorithm.cost(tp, nbytes / k, bw, latency))
 
 
 def send_task(last: Op, graph: OpGraph, chip: ChipSpec, src: int, dst: int, tp: int, dep: str,
@@ -105,21 +134,36 @@ def collective_seconds(tasks: list[OpTask], chip: ChipSpec, chips: int, regions:
                        tp: int) -> dict[tuple[int, int], float]:
     """Per (pipeline stage, micro-batch): the least time of its collectives, one after another
     (each round as long as its slowest transfer: bytes at the link's bandwidth plus latency
-    on every hop)."""
+    on every hop). A collective cut into chunks counts as the whole: any schedule may run it
+    uncut and pay its latencies once."""
     topo = topologies.get(chip.system.topology)
     graph = topo.build(chips) if chips > 1 else None
     link = chip.interconnect
     out: dict[tuple[int, int], float] = {}
-    for t in tasks:
-        if t.kind == "sendrecv" or not t.rounds or link is None:
+    for (_, unit, microbatch), rounds in _whole_collectives(tasks).items():
+        if link is None:
             continue
         seconds = 0.0
-        for transfers in t.rounds:
+        for transfers in rounds:
             seconds += max(n / link.bandwidth_bytes_per_s
                            + len(_route_names(topo, graph, a, b, regions, tp)) * link.latency_ps / PS_PER_S
                            for a, b, n in transfers)
-        key = (t.chip // tp, t.microbatch)
+        key = (unit // tp, microbatch)
         out[key] = out.get(key, 0.0) + seconds
+    return out
+
+
+def _whole_collectives(tasks: list[OpTask]) -> dict[tuple[str, int, int], list[list[tuple[int, int, int]]]]:
+    """Each collective's rounds by (operator, chip, micro-batch), its chunks' bytes summed
+    transfer by transfer (they run the same algorithm) into the whole message's."""
+    out: dict[tuple[str, int, int], list[list[tuple[int, int, int]]]] = {}
+    for t in tasks:
+        if t.kind == "sendrecv" or not t.rounds:
+            continue
+        key = (t.graph_op or t.op, t.chip, t.microbatch)
+        acc = out.get(key)
+        out[key] = [list(r) for r in t.rounds] if acc is None else \
+            [[(a, b, n + m) for (a, b, n), (_, _, m) in zip(x, r)] for x, r in zip(acc, t.rounds)]
     return out
 
 

@@ -377,3 +377,21 @@ def test_presets_declare_what_their_family_treats_specially(name):
     assert chip.execution.fabric == ("fabric" if chip.family == "wafer" else "")
     staged = {"sn40l": (("ddr",), "hbm")}.get(name, ((), ""))
     assert (chip.execution.stage_from, chip.execution.stage_into) == staged
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("0", "must be from 1 (off) to 64"), ("65", "must be from 1 (off) to 64"), ("-1", "'-1' is negative"),
+    ("x", "expected a whole number, got 'x'"), ("2.5", "expected a whole number"),
+])
+def test_comm_overlap_is_a_count_of_chunks(value, message):
+    with pytest.raises(ConfigError) as info:
+        hardware.load("h100-sxm", [("execution.comm_overlap", value)])
+    assert info.value.field == "execution.comm_overlap"
+    assert f"h100-sxm.yaml (with --set): execution.comm_overlap: {message}" in str(info.value)
+    assert "\n" not in str(info.value)
+    assert hardware.load("h100-sxm", [("execution.comm_overlap", "4")]).execution.comm_overlap == 4
+
+
+def test_comm_overlap_in_a_file_is_checked_like_an_override(tmp_path):
+    err = config_error(write(tmp_path, MINIMAL + "execution:\n  comm_overlap: 0\n"), "must be from 1 (off) to 64")
+    assert err.field == "execution.comm_overlap"
