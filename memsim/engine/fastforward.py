@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from memsim.engine import gapfill
 from memsim.engine.pipeline import StepRun
 from memsim.engine.resources import Server, Use
 
@@ -54,8 +55,9 @@ class Neighbours(Protocol):
         higher (and theirs, transitively), and the earliest time another stream could touch
         them; ``None`` if that is now."""
 
-    def shared(self, runs: list[StepRun]) -> list[Server]:
-        """Which of the group's resources a lower-priority stream (a prefetch) uses or may use."""
+    def shared(self, runs: list[StepRun]) -> list[tuple[Server, set]]:
+        """Which of the group's resources a lower-priority stream (a prefetch) uses or may use,
+        each with the streams (chip, stream) that may."""
 
     def touched_since(self, runs: list[StepRun]) -> float:
         """When a task outside the group last ended that used the group's resources."""
@@ -73,12 +75,13 @@ class FastForward:
         self.completions: list[int] = []
         self.stalls: list[dict] = []
         self.counts: list[tuple] = []  # per chunk: each partner's chunks consumed and stalls so far
+        self.gaps: list[tuple] = []  # per chunk: the prefetch transfers on the group's resources
         self.switches: tuple[int, ...] | None = None
         self.group: tuple[int, ...] = ()
         self.approximate = False
 
     def reset(self) -> None:
-        self.states, self.completions, self.stalls, self.counts = [], [], [], []
+        self.states, self.completions, self.stalls, self.counts, self.gaps = [], [], [], [], []
 
     def _clean(self, run: StepRun, partners: list[StepRun]) -> None:
         """Forget the history if the partners changed, or (alone) if another task touched the
@@ -101,6 +104,8 @@ class FastForward:
         self.completions.append(now)
         self.stalls.append(dict(run.chunk_stalls))
         self.counts.append(tuple((p.consumed, p.issued, dict(p.stalls)) for p in partners))
+        servers = _servers([run, *partners])
+        self.gaps.append(gapfill.observe(servers, now))
         q = find_cycle(self.states, self.completions, max([run.step.depth] + [p.step.depth for p in partners]))
         approximate = False
         if q is None and len(self.completions) >= APPROX_AFTER and not partners:
@@ -125,17 +130,27 @@ class FastForward:
         if partners and self.neighbours.touched_since([run, *partners]) > self.completions[-1 - 2 * q]:
             return 0
         # A prefetch (which yields to the group) may use a resource the group leaves idle at
-        # times: skipping would starve it. Skip only if the group keeps every such resource busy.
-        if any(sum(n * _hold(m, server) for m, n, _ in members) != cycle_ps
-               for server in self.neighbours.shared([run, *partners])):
-            return 0
+        # times. Skip only if the group keeps every such resource busy, or one prefetch transfer
+        # fills its gaps at a steady rate (``engine/gapfill.py``).
+        gaps = []
+        ids = {id(s) for s in servers}
+        for server, streams in self.neighbours.shared([run, *partners]):
+            idle = cycle_ps - sum(n * _hold(m, server) for m, n, _ in members)
+            if not idle:
+                continue
+            gap = gapfill.drift(self.gaps, servers.index(server), q, server, idle)
+            if gap is None or not gapfill.alone(gap, now, ids) or streams - {_key(gap.use.owner)}:
+                return 0
+            gaps.append(gap)
+            cycles = min(cycles, gapfill.cycles_left(gap))
         if cycles < 1:
             return 0
         self.approximate |= approximate
         delta = cycles * cycle_ps
-        servers = {id(s): s for m, _, _ in members for s in m.footprint()}
-        for s in servers.values():
+        for s in servers:
             s.horizon += delta
+        for gap in gaps:
+            gapfill.fill(gap, cycles, delta)
         for m, n, stalls in members:
             self.neighbours.shift(m, delta)
             shift_step(m, delta)
@@ -144,6 +159,15 @@ class FastForward:
                 m.observer.reset()
         self.reset()
         return delta
+
+
+def _servers(runs: list[StepRun]) -> list[Server]:
+    """The resources of a group's steps, each once, in a fixed order."""
+    return list({id(s): s for r in runs for s in r.footprint()}.values())
+
+
+def _key(job) -> tuple[int, str]:
+    return job.chip, job.stream
 
 
 def _leads(a: StepRun, b: StepRun) -> bool:

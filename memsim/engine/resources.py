@@ -127,16 +127,24 @@ class Server(BaseResource):
         use.end = end = now + use.duration
         self.busy_ps += use.duration
         if use.priority >= PREFETCH:  # preemptible: a timer ends the hold unless it is preempted
-            timer = Event(self._env)
-            timer.callbacks.append(self._expire)
-            timer.use, timer.token = use, end
-            timer.step = getattr(use, "step", None)
-            timer._ok, timer._value = True, None
-            heappush(self._queue, (end, NORMAL, next(self._eid), timer))
+            self._timer(use, end)
             return
         use.callbacks.insert(0, self._on_release)
         use._ok, use._value = True, None
         heappush(self._queue, (end, NORMAL, next(self._eid), use))  # Environment.schedule, inlined
+
+    def _timer(self, use: Use, end: int) -> None:
+        timer = Event(self._env)
+        timer.callbacks.append(self._expire)
+        timer.use, timer.token = use, end  # it belongs to the step of its request (``Environment.shift``)
+        timer._ok, timer._value = True, None
+        heappush(self._queue, (end, NORMAL, next(self._eid), timer))
+
+    def postpone(self, use: Use, end: int) -> None:
+        """A prefetch in service ends at ``end`` instead (fast-forward served it only the gaps
+        of the cycles it skipped); its earlier timer goes stale."""
+        use.end = end
+        self._timer(use, end)
 
     def _preempt(self, use: Use) -> None:
         """Demand traffic takes the server from a prefetch, which resumes where it stopped."""

@@ -48,8 +48,13 @@ class Environment(simpy.Environment):
         """Move every scheduled event tagged as ``step``'s by ``delta``."""
         queue = self._queue
         for i, (t, prio, eid, event) in enumerate(queue):
-            if getattr(event, "step", None) is step:
+            owner = getattr(event, "step", None)
+            if owner is None and hasattr(event, "use"):  # a prefetch's hold timer: its request's step
+                owner = getattr(event.use, "step", None)
+            if owner is step:
                 queue[i] = (t + delta, prio, eid, event)
+                if hasattr(event, "token"):  # the hold it ends moves with it (``_shift_use``)
+                    event.token += delta
         heapify(queue)
 
 
@@ -176,16 +181,19 @@ class Simulation:
                     return None
         return [step for k, step in group.items() if k != key], quiet
 
-    def shared(self, runs: list[StepRun]) -> list[Server]:
+    def shared(self, runs: list[StepRun]) -> list[tuple[Server, set]]:
         """Which of the group's resources a lower-priority stream (a prefetch) uses or may use
-        before the group's tasks end. A stream waiting for one of them cannot start anything."""
+        before the group's tasks end, each with those streams. A stream waiting for one of the
+        group's tasks cannot start anything."""
         keys = {_key(r) for r in runs}
         servers = list({id(s): s for r in runs for s in r.footprint()}.values())
         mine = max(PRIORITY.get(k[1], DEMAND) for k in keys)
         memo: dict = {}
-        ids = {i for other, i in self._others(keys, servers, True, mine)
-               if self._next_start(other, keys, memo) < NEVER}
-        return [s for s in servers if id(s) in ids or s.prefetching()]
+        streams: dict[int, set] = {}
+        for other, i in self._others(keys, servers, True, mine):
+            if self._next_start(other, keys, memo) < NEVER:
+                streams.setdefault(i, set()).add(other)
+        return [(s, streams.get(id(s), set())) for s in servers if id(s) in streams or s.prefetching()]
 
     def touched_since(self, runs: list[StepRun]) -> float:
         """When a task of a stream outside the group that uses the group's resources (at its
