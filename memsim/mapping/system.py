@@ -83,6 +83,34 @@ def region_link(chip: ChipSpec):
     return _link(chip)
 
 
+class Routes:
+    """The routes of transfers between units (chips, or regions of chips) over the system's
+    topology, and the least time a transfer takes on one."""
+
+    def __init__(self, chip: ChipSpec, chips: int, regions: int, tp: int) -> None:
+        self.chip, self.regions, self.tp = chip, regions, tp
+        self.topo = topologies.get(chip.system.topology)
+        self.graph = self.topo.build(chips) if chips > 1 else None
+
+    def names(self, src: int, dst: int) -> list[str]:
+        """The link directions a transfer between two units crosses."""
+        a, b = unit_chip(src, self.tp, self.regions), unit_chip(dst, self.tp, self.regions)
+        if a == b:
+            return [f"region:{src}>{dst}"]
+        return [f"{x}>{y}" for x, y in self.topo.route(self.graph, a, b)]
+
+    def link(self, name: str):
+        """The link a route's direction belongs to: a chip's region link or the one between chips."""
+        return region_link(self.chip) if name.startswith("region:") else self.chip.interconnect
+
+    def seconds(self, src: int, dst: int, nbytes: int) -> float:
+        """The least time of a transfer: its bytes at the link's bandwidth, plus the link's
+        latency on every hop of the route."""
+        names = self.names(src, dst)
+        link = self.link(names[0])
+        return nbytes / link.bandwidth_bytes_per_s + len(names) * link.latency_ps / PS_PER_S
+
+
 def link_bytes(tasks: list[OpTask], chip: ChipSpec, chips: int, regions: int = 1,
                tp: int = 1) -> dict[str, tuple[int, int]]:
     """Every link direction's traffic for the roofline: (bytes, bandwidth) per direction of each
@@ -90,15 +118,14 @@ def link_bytes(tasks: list[OpTask], chip: ChipSpec, chips: int, regions: int = 1
     over (a wafer's fabric), for the chip that moves the most."""
     out: dict[str, tuple[int, int]] = {}
     edges: dict[str, int] = {}
-    topo = topologies.get(chip.system.topology)
-    graph = topo.build(chips) if chips > 1 else None
+    routes = Routes(chip, chips, regions, tp)
     for t in tasks:
         for transfers in t.rounds:
             for src, dst, nbytes in transfers:
-                for name in _route_names(topo, graph, src, dst, regions, tp):
+                for name in routes.names(src, dst):
                     edges[name] = edges.get(name, 0) + nbytes
     for name, nbytes in edges.items():
-        link = region_link(chip) if name.startswith("region:") else chip.interconnect
+        link = routes.link(name)
         out[f"link:{link.name}[{name.removeprefix('region:')}]"] = (nbytes, link.bandwidth_bytes_per_s)
     per_chip: dict[tuple[int, str], int] = {}
     for t in tasks:
@@ -113,41 +140,29 @@ def link_bytes(tasks: list[OpTask], chip: ChipSpec, chips: int, regions: int = 1
 
 
 def hop_seconds(tasks: list[OpTask], chip: ChipSpec, chips: int, regions: int, tp: int) -> dict[int, float]:
-    """Per pipeline stage: the least time its send to the next stage takes (bytes at the link's
-    bandwidth, plus its latency on every hop of the route)."""
-    topo = topologies.get(chip.system.topology)
-    graph = topo.build(chips) if chips > 1 else None
+    """Per pipeline stage: the least time its send to the next stage takes."""
+    routes = Routes(chip, chips, regions, tp)
     out: dict[int, float] = {}
     for t in tasks:
         if t.kind != "sendrecv":
             continue
         for src, dst, nbytes in t.rounds[0][:1]:
-            names = _route_names(topo, graph, src, dst, regions, tp)
-            link = region_link(chip) if names[0].startswith("region:") else chip.interconnect
-            seconds = nbytes / link.bandwidth_bytes_per_s + len(names) * link.latency_ps / PS_PER_S
             stage = src // tp
-            out[stage] = max(out.get(stage, 0.0), seconds)
+            out[stage] = max(out.get(stage, 0.0), routes.seconds(src, dst, nbytes))
     return out
 
 
 def collective_seconds(tasks: list[OpTask], chip: ChipSpec, chips: int, regions: int,
                        tp: int) -> dict[tuple[int, int], float]:
     """Per (pipeline stage, micro-batch): the least time of its collectives, one after another
-    (each round as long as its slowest transfer: bytes at the link's bandwidth plus latency
-    on every hop). A collective cut into chunks counts as the whole: any schedule may run it
-    uncut and pay its latencies once."""
-    topo = topologies.get(chip.system.topology)
-    graph = topo.build(chips) if chips > 1 else None
-    link = chip.interconnect
+    (each round as long as its slowest transfer). A collective cut into chunks counts as the
+    whole: any schedule may run it uncut and pay its latencies once."""
+    if chip.interconnect is None:
+        return {}
+    routes = Routes(chip, chips, regions, tp)
     out: dict[tuple[int, int], float] = {}
     for (_, unit, microbatch), rounds in _whole_collectives(tasks).items():
-        if link is None:
-            continue
-        seconds = 0.0
-        for transfers in rounds:
-            seconds += max(n / link.bandwidth_bytes_per_s
-                           + len(_route_names(topo, graph, a, b, regions, tp)) * link.latency_ps / PS_PER_S
-                           for a, b, n in transfers)
+        seconds = sum(max(routes.seconds(a, b, n) for a, b, n in transfers) for transfers in rounds)
         key = (unit // tp, microbatch)
         out[key] = out.get(key, 0.0) + seconds
     return out
@@ -170,11 +185,3 @@ def _whole_collectives(tasks: list[OpTask]) -> dict[tuple[str, int, int], list[l
 def unit_chip(unit: int, tp: int, regions: int) -> int:
     """The chip a unit (a chip's tensor-parallel rank, or a region of it) belongs to."""
     return (unit // tp // regions) * tp + unit % tp
-
-
-def _route_names(topo, graph, src: int, dst: int, regions: int, tp: int) -> list[str]:
-    """The link directions a transfer between two units (chips, or regions of chips) crosses."""
-    a, b = unit_chip(src, tp, regions), unit_chip(dst, tp, regions)
-    if a == b:
-        return [f"region:{src}>{dst}"]
-    return [f"{x}>{y}" for x, y in topo.route(graph, a, b)]
