@@ -69,6 +69,7 @@ def plan_with(graph: OpGraph, chip: ChipSpec, shape: Shaper, layout: Layout = La
     """
     tp = int(graph.meta.get("tp", 1))
     order = graph.order()
+    homes = None
     if chip.execution.pipeline == "layers":  # one region per layer (per pipeline stage's layers)
         layers = 1 + max((op.layer for op in order), default=0)
         layout = dataclasses.replace(layout, regions=max(1, layers // layout.pp))
@@ -77,11 +78,12 @@ def plan_with(graph: OpGraph, chip: ChipSpec, shape: Shaper, layout: Layout = La
         if any(homes[t.name] not in scratch for t in graph.tensors.values() if t.klass == "weight"):
             # Weights that do not fit on chip stream in layer by layer: each layer then runs
             # on the whole chip (weight streaming) instead of in a region of its own.
-            layout = dataclasses.replace(layout, regions=1)
+            layout, homes = dataclasses.replace(layout, regions=1), None
     pp, regions = layout.pp, layout.regions
     compute_share /= regions
     stage_of = stages(order, pp * regions)
-    homes = place_stages(graph, chip, stage_of, layout)
+    if homes is None:
+        homes = place_stages(graph, chip, stage_of, layout)
     micro = layout.graphs(graph)
     tasks: list[OpTask] = []
     prefetcher = Prefetcher()
