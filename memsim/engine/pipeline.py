@@ -329,9 +329,9 @@ class StepRun:
             self.stalls[k] = self.stalls.get(k, 0) + now - self.last_compute
         # Bytes are counted exactly once the step is done (chunk sizes are rounded up for timing).
         for (port, *_), total in zip(self.loads, self.load_totals):
-            port.count(total, True)
+            port.count(total, True, self.job)
         for (port, *_), total in zip(self.stores, self.store_totals):
-            port.count(total, False)
+            port.count(total, False, self.job)
         self.finished.succeed()
 
     # -- accounting ---------------------------------------------------------------------------

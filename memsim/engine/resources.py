@@ -203,10 +203,14 @@ class Server(BaseResource):
     def duration(self, nbytes: int, share: float = 1.0) -> int:
         return transfer_ps(-(-nbytes // self.width(share)), self.channel_bw)
 
-    def count(self, nbytes: int, read: bool) -> None:
-        """Account moved bytes here and on the link this level is reached over."""
+    def count(self, nbytes: int, read: bool, owner: object = None) -> None:
+        """Account moved bytes here and on the link this level is reached over. Counting is a
+        touch by ``owner`` (replay must not remember another task's bytes as its own)."""
         server: Server | None = self
         while server is not None:
+            if owner is not None and owner is not server.last_any:
+                server.last_any = owner
+                server.touches += 1
             if read:
                 server.bytes_read += nbytes
             else:
