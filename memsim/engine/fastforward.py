@@ -190,10 +190,10 @@ def _account(run: StepRun, cycles: int, q: int, stalls: list[dict]) -> None:
     run.busy_ps += step.compute_ps * n
     run.unpack_ps += step.unpack_ps * n
     run.res.compute.busy_ps += step.compute_ps * n
-    for port, hold, via_hold, _, _ in run.loads + run.stores:
-        port.busy_ps += hold * n
-        if via_hold is not None:
-            port.via.busy_ps += via_hold * n
+    for port in run.loads + run.stores:
+        port.server.busy_ps += port.hold * n
+        if port.via_hold is not None:
+            port.server.via.busy_ps += port.via_hold * n
     run.issued += n
     run.consumed += n
 
@@ -201,8 +201,9 @@ def _account(run: StepRun, cycles: int, q: int, stalls: list[dict]) -> None:
 def _hold(run: StepRun, server) -> int:
     """How long one chunk of the step holds ``server``."""
     total = run.step.compute_ps if server is run.res.compute else 0
-    for port, hold, via_hold, _, _ in run.loads + run.stores:
-        total += (hold if port is server else 0) + (via_hold if port.via is server and via_hold else 0)
+    for port in run.loads + run.stores:
+        total += (port.hold if port.server is server else 0) + \
+            (port.via_hold if port.server.via is server and port.via_hold else 0)
     return total
 
 
@@ -222,7 +223,7 @@ def shift_step(run: StepRun, delta: int) -> None:
             _shift_use(via, delta)
     if run.waiting is not None:
         asked, frees = run.waiting
-        run.waiting = (asked + delta, tuple(f + delta for f in frees))
+        run.waiting = (asked + delta, [f + delta for f in frees])
     computed, freed, writer = run.released
     run.released = (computed + delta, freed + delta, writer)
     run.unpacking += delta

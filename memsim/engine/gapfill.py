@@ -63,7 +63,7 @@ def alone(gap: Gap, now: int, group: set[int]) -> bool:
     run = gap.use.step
     if run is None or run.computing or run.unpacking > now or run.consumed == run.step.count:
         return False
-    inside = all(id(port) in group and (port.via is None or id(port.via) in group) for port, *_ in run.loads)
+    inside = all(id(p.server) in group and (p.server.via is None or id(p.server.via) in group) for p in run.loads)
 
     def still(use: Use | None) -> bool:
         return use is not None and use is not gap.use and not (0 <= use.end < now) and \

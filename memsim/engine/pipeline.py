@@ -24,40 +24,10 @@ from typing import Callable
 
 import simpy
 
-from memsim.engine.records import COMPUTE, SRAM_CAPACITY, UNPACK, WAIT
+from memsim.engine.chunk import CAPACITY, UNPACKING, Chunk, Port, Stores
+from memsim.engine.records import COMPUTE, WAIT
 from memsim.engine.resources import PREFETCH, ChipResources, Job, Server, Use
 from memsim.mapping.plan import OpTask, Step
-
-CAPACITY = (SRAM_CAPACITY, "")  # stall keys are (kind, resource) pairs until the step ends
-UNPACKING = (UNPACK, "")
-
-
-class Chunk:
-    __slots__ = ("index", "transfers", "issued", "drain", "writer", "left", "landed", "source", "held", "ready")
-
-    def __init__(self, index: int, transfers: list, issued: int, drain: int, writer: tuple[str, str]) -> None:
-        self.index = index
-        self.transfers = transfers  # per load: (use, via use or None, idle before issue, load index)
-        self.issued = issued  # when its loads were requested
-        self.drain = drain  # of its wait for a buffer, the part a store still drained it
-        self.writer = writer  # the stall key of that store's level
-        self.left = 0  # requests not yet finished
-        self.landed = issued  # when its last load arrived, latency included
-        self.source = (WAIT, "sram", "")  # the stall key of the level (or link) that arrived last
-        self.held = 0  # that load's wait for a buffer while its level was idle
-        self.ready = False  # landed (and, with dequantisation, unpacked)
-
-
-class Stores:
-    """The stores of one chunk's output; its buffer is free when the last has drained."""
-
-    __slots__ = ("index", "uses", "computed", "left")
-
-    def __init__(self, index: int, uses: list, computed: int) -> None:
-        self.index = index
-        self.uses = uses  # (use, via use or None, store index)
-        self.computed = computed
-        self.left = len(uses) + sum(1 for u in uses if u[1] is not None)
 
 
 def status(use: Use | None, now: int) -> tuple:
@@ -72,28 +42,35 @@ def status(use: Use | None, now: int) -> tuple:
 class StepRun:
     """The state of one step on one chip."""
 
+    # Slotted: the per-chunk callbacks read and write these attributes all the time.
+    __slots__ = ("env", "res", "task", "step", "job", "priority", "observer", "count", "loads", "stores",
+                 "load_servers", "load_totals", "store_totals", "load_dst", "store_src", "free_buffers", "pending",
+                 "outstanding", "issued", "consumed", "computing", "waiting", "unpacking", "released", "last_store",
+                 "store_level", "finished", "started", "idle_since", "last_compute", "busy_ps", "unpack_ps",
+                 "first_unpack", "stalls", "chunk_stalls", "extent", "on_load", "on_compute", "on_store")
+
     def __init__(self, env: simpy.Environment, res: ChipResources, task: OpTask, step: Step, job: Job,
                  priority: int, observer: Callable[["StepRun"], int] | None = None) -> None:
         self.env, self.res, self.task, self.step = env, res, task, step
         self.job = job  # the owner of every request the step makes
         self.priority = priority
         self.observer = observer
-        # Per load and store: (server, its hold per chunk, the hold of the link it is reached
-        # over, stall key, name); a transfer of n bytes holds a level for ceil(n / width) / rate.
-        self.loads = [_port(res.ports[ref], n, step.share) for ref, n in step.loads]
-        self.stores = [_port(res.ports[ref], n, step.share) for ref, n in step.stores]
+        self.count = step.count
+        self.loads = [Port(res.ports[ref], n, step.share) for ref, n in step.loads]
+        self.stores = [Port(res.ports[ref], n, step.share) for ref, n in step.stores]
+        self.load_servers = [p.server for p in self.loads]
         self.load_totals = [b for _, b in step.total_loads]
         self.store_totals = [b for _, b in step.total_stores]
         # A direct copy (DMA staging) shows as level-to-level transfers; otherwise via SRAM.
-        self.load_dst = self.stores[0][4] if step.direct and self.stores else "sram"
-        self.store_src = self.loads[0][4] if step.direct and self.loads else "sram"
+        self.load_dst = self.stores[0].name if step.direct and self.stores else "sram"
+        self.store_src = self.loads[0].name if step.direct and self.loads else "sram"
         self.free_buffers = step.depth
         self.pending: deque[Chunk] = deque()  # issued chunks that compute has not taken yet
         self.outstanding: deque[Stores] = deque()  # stores not yet drained
         self.issued = 0
         self.consumed = 0
         self.computing = False
-        self.waiting: tuple[int, tuple[int, ...]] | None = None  # loader: (asked, levels' free times)
+        self.waiting: tuple[int, list[int]] | None = None  # loader: (asked, levels' free times)
         self.unpacking = 0  # when the loader finishes dequantising its latest chunk
         self.released = (0, 0, CAPACITY)  # latest buffer freed: (compute end, freed at, writer's key)
         self.last_store = 0  # when the latest store has drained, latency included
@@ -108,14 +85,18 @@ class StepRun:
         self.stalls: dict[tuple[str, str, str], int] = {}  # (kind, resource, holder) -> ps
         self.chunk_stalls: dict[tuple[str, str, str], int] = {}  # the latest chunk's, for fast-forward
         self.extent: dict[tuple[int, bool], list[int]] = {}  # (index, is load) -> [first start, last end]
+        # The callbacks of the step's requests, bound once.
+        self.on_load, self.on_compute, self.on_store = self._loaded, self._computed, self._stored
 
     def _own(self, event):
         """Tag an event as this step's, so fast-forward can move it."""
         event.step = self
         return event
 
-    def _later(self, delay: int, callback) -> None:
+    def _later(self, delay: int, callback, chunk: Chunk | None = None) -> None:
+        """Call ``callback`` with an event (carrying ``chunk``) in ``delay``."""
         ev = self._own(self.env.timeout(delay))
+        ev.chunk = chunk
         ev.callbacks.append(callback)
 
     def run(self):
@@ -126,8 +107,8 @@ class StepRun:
     # -- the loader ------------------------------------------------------------------------
     def _ask(self) -> None:
         """The loader asks for a tile buffer; it takes one at once if one is free."""
-        while self.issued < self.step.count:
-            self.waiting = (self.env._now, tuple(p[0].free_at for p in self.loads))
+        while self.issued < self.count:
+            self.waiting = (self.env._now, [s.free_at for s in self.load_servers])
             if not self.free_buffers:
                 return  # the loader takes the next buffer freed (``_free``)
             if not self._issue():
@@ -143,24 +124,27 @@ class StepRun:
         computed, freed, writer = self.released
         # Of the wait for a buffer, the part after its chunk's compute ended, while a slow
         # store still drained it, is that store's fault; the rest is SRAM capacity's.
-        drain = max(0, freed - max(asked, computed)) if now > asked else 0
-        chunk = Chunk(self.issued, [], now, drain, writer)
-        job, prio, on_load = self.job, self.priority, self._loaded
-        for i, (port, hold, via_hold, _, _) in enumerate(self.loads):
-            use = port.request(hold, job, prio)
-            use.step = self
-            use.callbacks.append(on_load)
+        # (max and min are spelt out on the per-chunk path: the builtins cost a call each.)
+        drain = 0
+        if now > asked:
+            drain = freed - (asked if asked > computed else computed)
+            if drain < 0:
+                drain = 0
+        chunk = Chunk(self.issued, now, drain, writer)
+        transfers, job, prio, on_load = chunk.transfers, self.job, self.priority, self.on_load
+        for i, port in enumerate(self.loads):
+            use = Use(port.server, port.hold, job, prio, on_load, self)
             use.chunk = chunk
             via = None
-            if via_hold is not None:
-                via = port.via.request(via_hold, job, prio)
-                via.step = self
-                via.callbacks.append(on_load)
+            if port.via_hold is not None:
+                via = Use(port.server.via, port.via_hold, job, prio, on_load, self)
                 via.chunk = chunk
+                chunk.left += 1
             # Waiting for a buffer after the level could have taken the load is SRAM
             # capacity's fault; waiting behind busy channels is the level's.
-            chunk.transfers.append((use, via, now - max(asked, frees[i]), i))
-            chunk.left += 1 if via is None else 2
+            free = frees[i]
+            transfers.append((use, via, now - (asked if asked > free else free), port))
+        chunk.left += len(transfers)
         self.issued += 1
         self.pending.append(chunk)
         if not chunk.left:
@@ -169,6 +153,9 @@ class StepRun:
 
     def _loaded(self, use: Use) -> None:
         chunk = use.chunk
+        # A finished load lets go of its chunk: no reference cycle is left, so chunks and their
+        # requests are freed at once rather than by the cyclic GC every few dozen chunks.
+        use.chunk = None
         chunk.left -= 1
         if not chunk.left:
             self._arrived(chunk)
@@ -176,20 +163,28 @@ class StepRun:
     def _arrived(self, chunk: Chunk) -> None:
         """All of a chunk's loads are done: when did it land, and which level was last?"""
         first = chunk.index == 0
-        for use, via, idle, i in chunk.transfers:
-            port = self.loads[i][0]
-            end, limiter = self._ended(use, via, self.loads[i], (i, True), chunk.index)
+        for use, via, idle, port in chunk.transfers:
+            end, limiter = use.end, port.key
+            if via is not None and via.end > end:  # the link it is reached over ended last
+                end, limiter = via.end, port.via_key
             # A stream of requests pays the latency once: later requests were issued ahead.
-            done = end + (port.latency_ps if first else 0)
-            if done > chunk.landed:
+            if first:
+                end += port.latency_ps
+            if end > chunk.landed:
                 # A load that queued behind another operator's transfer names it as the holder.
-                holder = use.blocker.op if use.blocker is not None else ""
-                chunk.landed, chunk.source, chunk.held = done, (*limiter, holder), max(0, idle)
+                if use.blocker is not None:
+                    limiter = (WAIT, limiter[1], use.blocker.op)
+                chunk.landed, chunk.source, chunk.held = end, limiter, idle if idle > 0 else 0
+        if first or chunk.index == self.count - 1:
+            self._widen(chunk.transfers, True)
         wait = chunk.landed - self.env._now
         if wait > 0:
-            self._later(wait, lambda _e: self._landed(chunk))
+            self._later(wait, self._landed_event, chunk)
         else:
             self._landed(chunk)
+
+    def _landed_event(self, event: simpy.Event) -> None:
+        self._landed(event.chunk)
 
     def _landed(self, chunk: Chunk) -> None:
         unpack = self.step.unpack_ps
@@ -202,21 +197,20 @@ class StepRun:
             self.first_unpack = now
         self.unpack_ps += unpack
         self.unpacking = now + unpack
-        self._later(unpack, lambda _e: self._unpacked(chunk))
+        self._later(unpack, self._unpacked, chunk)
 
-    def _unpacked(self, chunk: Chunk) -> None:
-        chunk.ready = True
+    def _unpacked(self, event: simpy.Event) -> None:
+        event.chunk.ready = True
         self._ask()
         self._compute()
 
-    def _free(self, writer: tuple[str, str], computed: int) -> None:
+    def _free(self, writer: tuple[str, str, str], computed: int) -> None:
         """A chunk's buffer is free: it goes to the loader if the loader waits for one."""
-        now = self.env._now
-        self.released = (computed, now, writer)
+        self.released = (computed, self.env._now, writer)
         self.free_buffers += 1
         if self.waiting is None:
             return
-        if self.issued >= self.step.count:  # fast-forward skipped the chunks it waited for
+        if self.issued >= self.count:  # fast-forward skipped the chunks it waited for
             self.waiting = None
         elif self._issue():
             self._ask()
@@ -224,92 +218,105 @@ class StepRun:
     # -- compute ----------------------------------------------------------------------------
     def _compute(self) -> None:
         """Start the oldest chunk if it has arrived and the step is not computing."""
-        if self.computing or not self.pending or not self.pending[0].ready:
+        pending = self.pending
+        if self.computing or not pending or not pending[0].ready:
             return
-        chunk = self.pending.popleft()
+        chunk = pending.popleft()
         now, t0 = self.env._now, self.idle_since
-        stall = self.chunk_stalls = {}
+        # The chunk's stalls: fast-forward compares them chunk by chunk; without it they go
+        # straight into the step's.
+        stall = self.chunk_stalls = {} if self.observer is not None else self.stalls
         if now > t0:
             # The wait splits into: no free buffer (SRAM capacity, or a store still draining
-            # it), data in transit, then dequantisation.
-            capacity = min(now - t0, chunk.held)
-            draining = min(capacity, chunk.drain)
-            unpack = min(now - t0 - capacity, now - chunk.landed)
-            for key, span in ((CAPACITY, capacity - draining), (chunk.writer, draining),
-                              (chunk.source, now - unpack - t0 - capacity), (UNPACKING, unpack)):
-                if span > 0:
-                    k = (key[0], key[1], key[2] if len(key) > 2 else "")
-                    stall[k] = stall.get(k, 0) + span
+            # it), data in transit, then dequantisation. Keys may coincide, hence the sums.
+            wait, held, drain = now - t0, chunk.held, chunk.drain
+            capacity = held if held < wait else wait
+            draining = drain if drain < capacity else capacity
+            unpack = now - chunk.landed
+            if unpack > wait - capacity:
+                unpack = wait - capacity
+            transit = wait - capacity - unpack
+            if capacity > draining:
+                stall[CAPACITY] = stall.get(CAPACITY, 0) + capacity - draining
+            if draining > 0:
+                stall[chunk.writer] = stall.get(chunk.writer, 0) + draining
+            if transit > 0:
+                stall[chunk.source] = stall.get(chunk.source, 0) + transit
+            if unpack > 0:
+                stall[UNPACKING] = stall.get(UNPACKING, 0) + unpack
         self.computing = True
         if not self.step.compute_ps:  # a copy: nothing to compute
             self._computed(None)
             return
-        use = self.res.compute.request(self.step.compute_ps, self.job, self.priority)
-        use.step = self
-        use.callbacks.append(self._computed)
+        Use(self.res.compute, self.step.compute_ps, self.job, self.priority, self.on_compute, self)
 
     def _computed(self, use: Use | None) -> None:
         now = self.env._now
         stall = self.chunk_stalls
         if use is not None and use.start > use.requested:  # another task held the compute units
-            k = (WAIT, COMPUTE, use.blocker.op if use.blocker is not None else "")
-            stall[k] = stall.get(k, 0) + use.start - use.requested
-        for k, ps in stall.items():
-            self.stalls[k] = self.stalls.get(k, 0) + ps
+            key = (WAIT, COMPUTE, use.blocker.op if use.blocker is not None else "")
+            stall[key] = stall.get(key, 0) + use.start - use.requested
+        stalls = self.stalls
+        if stall is not stalls:
+            for key, ps in stall.items():
+                stalls[key] = stalls.get(key, 0) + ps
         self.busy_ps += self.step.compute_ps
         self.computing = False
         self._store(now)
         self.consumed += 1
         self.idle_since = self.last_compute = now
-        if self.consumed == self.step.count:
+        if self.consumed == self.count:
             self._drain()
             return
         skip = self.observer(self) if self.observer is not None else 0
         if skip:  # fast-forwarded: the skipped chunks run until then
-            self._later(skip, lambda _e: self._compute())
-        else:
+            self._later(skip, self._resume)
+        elif self.pending and self.pending[0].ready:  # (usually the next chunk is still in transit)
             self._compute()
+
+    def _resume(self, _event: simpy.Event) -> None:
+        self._compute()
 
     def _store(self, now: int) -> None:
         if not self.stores:
             self._free(CAPACITY, now)
             return
-        job, prio, on_store = self.job, self.priority, self._stored
-        uses = []
-        for j, (port, hold, via_hold, _, _) in enumerate(self.stores):
-            use = port.request(hold, job, prio)
-            use.step = self
-            via = None
-            if via_hold is not None:
-                via = port.via.request(via_hold, job, prio)
-                via.step = self
-            uses.append((use, via, j))
-        batch = Stores(self.consumed, uses, now)
-        self.outstanding.append(batch)
-        for use, via, _ in uses:
+        batch = Stores(self.consumed, now)
+        uses, job, prio, on_store = batch.uses, self.job, self.priority, self.on_store
+        for port in self.stores:
+            use = Use(port.server, port.hold, job, prio, on_store, self)
             use.batch = batch
-            use.callbacks.append(on_store)
-            if via is not None:
+            via = None
+            if port.via_hold is not None:
+                via = Use(port.server.via, port.via_hold, job, prio, on_store, self)
                 via.batch = batch
-                via.callbacks.append(on_store)
+                batch.left += 1
+            uses.append((use, via, port))
+        batch.left += len(uses)
+        self.outstanding.append(batch)
 
     def _stored(self, use: Use) -> None:
         """A store (or its link) finished; once all of a chunk's have, its buffer is free."""
         batch = use.batch
+        use.batch = None  # no reference cycle (as in ``_loaded``)
         batch.left -= 1
         if batch.left:
             return
         written, writer = batch.computed, CAPACITY
-        for use, via, j in batch.uses:
-            port, name = self.stores[j][0], self.stores[j][4]
-            end, limiter = self._ended(use, via, self.stores[j], (j, False), batch.index)
+        for use, via, port in batch.uses:
+            end, limiter = use.end, port.key
+            if via is not None and via.end > end:  # the link it is reached over ended last
+                end, limiter = via.end, port.via_key
             if end > written:
                 written, writer = end, limiter
-            if end + port.latency_ps > self.last_store:
-                self.last_store, self.store_level = end + port.latency_ps, name
+            end += port.latency_ps
+            if end > self.last_store:
+                self.last_store, self.store_level = end, port.name
+        if batch.index == 0 or batch.index == self.count - 1:
+            self._widen(batch.uses, False)
         self.outstanding.remove(batch)
         self._free(writer, batch.computed)
-        if self.consumed == self.step.count:
+        if self.consumed == self.count:
             self._drain()
 
     def _drain(self) -> None:
@@ -318,45 +325,41 @@ class StepRun:
             return
         wait = self.last_store - self.env._now
         if wait > 0:
-            self._later(wait, lambda _e: self._finish())
+            self._later(wait, self._finish)
         else:
             self._finish()
 
-    def _finish(self) -> None:
+    def _finish(self, _event: simpy.Event | None = None) -> None:
         now = self.env._now
         if now > self.last_compute:
-            k = (WAIT, self.store_level, "")
-            self.stalls[k] = self.stalls.get(k, 0) + now - self.last_compute
+            key = (WAIT, self.store_level, "")
+            self.stalls[key] = self.stalls.get(key, 0) + now - self.last_compute
         # Bytes are counted exactly once the step is done (chunk sizes are rounded up for timing).
-        for (port, *_), total in zip(self.loads, self.load_totals):
-            port.count(total, True, self.job)
-        for (port, *_), total in zip(self.stores, self.store_totals):
-            port.count(total, False, self.job)
+        for port, total in zip(self.loads, self.load_totals):
+            port.server.count(total, True, self.job)
+        for port, total in zip(self.stores, self.store_totals):
+            port.server.count(total, False, self.job)
         self.finished.succeed()
 
     # -- accounting ---------------------------------------------------------------------------
-    def _ended(self, use: Use, via: Use | None, port: tuple, row: tuple[int, bool], index: int) -> tuple:
-        """When a finished transfer ended, and the stall key of whichever of the level and the
-        link it is reached over ended last. The first and last chunks widen its row."""
-        end, limiter = use.end, port[3]
-        if via is not None and via.end > end:
-            end, limiter = via.end, (WAIT, str(port[0].via.rid))
-        if index == 0 or index == self.step.count - 1:
-            ext = self.extent.get(row)
+    def _widen(self, transfers: list[tuple], load: bool) -> None:
+        """The first and last chunks' transfers widen each level's row."""
+        for i, (use, *_) in enumerate(transfers):
+            ext = self.extent.get((i, load))
             if ext is None:
-                self.extent[row] = [use.start, use.end]
+                self.extent[(i, load)] = [use.start, use.end]
             elif use.end > ext[1]:
                 ext[1] = use.end
-        return end, limiter
 
     def footprint(self) -> list[Server]:
         """The resources this step uses."""
         out = [self.res.compute] if self.step.compute_ps else []
-        for port, *_ in self.loads + self.stores:
-            if port not in out:
-                out.append(port)
-            if port.via is not None and port.via not in out:
-                out.append(port.via)
+        for port in self.loads + self.stores:
+            server = port.server
+            if server not in out:
+                out.append(server)
+            if server.via is not None and server.via not in out:
+                out.append(server.via)
         return out
 
     def state(self) -> tuple:
@@ -379,7 +382,3 @@ class StepRun:
         return (chunks, stores, servers, waiting, self.free_buffers, self.computing,
                 max(0, self.unpacking - now), (computed - now, freed - now, writer), max(0, self.last_store - now),
                 self.store_level, tuple(sorted(self.chunk_stalls.items())))
-
-def _port(server: Server, nbytes: int, share: float) -> tuple:
-    via = server.via.duration(nbytes) if server.via is not None else None
-    return server, server.duration(nbytes, share), via, (WAIT, str(server.rid)), str(server.rid)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import bisect
 from heapq import heappush
 from itertools import count
+from typing import Callable
 
 import simpy
 from simpy.events import NORMAL, PENDING, Event
@@ -43,31 +44,38 @@ class Job:
         self.op, self.chip, self.stream = op, chip, stream
 
 
+def _order(use: "Use") -> tuple[int, int]:
+    return use.order
+
+
 class _PriorityQueue(list):
     """The put queue: highest priority (lowest number) first, FIFO within a priority."""
 
     def append(self, use: "Use") -> None:  # type: ignore[override]
-        bisect.insort(self, use, key=lambda u: u.order)
+        if not self or self[-1].order < use.order:  # the usual case: it goes last
+            list.append(self, use)
+        else:
+            bisect.insort(self, use, key=_order)
 
 
 class Use(Put):
     """A request to hold a server for ``duration_ps``. It is granted in queue order and
     succeeds when the hold ends; ``start``/``end`` are set when it is granted (``end`` is -1
-    while it waits, and again while a preempted prefetch waits to resume)."""
+    while it waits, and again while a preempted prefetch waits to resume). ``then`` is called
+    with it when the hold ends; ``step`` tags it as a step's, so fast-forward can move it."""
 
     _seq = count()
+    blocker = None  # the operator holding the server when the request arrived, if another one
 
-    def __init__(self, server: "Server", duration_ps: int, owner: object, priority: int) -> None:
+    def __init__(self, server: "Server", duration_ps: int, owner: object, priority: int,
+                 then: Callable[["Use"], None] | None = None, step: object = None) -> None:
         # Event and Put initialisation, inlined: a request is the engine's most frequent event.
-        self.env = server._env
-        self.callbacks = []
-        self._value = PENDING
         self.resource = server
         self.duration = duration_ps
         self.owner = owner
         self.priority = priority
-        self.requested = now = self.env._now
-        self.start = self.end = -1
+        self.step = step
+        self.requested = now = server._env._now
         if owner is not server.last_any:
             server.last_any = owner
             server.touches += 1
@@ -75,20 +83,39 @@ class Use(Put):
             if owner is not server.last_owner:
                 server.last_owner = owner
                 server.switches += 1
-            server.horizon = (now if now > server.horizon else server.horizon) + duration_ps
+            horizon = server.horizon
+            server.horizon = (now if now > horizon else horizon) + duration_ps
+            if server.user is None and not server.put_queue:
+                # Granted at once, the usual case: ``Server._grant`` inlined, and the event is
+                # triggered as it is made (it succeeds, releasing the server, when the hold ends).
+                server.user = self
+                server.busy_ps += duration_ps
+                self.start = now
+                self.end = end = now + duration_ps
+                self.callbacks = [server._on_release, then] if then is not None else [server._on_release]
+                self._ok = True
+                self._value = None
+                heappush(server._queue, (end, NORMAL, next(server._eid), self))
+                return
+        self.callbacks = [then] if then is not None else []
+        self._value = PENDING
+        self.start = self.end = -1
         user = server.user
         if user is None and not server.put_queue:
-            self.blocker = None
             server._grant(self)
             return
-        # The operator holding the server when this request arrived, if it is another one.
-        self.blocker = user.owner if user is not None and user.owner is not owner else None
+        if user is not None and user.owner is not owner:
+            self.blocker = user.owner
         self.order = (priority, next(Use._seq))
         if user is not None and user.priority >= PREFETCH > priority:
             server._preempt(user)
             server._grant(self)
             return
         server.put_queue.append(self)
+
+    @property
+    def env(self) -> simpy.Environment:  # SimPy's ``Event.env``, read from the server
+        return self.resource._env
 
 
 class Server(BaseResource):
@@ -116,8 +143,9 @@ class Server(BaseResource):
         self._eid = env._eid
 
     # -- SimPy's request/release protocol ----------------------------------------------
-    def request(self, duration_ps: int, owner: object = None, priority: int = DEMAND) -> Use:
-        return Use(self, duration_ps, owner, priority)
+    def request(self, duration_ps: int, owner: object = None, priority: int = DEMAND,
+                then: Callable[[Use], None] | None = None, step: object = None) -> Use:
+        return Use(self, duration_ps, owner, priority, then, step)
 
     def _grant(self, use: Use) -> None:
         self.user = use

@@ -27,9 +27,9 @@ def step_rows(run: StepRun) -> list[Interval]:
         rows.append(Interval(run.first_unpack, run.first_unpack + run.unpack_ps,
                              resource=ResourceId(DEQUANT, chip, DEQUANT), kind="compute", **common))
     for load, ports, totals in ((True, run.loads, run.load_totals), (False, run.stores, run.store_totals)):
-        for i, ((port, _, _, _, name), total) in enumerate(zip(ports, totals)):
+        for i, (port, total) in enumerate(zip(ports, totals)):
             first, last = run.extent.get((i, load), (run.started, run.started))
-            src, dst = (name, run.load_dst) if load else (run.store_src, name)
-            rows.append(Interval(first, last, resource=port.rid, kind="transfer", bytes=total, src=src, dst=dst,
+            src, dst = (port.name, run.load_dst) if load else (run.store_src, port.name)
+            rows.append(Interval(first, last, resource=port.server.rid, kind="transfer", bytes=total, src=src, dst=dst,
                                  **common))
     return [r for r in rows if keep(r)]

@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from heapq import heapify
 
-import simpy
-
+from memsim.engine.environment import Environment
 from memsim.engine.fastforward import FastForward
 from memsim.engine.pipeline import StepRun
 from memsim.engine.records import (BUBBLE, COMPUTE, DEPENDENCY, OVERHEAD, SYSTEM, Cause, Interval, ResourceId,
@@ -34,28 +32,6 @@ from memsim.mapping.plan import BRANCH, COMM, COPY, OpTask, Plan
 
 PRIORITY = {COMPUTE: DEMAND, BRANCH: DEMAND, COMM: COMMUNICATION, COPY: PREFETCH}
 NEVER = float("inf")
-
-
-class Environment(simpy.Environment):
-    """A SimPy environment that can move a step's events later, and counts its events."""
-
-    def scheduled(self) -> int:
-        """Events scheduled so far: SimPy numbers every scheduled event from 0 (this takes a
-        number too, which leaves a harmless gap)."""
-        return next(self._eid)
-
-    def shift(self, step: object, delta: int) -> None:
-        """Move every scheduled event tagged as ``step``'s by ``delta``."""
-        queue = self._queue
-        for i, (t, prio, eid, event) in enumerate(queue):
-            owner = getattr(event, "step", None)
-            if owner is None and hasattr(event, "use"):  # a prefetch's hold timer: its request's step
-                owner = getattr(event.use, "step", None)
-            if owner is step:
-                queue[i] = (t + delta, prio, eid, event)
-                if hasattr(event, "token"):  # the hold it ends moves with it (``_shift_use``)
-                    event.token += delta
-        heapify(queue)
 
 
 @dataclass(frozen=True, slots=True)
@@ -383,10 +359,10 @@ def _least_left(run: StepRun) -> int:
     issued; so are the compute units for the chunks not yet computed."""
     now, unissued = run.env._now, run.step.count - run.issued
     left = [(run.step.count - run.consumed - run.computing) * run.step.compute_ps]
-    for i, (port, hold, via_hold, _, _) in enumerate(run.loads):
+    for port in run.loads:
         pending = sum(u.duration if u.end < 0 else max(0, u.end - now)
-                      for c in run.pending for u, _, _, j in c.transfers if j == i)
-        left.append(pending + unissued * hold)
+                      for c in run.pending for u, _, _, p in c.transfers if p is port)
+        left.append(pending + unissued * port.hold)
     return max(left)
 
 

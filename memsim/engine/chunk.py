@@ -1,0 +1,59 @@
+"""The pieces a step's pipeline (``engine/pipeline.py``) is made of: the levels it reads and
+writes (``Port``), the chunks in flight from their loads to their compute (``Chunk``) and the
+stores of a chunk's output (``Stores``). Each is a small slotted record the pipeline updates
+in place, chunk by chunk.
+"""
+from __future__ import annotations
+
+from memsim.engine.records import SRAM_CAPACITY, UNPACK, WAIT
+from memsim.engine.resources import Server
+
+# Stall keys are (kind, resource, holder); a holder is named where a load or compute queued behind another operator.
+CAPACITY = (SRAM_CAPACITY, "", "")
+UNPACKING = (UNPACK, "", "")
+SRAM = (WAIT, "sram", "")
+
+
+class Port:
+    """A level (or link) a step loads from or stores to, and what one chunk's transfer holds:
+    a transfer of n bytes holds a level for ceil(n / width) / rate, and the link it is reached
+    over (``via``) at the link's own rate."""
+
+    __slots__ = ("server", "hold", "via_hold", "name", "key", "via_key", "latency_ps")
+
+    def __init__(self, server: Server, nbytes: int, share: float) -> None:
+        self.server = server
+        self.hold = server.duration(nbytes, share)
+        self.via_hold = server.via.duration(nbytes) if server.via is not None else None
+        self.name = str(server.rid)
+        self.key = (WAIT, self.name, "")  # the stall key of waiting for it
+        self.via_key = (WAIT, str(server.via.rid), "") if server.via is not None else None
+        self.latency_ps = server.latency_ps
+
+
+class Chunk:
+    __slots__ = ("index", "transfers", "issued", "drain", "writer", "left", "landed", "source", "held", "ready")
+
+    def __init__(self, index: int, issued: int, drain: int, writer: tuple[str, str, str]) -> None:
+        self.index = index
+        self.transfers: list[tuple] = []  # per load: (use, via use or None, idle before issue, port)
+        self.issued = issued  # when its loads were requested
+        self.drain = drain  # of its wait for a buffer, the part a store still drained it
+        self.writer = writer  # the stall key of that store's level
+        self.left = 0  # requests not yet finished
+        self.landed = issued  # when its last load arrived, latency included
+        self.source = SRAM  # the stall key of the level (or link) that arrived last
+        self.held = 0  # that load's wait for a buffer while its level was idle
+        self.ready = False  # landed (and, with dequantisation, unpacked)
+
+
+class Stores:
+    """The stores of one chunk's output; its buffer is free when the last has drained."""
+
+    __slots__ = ("index", "uses", "computed", "left")
+
+    def __init__(self, index: int, computed: int) -> None:
+        self.index = index
+        self.uses: list[tuple] = []  # per store: (use, via use or None, port)
+        self.computed = computed
+        self.left = 0  # requests not yet finished
