@@ -43,6 +43,4 @@ class Environment(simpy.Environment):
                 owner = getattr(event.use, "step", None)
             if owner is step:
                 queue[i] = (t + delta, prio, eid, event)
-                if hasattr(event, "token"):  # the hold it ends moves with it (``_shift_use``)
-                    event.token += delta
         heapify(queue)

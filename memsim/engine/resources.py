@@ -107,7 +107,8 @@ class Use(Put):
         if user is not None and user.owner is not owner:
             self.blocker = user.owner
         self.order = (priority, next(Use._seq))
-        if user is not None and user.priority >= PREFETCH > priority:
+        if user is not None and user.priority >= PREFETCH > priority and user._value is PENDING:
+            # (a prefetch whose hold has just ended, its success scheduled, is not preempted)
             server._preempt(user)
             server._grant(self)
             return
@@ -164,7 +165,8 @@ class Server(BaseResource):
     def _timer(self, use: Use, end: int) -> None:
         timer = Event(self._env)
         timer.callbacks.append(self._expire)
-        timer.use, timer.token = use, end  # it belongs to the step of its request (``Environment.shift``)
+        timer.use = use  # it belongs to the step of its request (``Environment.shift``)
+        use.timer = timer  # the one timer that may end the hold; an earlier one goes stale
         timer._ok, timer._value = True, None
         heappush(self._queue, (end, NORMAL, next(self._eid), timer))
 
@@ -179,14 +181,15 @@ class Server(BaseResource):
         left = use.end - self._env._now
         self.busy_ps -= left
         use.duration = left
-        use.end = -1  # its timer is stale now
+        use.end = -1
+        use.timer = None  # its timer is stale now
         use.order = (use.priority, -1)  # first among the prefetches waiting
         self.user = None
         self.put_queue.append(use)
 
     def _expire(self, timer: Event) -> None:
         use = timer.use
-        if use.end != timer.token or self.user is not use:
+        if use.timer is not timer or self.user is not use:
             return
         use.callbacks.insert(0, self._on_release)
         use._ok, use._value = True, None
@@ -226,9 +229,13 @@ class Server(BaseResource):
         return max(self.horizon, self.via.free_at) if self.via is not None else self.horizon
 
     def width(self, share: float) -> int:
-        return max(1, min(self.channels, round(self.channels * share)))
+        """The channels a step with ``share`` of the level may stripe over: whole channels,
+        rounded down, so regions never take more channels between them than there are."""
+        return max(1, min(self.channels, int(self.channels * share + 1e-9)))
 
     def duration(self, nbytes: int, share: float = 1.0) -> int:
+        if self.channels * share < 1 - 1e-9 and self.rid.kind == LEVEL:  # less than a channel: its share of one
+            return transfer_ps(nbytes, max(1, int(self.channel_bw * self.channels * share)))
         return transfer_ps(-(-nbytes // self.width(share)), self.channel_bw)
 
     def count(self, nbytes: int, read: bool, owner: object = None) -> None:

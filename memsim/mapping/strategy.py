@@ -145,6 +145,9 @@ def _micro_tasks(cx: Context, shape: Shaper, stage_of: dict[str, int], tp: int, 
         if lowered is None:
             lowered = cache[key] = lower(op, op_cx)
         steps, overhead = shape(op, lowered, op_cx)
+        if op_cx.compute_share < 1:  # a region: its share of each level's channels, whatever the family
+            steps = tuple(s if s.share <= op_cx.compute_share else dataclasses.replace(s, share=op_cx.compute_share)
+                          for s in steps)
         bound = bounds.get(steps)
         if bound is None:
             bound = bounds[steps] = _bound(chip, steps)
