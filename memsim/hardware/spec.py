@@ -38,7 +38,7 @@ FAMILY_EXECUTION: dict[str, dict[str, Any]] = {
     # and the compiler schedules a GEMM's output out over the chip network as it is produced.
     # No family runs a ``branch`` stream by default: frameworks issue a parallel block's attention
     # and MLP one after the other, and on one chip the two share its compute units and memory
-    # (measured: GPT-J on sn40l and h100-sxm gains at most 4%, and a prefill can lose).
+    # (measured: GPT-J on sn40l and h100-sxm gains at most 5%, and a prefill can lose).
     "rdu": {"streams": ["compute", "copy", "comm"], "weight_prefetch": 2, "pipeline": "none", "comm_overlap": 4},
     # Wafer: layers are regions that run as a pipeline; a prefill flows through it in chunks.
     # Its parallelism is the pipeline of regions, not tensor-parallel collectives.

@@ -84,12 +84,18 @@ def make_step(label: str, loads: dict[Ref, int], stores: dict[Ref, int], busy_ps
 
 
 def wave_factor(m: int, n: int, groups: int, units: int, unit_tile: int) -> float:
-    """Compute stretch from running unit-sized output tiles in waves: a last, partly filled
-    wave (or fewer tiles than units) leaves units idle for a whole tile time."""
+    """Compute stretch from running unit-sized output tiles on the compute units.
+
+    A unit computes one tile of at most ``unit_tile`` x ``unit_tile`` outputs at a time, and a
+    tile takes as long as the fullest one: the rows and columns left over make partial tiles
+    that still take a whole tile's time on their unit. Fewer tiles than units leave units idle
+    (one tile time in all); a last, partly filled wave costs its share of a wave. So the time is
+    max(1, tiles / units) tile times, and it never falls when m, n or groups grow."""
     if unit_tile == 0:  # work spreads over the units finely (a wafer's cores): no waves
         return 1.0
     tiles = math.ceil(m / unit_tile) * math.ceil(n / unit_tile) * groups
-    return math.ceil(tiles / units) * units / tiles
+    waves = max(1.0, tiles / units)
+    return waves * units * min(m, unit_tile) * min(n, unit_tile) / (m * n * groups)
 
 
 def compute_dtype(cx: Context, act_dtype: str, weight_dtype: str) -> str:
