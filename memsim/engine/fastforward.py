@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from memsim.engine import gapfill
-from memsim.engine.pipeline import StepRun
+from memsim.engine.pipeline import StepRun, footprint
 from memsim.engine.resources import Server, Use
 
 MIN_PREFIX = 4  # chunks before looking for a periodic state
@@ -62,9 +62,6 @@ class Neighbours(Protocol):
     def touched_since(self, runs: list[StepRun]) -> float:
         """When a task outside the group last ended that used the group's resources."""
 
-    def shift(self, step: StepRun, delta: int) -> None:
-        """Move every event ``step`` has scheduled by ``delta``."""
-
 
 class FastForward:
     """The observer of one step: records its history (and its partners') and skips cycles when it may."""
@@ -78,6 +75,7 @@ class FastForward:
         self.gaps: list[tuple] = []  # per chunk: the prefetch transfers on the group's resources
         self.switches: tuple[int, ...] | None = None
         self.group: tuple[int, ...] = ()
+        self.servers: list[Server] = []  # the group's resources
         self.approximate = False
 
     def reset(self) -> None:
@@ -87,9 +85,10 @@ class FastForward:
         """Forget the history if the partners changed, or (alone) if another task touched the
         step's resources since it began; a group checks the time of the last such touch instead."""
         group = tuple(id(p) for p in partners)
-        switches = tuple(s.switches for s in run.footprint()) if not partners else None
+        switches = tuple(s.switches for s in run.servers) if not partners else None
         if switches != self.switches or group != self.group:
             self.switches, self.group = switches, group
+            self.servers = footprint([run, *partners])
             self.reset()
 
     def __call__(self, run: StepRun) -> int:
@@ -104,7 +103,7 @@ class FastForward:
         self.completions.append(now)
         self.stalls.append(dict(run.chunk_stalls))
         self.counts.append(tuple((p.consumed, p.issued, dict(p.stalls)) for p in partners))
-        servers = _servers([run, *partners])
+        servers = self.servers
         self.gaps.append(gapfill.observe(servers, now))
         q = find_cycle(self.states, self.completions, max([run.step.depth] + [p.step.depth for p in partners]))
         approximate = False
@@ -139,7 +138,7 @@ class FastForward:
             if not idle:
                 continue
             gap = gapfill.drift(self.gaps, servers.index(server), q, server, idle)
-            if gap is None or not gapfill.alone(gap, now, ids) or streams - {_key(gap.use.owner)}:
+            if gap is None or not gapfill.alone(gap, now, ids) or streams - {gap.use.step.key}:
                 return 0
             gaps.append(gap)
             cycles = min(cycles, gapfill.cycles_left(gap))
@@ -152,22 +151,13 @@ class FastForward:
         for gap in gaps:
             gapfill.fill(gap, cycles, delta)
         for m, n, stalls in members:
-            self.neighbours.shift(m, delta)
+            m.env.shift(m, delta)  # its scheduled events (``Environment.shift``)
             shift_step(m, delta)
             _account(m, cycles, n, [stalls] if stalls is not None else self.stalls[-q:])
             if m is not run and m.observer is not None:
                 m.observer.reset()
         self.reset()
         return delta
-
-
-def _servers(runs: list[StepRun]) -> list[Server]:
-    """The resources of a group's steps, each once, in a fixed order."""
-    return list({id(s): s for r in runs for s in r.footprint()}.values())
-
-
-def _key(job) -> tuple[int, str]:
-    return job.chip, job.stream
 
 
 def _leads(a: StepRun, b: StepRun) -> bool:

@@ -47,7 +47,7 @@ class StepRun:
                  "load_servers", "load_totals", "store_totals", "load_dst", "store_src", "free_buffers", "pending",
                  "outstanding", "issued", "consumed", "computing", "waiting", "unpacking", "released", "last_store",
                  "store_level", "finished", "started", "idle_since", "last_compute", "busy_ps", "unpack_ps",
-                 "first_unpack", "stalls", "chunk_stalls", "extent", "on_load", "on_compute", "on_store")
+                 "first_unpack", "stalls", "chunk_stalls", "extent", "on_load", "on_compute", "on_store", "servers")
 
     def __init__(self, env: simpy.Environment, res: ChipResources, task: OpTask, step: Step, job: Job,
                  priority: int, observer: Callable[["StepRun"], int] | None = None) -> None:
@@ -87,6 +87,7 @@ class StepRun:
         self.extent: dict[tuple[int, bool], list[int]] = {}  # (index, is load) -> [first start, last end]
         # The callbacks of the step's requests, bound once.
         self.on_load, self.on_compute, self.on_store = self._loaded, self._computed, self._stored
+        self.servers = _servers(self)  # never changes
 
     def _own(self, event):
         """Tag an event as this step's, so fast-forward can move it."""
@@ -352,15 +353,13 @@ class StepRun:
                 ext[1] = use.end
 
     def footprint(self) -> list[Server]:
-        """The resources this step uses."""
-        out = [self.res.compute] if self.step.compute_ps else []
-        for port in self.loads + self.stores:
-            server = port.server
-            if server not in out:
-                out.append(server)
-            if server.via is not None and server.via not in out:
-                out.append(server.via)
-        return out
+        """The resources this step uses (its compute units if it computes, each level and link)."""
+        return self.servers
+
+    @property
+    def key(self) -> tuple[int, str]:
+        """The stream the step runs on: (chip or region, stream name)."""
+        return self.job.chip, self.job.stream
 
     def state(self) -> tuple:
         """Everything that decides the step's future, as offsets from now. Fast-forward
@@ -382,3 +381,18 @@ class StepRun:
         return (chunks, stores, servers, waiting, self.free_buffers, self.computing,
                 max(0, self.unpacking - now), (computed - now, freed - now, writer), max(0, self.last_store - now),
                 self.store_level, tuple(sorted(self.chunk_stalls.items())))
+
+
+def footprint(runs: list[StepRun]) -> list[Server]:
+    """The resources of steps, each once, in a fixed order."""
+    return list({id(s): s for run in runs for s in run.servers}.values())
+
+
+def _servers(run: StepRun) -> list[Server]:
+    """The resources a step uses: its compute units if it computes, each level and link."""
+    out = {id(run.res.compute): run.res.compute} if run.step.compute_ps else {}
+    for port in run.loads + run.stores:
+        out[id(port.server)] = port.server
+        if port.server.via is not None:
+            out[id(port.server.via)] = port.server.via
+    return list(out.values())

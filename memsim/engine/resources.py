@@ -212,12 +212,9 @@ class Server(BaseResource):
     def _trigger_get(self, put_event) -> None:  # no get queue to serve
         return None
 
-    def idle(self, now: int, priority: int | None = None) -> bool:
-        """Nothing in service or waiting (of ``priority`` or higher, if given)."""
-        if priority is None:
-            return self.user is None and not self.put_queue and self.horizon <= now
-        return (self.horizon <= now and (self.user is None or self.user.priority > priority)
-                and all(u.priority > priority for u in self.put_queue))
+    def idle(self, now: int) -> bool:
+        """Nothing in service or waiting."""
+        return self.user is None and not self.put_queue and self.horizon <= now
 
     def prefetching(self) -> bool:
         """A prefetch holds the server or waits for it."""
@@ -251,36 +248,6 @@ class Server(BaseResource):
             else:
                 server.bytes_written += nbytes
             server = server.via
-
-    def transfer(self, nbytes: int, share: float, owner: object, priority: int = DEMAND) -> tuple[Use, Use | None]:
-        """Request a transfer here and, at the link's own rate, on the link reached over."""
-        use = self.request(self.duration(nbytes, share), owner, priority)
-        via = self.via.request(self.via.duration(nbytes), owner, priority) if self.via is not None else None
-        return use, via
-
-
-class Buffers(simpy.Container):
-    """A step's SRAM tile buffers: a SimPy ``Container`` whose uncontended take and give
-    cost no event (a buffer that is free is taken at once; one nobody waits for is put back)."""
-
-    def take(self) -> simpy.Event | None:
-        if self._level >= 1 and not self.get_queue:
-            self._level -= 1
-            return None
-        return self.get(1)
-
-    def give(self) -> simpy.Event | None:
-        if self.get_queue:
-            return self.put(1)
-        self._level += 1
-        return None
-
-
-def finished(use: Use, via: Use | None, name: str, via_name: str) -> tuple[int, str]:
-    """When a granted transfer ends, and which of the level and its link ended last."""
-    if via is not None and via.end > use.end:
-        return via.end, via_name
-    return use.end, name
 
 
 class ChipResources:

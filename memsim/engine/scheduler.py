@@ -8,9 +8,11 @@ chip's compute stream is recorded with its cause: waiting for a task on another 
 pipeline ``bubble``, waiting for a collective or a prefetch names its link or level.
 
 Two exact shortcuts sit behind small hooks: fast-forward of periodic steps
-(``engine/fastforward.py``) and replay of identical tasks (``engine/replay.py``). Both ask
-``quiet_until``: the earliest time another task could touch a set of resources, which is
-now when another stream has a task, running or still to come, that uses any of them.
+(``engine/fastforward.py``) and replay of identical tasks (``engine/replay.py``). Replay asks
+``quiet_until``: now when another stream has a task, running or still to come, that uses any
+of a task's resources. Fast-forward asks ``partners`` (the steps running beside a step on
+the resources it shares, and a lower bound on when any other stream could next touch them),
+``shared`` and ``touched_since``.
 """
 from __future__ import annotations
 
@@ -19,8 +21,8 @@ from dataclasses import dataclass
 
 from memsim.engine.environment import Environment
 from memsim.engine.fastforward import FastForward
-from memsim.engine.pipeline import StepRun
-from memsim.engine.records import (BUBBLE, COMPUTE, DEPENDENCY, OVERHEAD, SYSTEM, Cause, Interval, ResourceId,
+from memsim.engine.pipeline import StepRun, footprint
+from memsim.engine.records import (BUBBLE, COMPUTE, DEPENDENCY, OVERHEAD, Cause, Interval, ResourceId,
                                    keep)
 from memsim.engine.replay import Recording, Replay
 from memsim.engine.replay import key as replay_key
@@ -132,7 +134,7 @@ class Simulation:
         """The steps running on other streams that share ``run``'s resources at its priority or
         higher (and theirs in turn), and the earliest time another such stream could touch the
         group's resources; ``None`` if that could be now."""
-        key = _key(run)
+        key = run.key
         mine = PRIORITY.get(key[1], DEMAND)
         group = {key: run}
         servers = run.footprint()
@@ -161,8 +163,8 @@ class Simulation:
         """Which of the group's resources a lower-priority stream (a prefetch) uses or may use
         before the group's tasks end, each with those streams. A stream waiting for one of the
         group's tasks cannot start anything."""
-        keys = {_key(r) for r in runs}
-        servers = list({id(s): s for r in runs for s in r.footprint()}.values())
+        keys = {r.key for r in runs}
+        servers = footprint(runs)
         mine = max(PRIORITY.get(k[1], DEMAND) for k in keys)
         memo: dict = {}
         streams: dict[int, set] = {}
@@ -174,17 +176,14 @@ class Simulation:
     def touched_since(self, runs: list[StepRun]) -> float:
         """When a task of a stream outside the group that uses the group's resources (at its
         priority or higher) last ended."""
-        keys = {_key(r) for r in runs}
+        keys = {r.key for r in runs}
         mine = max(PRIORITY.get(k[1], DEMAND) for k in keys)
         latest = -1.0
-        for s in {id(s): s for r in runs for s in r.footprint()}.values():
+        for s in footprint(runs):
             for other in self.last_use.get(id(s), {}):
                 if other not in keys and PRIORITY.get(other[1], DEMAND) <= mine:
                     latest = max(latest, NEVER if self.running.get(other) else self.ended.get(other, -1))
         return latest
-
-    def shift(self, step: StepRun, delta: int) -> None:
-        self.env.shift(step, delta)
 
     def _next_start(self, other: tuple[int, str], keys, memo: dict) -> float:
         """A lower bound on when stream ``other`` next starts work: now if it runs a task, else
@@ -347,10 +346,6 @@ class Simulation:
         return EngineResult(tuple(self.rows), tuple(self.spans), end, self.env.scheduled(), self.stats["simulated"],
                             self.stats["replayed"], self.stats["approximate"], tuple(read.items()),
                             tuple(written.items()), tuple(busy.items()))
-
-
-def _key(run: StepRun) -> tuple[int, str]:
-    return run.job.chip, run.job.stream
 
 
 def _least_left(run: StepRun) -> int:

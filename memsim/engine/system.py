@@ -12,7 +12,6 @@ import simpy
 from memsim.engine.records import Interval
 from memsim.engine.resources import COMMUNICATION, Job, Server, system_link
 from memsim.hardware import topologies
-from memsim.hardware.spec import ChipSpec
 from memsim.mapping.plan import OpTask, Plan
 from memsim.mapping.system import region_link
 

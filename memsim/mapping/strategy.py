@@ -154,17 +154,16 @@ def _micro_tasks(cx: Context, shape: Shaper, stage_of: dict[str, int], tp: int, 
         releases = prefetch.acquires if prefetch is not None else 0
         stream = BRANCH if op.name in cache["branches"] else COMPUTE
         k = _overlap_chunks(op, graph, deps, chip, tp, steps)
-        if k == 1:
-            tasks.append(OpTask(op.name + suffix, op.kind, op.layer, op.flops, overhead, steps, preds, bound,
-                                chip=stage * tp, graph_op=op.name, microbatch=m, releases=releases, stream=stream))
-            continue
-        # One kernel whose output tiles are signalled in k groups: launched once, and the last
-        # group gives back the staged weights.
-        names = parts[op.name] = [f"{op.name}/{i}{suffix}" for i in range(k)]
-        done[op.name] = names[-1]
-        prefetcher.finished_by(stage * tp, op.name + suffix, names[-1])
-        for i, (name, part, flops) in enumerate(zip(names, overlap.split_steps(steps, k), overlap.split(op.flops, k))):
-            tasks.append(OpTask(name, op.kind, op.layer, flops, overhead if i == 0 else 0, part, preds, bound,
+        names, pieces, flops = [op.name + suffix], [steps], [op.flops]
+        if k > 1:
+            # One kernel whose output tiles are signalled in k groups: launched once, and the last
+            # group gives back the staged weights.
+            names = parts[op.name] = [f"{op.name}/{i}{suffix}" for i in range(k)]
+            pieces, flops = overlap.split_steps(steps, k), overlap.split(op.flops, k)
+            done[op.name] = names[-1]
+            prefetcher.finished_by(stage * tp, op.name + suffix, names[-1])
+        for i, (name, part, part_flops) in enumerate(zip(names, pieces, flops)):
+            tasks.append(OpTask(name, op.kind, op.layer, part_flops, overhead if i == 0 else 0, part, preds, bound,
                                 chip=stage * tp, graph_op=op.name, microbatch=m, stream=stream,
                                 releases=releases if i == k - 1 else 0))
     return tasks
