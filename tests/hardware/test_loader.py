@@ -78,16 +78,24 @@ def test_h100_values_are_parsed_into_base_units():
     assert hbm.bandwidth_bytes_per_s == 3_350_000_000_000
     assert hbm.latency_ps == 600_000
     assert hbm.channels == 5
-    assert hbm.efficiency == 0.8
+    assert hbm.efficiency == 0.89  # microbench.csv row 35
     assert chip.sram.capacity_bytes == 30096 * 1024
     assert chip.compute.units == 132
     assert chip.compute.peak("bf16") == 989 * 10**12
     assert chip.compute.peak("fp8") == 1979 * 10**12
     assert chip.compute.peak("int4") == 989 * 10**12  # weight-only format falls back to bf16
-    assert chip.execution.op_overhead_ps == 2 * 10**6
+    assert chip.execution.op_overhead_ps == 2_670_000  # calibrated (README, Calibration)
     assert chip.execution.accumulator_bytes == 4
     assert [link.name for link in chip.links] == ["nvlink", "pcie"]
     assert chip.links[0].bandwidth_bytes_per_s == 450 * 10**9
+
+
+def test_matrix_efficiency_is_per_dtype_times_the_stack_factor():
+    chip = hardware.load("h100-sxm", [("compute.kernel_efficiency", "0.5")])
+    assert chip.compute.matrix_efficiency("fp8") == pytest.approx(0.71 * 0.5)  # microbench.csv rows 7, 17, 27
+    assert chip.compute.matrix_efficiency("bf16") == pytest.approx(0.80 * 0.5)  # row 2
+    # a dtype without an entry takes compute.efficiency
+    assert chip.compute.matrix_efficiency("int8") == pytest.approx(chip.compute.efficiency * 0.5)
 
 
 def test_load_by_path_equals_load_by_name():
@@ -169,6 +177,9 @@ def test_override_can_add_an_optional_field():
         ("hbm.capacity", "3.35", "hbm"),
         ("hbm.bandwidth", "-1 TB/s", "bandwidth"),
         ("execution.prefetch_depth", "0", "prefetch_depth"),
+        ("compute.dtype_efficiency.fp8", "1.5", "dtype_efficiency.fp8"),
+        ("compute.dtype_efficiency", "0.7", "dtype_efficiency"),
+        ("compute.kernel_efficiency", "0", "kernel_efficiency"),
     ],
 )
 def test_bad_override_raises_config_error_naming_the_field(path, value, needle):

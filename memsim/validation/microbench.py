@@ -1,0 +1,115 @@
+"""The GEMM and memory-bandwidth rows of ``microbench.csv`` as single-operator simulations.
+
+A GEMM row becomes a trace of one matmul of the measured shape (inputs and output in HBM),
+a bandwidth row one elementwise op that streams the measured arrays. Both run at the
+library's own rate (``compute.kernel_efficiency`` 1). How the source timed its kernels
+decides their launch cost: a profiler's kernel time has none, a host loop launches eagerly.
+"""
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from memsim import api
+from memsim.workload.dtypes import BITS, nbytes
+from memsim.workload.graph import Op, OpGraph, Read, Tensor
+
+# The measured chip -> the preset that models it (an H800 SXM is an H100 SXM's compute and HBM).
+PRESETS = {"a100-sxm": "a100-80gb-sxm", "a100-80gb-sxm": "a100-80gb-sxm", "h100-sxm": "h100-sxm",
+           "h800-sxm": "h100-sxm", "h800": "h100-sxm", "h200-sxm": "h200-sxm", "b200": "b200",
+           "mi300x": "mi300x", "gb10": "gb10", "wormhole-n150": "wormhole-n150"}
+DTYPES = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "bfloat8_b": "fp8"}
+BABELSTREAM_ELEMENTS = 1 << 25  # BabelStream's default array length, fp64 elements
+STREAMS = {"copy": (1, 1), "triad": (2, 1), "read": (1, 0)}  # arrays read, arrays written
+BANDWIDTH_FRACTION = ("memory_bandwidth",)
+UNITS = {"TFLOP/s": 1e12, "TB/s": 1e12, "GB/s": 1e9}
+
+
+@dataclass(frozen=True)
+class Bench:
+    id: str
+    chip: str  # as measured
+    label: str
+    measured: float  # in ``unit``
+    unit: str
+    hw: str | None  # preset, None: skipped
+    graph: OpGraph | None
+    launch: dict  # hardware overrides for the source's timing
+    why: str
+
+
+def gemm_graph(m: int, n: int, k: int, dtype: str) -> OpGraph:
+    """One C = A @ B with A (m x k) and B (k x n) in ``dtype``; C in bf16 for 8-bit inputs."""
+    out = "bf16" if BITS[dtype] <= 8 else dtype
+    g = OpGraph(meta={"benchmark": "gemm"})
+    g.add_tensor(Tensor("a", (m, k), dtype, "activation", nbytes(m * k, dtype)))
+    g.add_tensor(Tensor("b", (k, n), dtype, "weight", nbytes(k * n, dtype)))
+    g.add_tensor(Tensor("c", (m, n), out, "activation", nbytes(m * n, out)))
+    g.add_op(Op("gemm", "matmul", 0, dtype, 2 * m * n * k,
+                (Read("a", g.tensors["a"].bytes), Read("b", g.tensors["b"].bytes)), ("c",),
+                (("k", k), ("m", m), ("n", n))))
+    return g
+
+
+def stream_graph(reads: int, writes: int, elements: int, bytes_per_element: int = 8) -> OpGraph:
+    """One elementwise op reading ``reads`` arrays and writing ``writes`` (a read-only kernel writes none)."""
+    size = elements * bytes_per_element
+    g = OpGraph(meta={"benchmark": "stream"})
+    ins = []
+    for i in range(reads):
+        g.add_tensor(Tensor(f"in{i}", (elements,), "fp32", "weight", size))
+        ins.append(Read(f"in{i}", size))
+    g.add_tensor(Tensor("out", (elements if writes else 1,), "fp32", "activation", size if writes else 8))
+    g.add_op(Op("stream", "elementwise", 0, "fp32", elements, tuple(ins), ("out",), (("elements", elements),)))
+    return g
+
+
+def gemm_shape(text: str) -> tuple[int, int, int]:
+    square = re.search(r"M=N=K=(\d+)", text)
+    if square:
+        return (int(square.group(1)),) * 3
+    m, n, k = (int(re.search(rf"\b{d}=(\d+)", text).group(1)) for d in "MNK")
+    return m, n, k
+
+
+def timing(row: dict) -> dict:
+    """Profiler kernel times (DeepGEMM's) carry no launch; host loops launch each kernel eagerly."""
+    if "DeepGEMM" in row["software"]:
+        return {"execution.op_overhead": "0 us", "execution.launch": "graph"}
+    return {"execution.launch": "eager"}
+
+
+def bench(row: dict) -> Bench:
+    hw = PRESETS.get(row["chip"])
+    text = row["shape_or_size"]
+    base = dict(id=row["id"], chip=row["chip"], label=f"{row['dtype']} {text}".strip(),
+                measured=float(row["measured_value"]), unit=row["unit"], launch=timing(row))
+    if hw is None:
+        return Bench(**base, hw=None, graph=None, why=f"no preset models {row['chip']}")
+    if row["benchmark"] == "gemm":
+        if "HiFi2" in row["software"]:
+            return Bench(**base, hw=None, graph=None, why="math fidelity HiFi2 is not a memsim dtype")
+        return Bench(**base, hw=hw, graph=gemm_graph(*gemm_shape(text), DTYPES[row["dtype"]]), why="gemm")
+    kind = next((k for k in STREAMS if k in text.lower()), None)
+    if kind is None or row["confidence"] == "low":
+        return Bench(**base, hw=None, graph=None, why="kernel not described well enough to rebuild")
+    return Bench(**base, hw=hw, graph=stream_graph(*STREAMS[kind], BABELSTREAM_ELEMENTS), why=kind)
+
+
+def load(path: Path) -> list[Bench]:
+    with path.open(newline="") as fh:
+        return [bench(r) for r in csv.DictReader(fh) if r["benchmark"] in ("gemm", *BANDWIDTH_FRACTION)]
+
+
+def simulate(b: Bench) -> float:
+    """The simulated throughput in the row's unit."""
+    result = api.simulate_graph(b.hw, b.graph, set={"compute.kernel_efficiency": "1", **b.launch})
+    seconds = result.summary["step_time_s"]
+    if b.graph.meta["benchmark"] == "gemm":
+        work = b.graph.total_flops()
+    else:
+        work = sum(r.bytes for r in b.graph.ops["stream"].inputs)
+        work += sum(b.graph.tensors[t].bytes for t in b.graph.ops["stream"].outputs if b.why != "read")
+    return work / seconds / UNITS[b.unit]
