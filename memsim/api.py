@@ -10,6 +10,7 @@ import pandas as pd
 from memsim import engine, generation, hardware, mapping, report, workload
 from memsim.errors import CapacityError, ConfigError
 from memsim.hardware.loader import dump_chip, load_chip, read_yaml
+from memsim.hardware.spec import SystemSpec, yaml_fields
 
 
 DEFAULT_SAMPLES = 8  # decode steps simulated for a generation; the rest are interpolated
@@ -70,9 +71,10 @@ def micro_graphs(model: str, _trace: None, phase: str, batch: int, context: int,
 
 
 def system_overrides(path: Path) -> list[tuple[str, str]]:
-    """A system YAML (``topology``, ``link``, ``collective``) overrides the preset's ``system``."""
+    """A system YAML (any ``system`` field: ``topology``, ``link``, ``collective``, ...) overrides
+    the preset's ``system``."""
     raw = read_yaml(path)
-    allowed = ("topology", "link", "collective")
+    allowed = tuple(yaml_fields(SystemSpec))
     for key in raw:
         if key not in allowed:
             raise ConfigError(f"unknown field (known: {', '.join(allowed)})", file=str(path), field=key)

@@ -52,7 +52,7 @@ def _system_options(fn):
                      help="micro-batches the step flows through the pipeline in (default 1; a layer-pipelined "
                           "chip splits a prefill into execution.pipeline_chunks)"),
         click.option("--ep", is_flag=True, help="mixture of experts: spread experts over the tp ranks (all-to-all)"),
-        click.option("--system", "system_file", help="system YAML overriding topology, link and collective"),
+        click.option("--system", "system_file", help="system YAML overriding the preset's system fields (topology, link, collective, ...)"),
     ]):
         fn = opt(fn)
     return _workload_options(fn)

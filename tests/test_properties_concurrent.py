@@ -40,8 +40,10 @@ def concurrent_chips(draw, wafer: bool = False) -> ChipSpec:
         sram = replace(levels[0], capacity_bytes=draw(st.integers(2 * 2**20, 16 * 2**20)),
                        holds=("weight", "kv", "activation"))
         levels = (sram,) + levels[1:]
-    link = LinkSpec("link", draw(st.integers(10**9, 10**12)), draw(st.integers(0, 5_000_000)))
-    return replace(chip, levels=levels, links=(link,), execution=execution)
+    link = LinkSpec("link", draw(st.integers(10**9, 10**12)), draw(st.integers(0, 5_000_000)),
+                    draw(st.floats(0.5, 1.0)))
+    system = replace(chip.system, step_latency_ps=draw(st.integers(0, 3_000_000)))
+    return replace(chip, levels=levels, links=(link,), execution=execution, system=system)
 
 
 @st.composite
@@ -93,7 +95,8 @@ def _scaled(chip: ChipSpec, rate: float = 1.0, time: float = 1.0) -> ChipSpec:
                       vector_flops_per_s=r(c.vector_flops_per_s))
     ex = chip.execution
     execution = replace(ex, op_overhead_ps=t(ex.op_overhead_ps), eager_overhead_ps=t(ex.eager_overhead_ps))
-    return replace(chip, levels=levels, links=links, compute=compute, execution=execution)
+    system = replace(chip.system, step_latency_ps=t(chip.system.step_latency_ps))
+    return replace(chip, levels=levels, links=links, compute=compute, execution=execution, system=system)
 
 
 def _bandwidth(chip: ChipSpec, factor: float) -> ChipSpec:

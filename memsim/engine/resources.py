@@ -287,7 +287,7 @@ def _level(env: simpy.Environment, spec: MemoryLevel, units: int, chip: int, via
 
 
 def _link(env: simpy.Environment, spec: LinkSpec, chip: int, name: str | None = None) -> Server:
-    return Server(env, ResourceId(LINK, chip, name or spec.name), 1, spec.bandwidth_bytes_per_s, spec.latency_ps)
+    return Server(env, ResourceId(LINK, chip, name or spec.name), 1, spec.effective_bandwidth, spec.latency_ps)
 
 
 def system_link(env: simpy.Environment, spec: LinkSpec, name: str) -> Server:

@@ -1,9 +1,11 @@
 """The links of a multi-chip system and collectives run over them.
 
-Each direction of each topology edge is a ``Server`` with the interconnect's bandwidth and
-latency. A transfer requests every link on its route at once (cut-through) and arrives when
-the slowest has finished plus one latency per hop. A collective runs its rounds one after
-another: a round starts when the slowest transfer of the previous one has arrived.
+Each direction of each topology edge is a ``Server`` with the interconnect's achievable
+bandwidth (its bandwidth times its efficiency) and latency. A transfer requests every link on
+its route at once (cut-through) and arrives when the slowest has finished plus one latency per
+hop and, between chips, the protocol's step latency (``system.step_latency``). A collective
+runs its rounds one after another: a round starts when the slowest transfer of the previous one
+has arrived. This is what ``memsim.mapping.collectives`` costs an algorithm at.
 """
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ class SystemLinks:
         self.ports = {(a, b): system_link(env, link, f"{link.name}[{a}>{b}]") for a, b in self.graph.edges} \
             if plan.chips > 1 else {}
         self._routes: dict[tuple[int, int], list[Server]] = {}
+        self._latency: dict[tuple[int, int], int] = {}
 
     def route(self, src: int, dst: int) -> list[Server]:
         key = (src, dst)
@@ -42,6 +45,15 @@ class SystemLinks:
             else:
                 self._routes[key] = [self.ports[e] for e in self.topology.route(self.graph, a, b)]
         return self._routes[key]
+
+    def latency_ps(self, src: int, dst: int) -> int:
+        """What a transfer pays besides its bytes: every hop's latency and, between chips, the
+        protocol's step latency (regions of a chip hand over without a handshake)."""
+        key = (src, dst)
+        if key not in self._latency:
+            step = self.plan.chip.system.step_latency_ps if self.plan.chip_of(src) != self.plan.chip_of(dst) else 0
+            self._latency[key] = step + sum(p.latency_ps for p in self.route(src, dst))
+        return self._latency[key]
 
     def servers(self, task: OpTask) -> list[Server]:
         """Every link a collective's or send's transfers cross."""
@@ -69,7 +81,7 @@ def run_collective(env: simpy.Environment, links: SystemLinks, task: OpTask, job
                 ext[3] += 1
                 if (ext[4], ext[5]) != (f"chip{src}", f"chip{dst}"):  # several pairs share this link
                     ext[4] = ext[5] = ""
-            sent.append((uses, sum(p.latency_ps for p in hops)))
+            sent.append((uses, links.latency_ps(src, dst)))
         arrival = env.now
         for uses, latency in sent:
             end = env.now

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
+from memsim.errors import ConfigError
+
 FAMILIES = ("gpu", "wafer", "rdu", "cpu")  # execution models, one mapping strategy each
 LEVEL_KINDS = ("sram", "l2", "l3", "hbm", "ddr", "gddr", "lpddr", "external")
 TENSOR_CLASSES = ("weight", "kv", "activation")
@@ -132,7 +134,19 @@ class MemoryLevel:
 class LinkSpec:
     name: str = spec_field("name", "name", "link name, e.g. `nvlink` or `pcie`")
     bandwidth_bytes_per_s: int = spec_field("bandwidth", "bandwidth", "bandwidth per direction")
-    latency_ps: int = spec_field("latency", "time", "one-way latency")
+    latency_ps: int = spec_field("latency", "time", "one-way latency of one hop")
+    efficiency: float = spec_field(
+        "efficiency", "ratio", "achievable fraction of the bandwidth for bulk transfers (calibrated on ring "
+        "all-reduce bus bandwidth)", 1.0
+    )
+
+    def __post_init__(self) -> None:  # a spec built in Python is checked as the loader checks YAML
+        if not 0 < self.efficiency <= 1:
+            raise ConfigError(f"{self.efficiency!r} must be in (0, 1]", field=f"links[{self.name}].efficiency")
+
+    @property
+    def effective_bandwidth(self) -> int:
+        return max(1, int(self.bandwidth_bytes_per_s * self.efficiency))
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,6 +223,10 @@ class SystemSpec:
     # Checked by the mapping, where the algorithms are registered (hardware does not import mapping).
     collective: str = spec_field("collective", "choice", "all-reduce algorithm registered in "
                                  "memsim.mapping.collectives, or auto (the cheapest for the message)", "auto")
+    step_latency_ps: int = spec_field(
+        "step_latency", "time", "protocol latency every step of a collective (and every send) between chips pays "
+        "on top of the link latencies of its route: the handshake with its peer (calibrated on small all-reduces)", 0
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,8 +2,13 @@
 
 A round is a set of transfers (src, dst, bytes) that start together; the next round starts
 when the slowest one has arrived. All-reduce algorithms register by the name used in YAML
-(``system.collective``), each with its rounds and its textbook cost; ``auto`` picks the
-cheapest registered one for the message. The other collectives register by op kind.
+(``system.collective``), each with its rounds and its cost; ``auto`` picks the cheapest
+registered one for the message. The other collectives register by op kind.
+
+An algorithm's cost is what the engine charges for its rounds: the launch of its kernel once,
+then every round a step latency (the protocol's handshake with the peer plus the link latency
+on every hop of the route) and its slowest transfer's bytes at the achievable bandwidth (the
+link's bandwidth times its efficiency).
 """
 from __future__ import annotations
 
@@ -15,7 +20,23 @@ from memsim.errors import ConfigError
 
 Round = tuple[tuple[int, int, int], ...]
 Rounds = Callable[[list[int], int], list[Round]]  # (group, bytes) -> rounds
-Cost = Callable[[int, int, float, float], float]  # (members, bytes, bandwidth B/s, latency s) -> seconds
+
+
+@dataclass(frozen=True, slots=True)
+class LinkCost:
+    """What a collective pays over a system's links: ``bandwidth_bytes_per_s`` achievable per
+    direction, ``step_s`` every round (protocol latency plus the route's link latencies) and
+    ``launch_s`` once (its kernel's launch)."""
+    bandwidth_bytes_per_s: float
+    step_s: float = 0.0
+    launch_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.bandwidth_bytes_per_s <= 0 or self.step_s < 0 or self.launch_s < 0:
+            raise ValueError(f"a link cost needs a positive bandwidth and no negative latency: {self}")
+
+
+Cost = Callable[[int, float, LinkCost], float]  # (members, bytes, link) -> seconds
 
 AUTO = "auto"
 
@@ -55,14 +76,18 @@ def check_algorithm(name: str) -> None:
         raise ConfigError(f"{name!r} is not one of {', '.join(algorithms())}", field="system.collective")
 
 
-def ring_cost(n: int, nbytes: int, bw: float, latency_s: float) -> float:
-    """Textbook ring all-reduce: 2(n-1)/n x bytes / bandwidth + 2(n-1) latencies."""
-    return 2 * (n - 1) * (nbytes / n / bw + latency_s)
+def ring_cost(n: int, nbytes: float, link: LinkCost) -> float:
+    """Ring all-reduce: launch + 2(n-1) steps of bytes/n each."""
+    if n < 2:
+        return 0.0
+    return link.launch_s + 2 * (n - 1) * (nbytes / n / link.bandwidth_bytes_per_s + link.step_s)
 
 
-def tree_cost(n: int, nbytes: int, bw: float, latency_s: float) -> float:
-    """Textbook tree all-reduce: 2 ceil(log2 n) x (bytes / bandwidth + latency)."""
-    return 2 * math.ceil(math.log2(n)) * (nbytes / bw + latency_s) if n > 1 else 0.0
+def tree_cost(n: int, nbytes: float, link: LinkCost) -> float:
+    """Tree all-reduce: launch + 2 ceil(log2 n) steps of the whole message each."""
+    if n < 2:
+        return 0.0
+    return link.launch_s + 2 * math.ceil(math.log2(n)) * (nbytes / link.bandwidth_bytes_per_s + link.step_s)
 
 
 def _ring_pass(group: list[int], nbytes: int, rounds: int) -> list[Round]:
@@ -108,20 +133,20 @@ def alltoall(group: list[int], nbytes: int) -> list[Round]:
     return [tuple((group[i], group[(i + r) % n], part) for i in range(n)) for r in range(1, n)]
 
 
-def cheapest(n: int, nbytes: int, bw: float, latency_s: float) -> str:
-    """The registered all-reduce algorithm with the lowest textbook cost (the first on a tie)."""
-    return min(ALLREDUCE.values(), key=lambda a: a.cost(n, nbytes, bw, latency_s)).name
+def cheapest(n: int, nbytes: float, link: LinkCost) -> str:
+    """The registered all-reduce algorithm with the lowest cost (the first on a tie)."""
+    return min(ALLREDUCE.values(), key=lambda a: a.cost(n, nbytes, link)).name
 
 
-def resolve(n: int, nbytes: int, bw: float, latency_s: float, algorithm: str = AUTO) -> AllReduce:
+def resolve(n: int, nbytes: float, link: LinkCost, algorithm: str = AUTO) -> AllReduce:
     """The named all-reduce algorithm, or with ``auto`` the cheapest for this size."""
     check_algorithm(algorithm)
-    return ALLREDUCE[cheapest(n, nbytes, bw, latency_s) if algorithm == AUTO else algorithm]
+    return ALLREDUCE[cheapest(n, nbytes, link) if algorithm == AUTO else algorithm]
 
 
-def allreduce(group: list[int], nbytes: int, bw: float, latency_s: float, algorithm: str = AUTO) -> list[Round]:
+def allreduce(group: list[int], nbytes: int, link: LinkCost, algorithm: str = AUTO) -> list[Round]:
     """All-reduce with the named algorithm, or with ``auto`` the cheapest for this size."""
     check_algorithm(algorithm)
     if len(group) < 2:
         return []
-    return resolve(len(group), nbytes, bw, latency_s, algorithm).rounds(group, nbytes)
+    return resolve(len(group), nbytes, link, algorithm).rounds(group, nbytes)

@@ -18,7 +18,7 @@ from memsim.mapping.lower import Context, lower, lowering_key
 from memsim.mapping.layout import Layout, branches, place_stages, stage_graphs, stages
 from memsim.mapping.plan import BRANCH, COMPUTE, OpTask, Plan, Step
 from memsim.mapping.prefetch import Prefetcher, staging_bytes
-from memsim.mapping.roofline import peak_bandwidth, staged_roofline
+from memsim.mapping.roofline import staged_roofline
 from memsim.units import PS_PER_S, transfer_ps
 from memsim.mapping import collectives, overlap, system
 from memsim.workload.graph import COLLECTIVE_KINDS, Op, OpGraph
@@ -39,9 +39,10 @@ def register(family: str):
 def bandwidth_of(chip: ChipSpec, where: Ref) -> int:
     """Achievable bandwidth of a level (limited by the link it is reached over) or a link."""
     if where.is_link:
-        return chip.link(where.name).bandwidth_bytes_per_s
+        return chip.link(where.name).effective_bandwidth
     level = chip.level(where.name)
-    return min(level.effective_bandwidth(chip.compute.units), peak_bandwidth(chip, where))
+    bw = level.effective_bandwidth(chip.compute.units)
+    return min(bw, chip.link(level.via).effective_bandwidth) if level.via else bw
 
 
 def _busy(chip: ChipSpec, steps: tuple[Step, ...]) -> dict[Ref | None, int]:

@@ -6,6 +6,8 @@ of point-to-point transfers among all ranks, which the engine routes over the to
 """
 from __future__ import annotations
 
+import dataclasses
+
 from memsim.errors import ConfigError
 from memsim.hardware.resource import Ref
 from memsim.hardware import topologies
@@ -23,9 +25,22 @@ def _link(chip: ChipSpec):
     return link
 
 
-def _latency_s(chip: ChipSpec, link) -> float:
-    """A transfer's latency between two chips: the link's on every hop of the topology's route."""
-    return topologies.get(chip.system.topology).transfer_hops * link.latency_ps / PS_PER_S
+def link_cost(chip: ChipSpec) -> collectives.LinkCost:
+    """What a collective pays on the chip's system: its link's achievable bandwidth; every step
+    the protocol latency and the link's latency on every hop of the topology's route between
+    neighbours; and once the launch of its kernel."""
+    link = _link(chip)
+    hops = topologies.get(chip.system.topology).transfer_hops * link.latency_ps
+    return collectives.LinkCost(link.effective_bandwidth, (chip.system.step_latency_ps + hops) / PS_PER_S,
+                                chip.execution.kernel_overhead_ps / PS_PER_S)
+
+
+def allreduce_seconds(chip: ChipSpec, members: int, nbytes: int, algorithm: str | None = None) -> float:
+    """The cost of an all-reduce of ``nbytes`` over ``members`` chips of ``chip``'s system with
+    ``algorithm`` (default: the preset's ``system.collective``), as the engine runs it on a
+    topology whose neighbours are ``transfer_hops`` apart (every pair, through a switch)."""
+    cost = link_cost(chip)
+    return collectives.resolve(members, nbytes, cost, algorithm or chip.system.collective).cost(members, nbytes, cost)
 
 
 def collective_tasks(op: Op, chip: ChipSpec, stage: int, tp: int, deps: list[tuple[str, ...]],
@@ -33,18 +48,17 @@ def collective_tasks(op: Op, chip: ChipSpec, stage: int, tp: int, deps: list[tup
     """The collective ``op`` as one task, or as ``len(names)`` chunks of its message on the comm
     stream, chunk i waiting for ``deps[i]``; the launch is paid once. An all-reduce's chunks run
     the algorithm the whole message would, so they move the same bytes over every link."""
-    link = _link(chip)
+    link, cost = _link(chip), link_cost(chip)
     group = [stage * tp + r for r in range(tp)]
     nbytes = op.dim("bytes")
-    bw, latency = link.bandwidth_bytes_per_s, _latency_s(chip, link)
     algorithm = chip.system.collective
     if op.kind == "allreduce" and len(names) > 1:
-        algorithm = collectives.resolve(tp, nbytes, bw, latency, algorithm).name
+        algorithm = collectives.resolve(tp, nbytes, cost, algorithm).name
     tasks = []
     for i, (name, size, flops) in enumerate(zip(names, overlap.chunk_bytes(nbytes, len(names), tp),
                                                 overlap.split(op.flops, len(names)))):
         if op.kind == "allreduce":
-            rounds = collectives.allreduce(group, size, bw, latency, algorithm)
+            rounds = collectives.allreduce(group, size, cost, algorithm)
         else:
             rounds = collectives.COLLECTIVES[op.kind](group, size)
         tasks.append(OpTask(name, op.kind, op.layer, flops, chip.execution.kernel_overhead_ps if i == 0 else 0, (),
@@ -60,10 +74,11 @@ def overlap_chunks(op: Op, chip: ChipSpec, tp: int, gemm_s: float) -> int:
     limit = min(chip.execution.comm_overlap, -(-nbytes // max(1, tp)))
     if op.kind != "allreduce" or tp < 2 or limit < 2:
         return 1
-    link = _link(chip)
-    bw, latency = link.bandwidth_bytes_per_s, _latency_s(chip, link)
-    algorithm = collectives.resolve(tp, nbytes, bw, latency, chip.system.collective)
-    return overlap.chunk_count(limit, gemm_s, lambda k: algorithm.cost(tp, nbytes / k, bw, latency))
+    cost = link_cost(chip)
+    algorithm = collectives.resolve(tp, nbytes, cost, chip.system.collective)
+    # The chunks are one kernel: the first pays the launch, as in the engine.
+    chunk = dataclasses.replace(cost, launch_s=0.0)
+    return overlap.chunk_count(limit, gemm_s, lambda k: algorithm.cost(tp, nbytes / k, chunk))
 
 
 def send_task(last: Op, graph: OpGraph, chip: ChipSpec, src: int, dst: int, tp: int, dep: str,
@@ -104,11 +119,18 @@ class Routes:
         return region_link(self.chip) if name.startswith("region:") else self.chip.interconnect
 
     def seconds(self, src: int, dst: int, nbytes: int) -> float:
-        """The least time of a transfer: its bytes at the link's bandwidth, plus the link's
-        latency on every hop of the route."""
+        """The least time of a transfer: its bytes at the link's peak bandwidth, plus the link's
+        latency on every hop of the route and, between chips, the protocol's step latency."""
         names = self.names(src, dst)
         link = self.link(names[0])
-        return nbytes / link.bandwidth_bytes_per_s + len(names) * link.latency_ps / PS_PER_S
+        latency = len(names) * link.latency_ps + self.step_latency_ps(src, dst)
+        return nbytes / link.bandwidth_bytes_per_s + latency / PS_PER_S
+
+    def step_latency_ps(self, src: int, dst: int) -> int:
+        """The protocol latency a transfer pays: between chips only (regions of a chip hand
+        activations over its fabric without a handshake)."""
+        same = unit_chip(src, self.tp, self.regions) == unit_chip(dst, self.tp, self.regions)
+        return 0 if same else self.chip.system.step_latency_ps
 
 
 def link_bytes(tasks: list[OpTask], chip: ChipSpec, chips: int, regions: int = 1,

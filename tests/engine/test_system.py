@@ -8,12 +8,13 @@ from memsim.hardware import topologies
 from memsim.hardware.resource import Ref
 from memsim.hardware.topologies.grid import grid_shape
 from memsim.mapping import collectives
+from memsim.mapping.collectives import LinkCost
 from memsim.mapping.plan import OpTask, Plan
 from memsim.units import PS_PER_S
 
 
 def _allreduce_time(chip, n: int, nbytes: int, algorithm: str = "ring") -> int:
-    rounds = collectives.allreduce(list(range(n)), nbytes, 1.0, 0.0, algorithm)
+    rounds = collectives.allreduce(list(range(n)), nbytes, LinkCost(1.0), algorithm)
     task = OpTask("ar", "allreduce", 0, 0, 0, (), (), Ref.link("nvlink"), chip=0, rounds=tuple(rounds))
     plan = Plan(chip, (task,), (), 0.0, "compute", (), chips=n, tp=n)
     return engine.run(plan).end_ps
@@ -25,8 +26,10 @@ def test_ring_allreduce_on_a_switch_matches_the_textbook_cost(n):
     link = chip.interconnect
     nbytes = 64 * 2**20
     got = _allreduce_time(chip, n, nbytes) / PS_PER_S
-    # Every round sends bytes/n over two hops (chip -> switch -> chip) and pays both latencies.
-    expected = collectives.ring_cost(n, nbytes, link.bandwidth_bytes_per_s, 2 * link.latency_ps / PS_PER_S)
+    # Every round sends bytes/n over two hops (chip -> switch -> chip) at the achievable bandwidth
+    # and pays both latencies and the protocol's (the task here has no launch).
+    step = (2 * link.latency_ps + chip.system.step_latency_ps) / PS_PER_S
+    expected = collectives.ring_cost(n, nbytes, LinkCost(link.effective_bandwidth, step))
     assert got == pytest.approx(expected, rel=1e-6)
 
 
@@ -52,8 +55,8 @@ def test_routes_follow_the_topology():
 
 
 def test_tree_is_chosen_for_small_messages_and_ring_for_large():
-    small = collectives.allreduce(list(range(8)), 8192, 300e9, 2e-6)
-    large = collectives.allreduce(list(range(8)), 512 * 2**20, 300e9, 2e-6)
+    small = collectives.allreduce(list(range(8)), 8192, LinkCost(300e9, 2e-6))
+    large = collectives.allreduce(list(range(8)), 512 * 2**20, LinkCost(300e9, 2e-6))
     assert len(small) == 2 * 3 and len(large) == 2 * 7
 
 
@@ -91,8 +94,9 @@ def test_pipeline_stages_show_their_boundaries_and_sends():
 
 def test_system_yaml_overrides_topology(tmp_path):
     path = tmp_path / "sys.yaml"
-    path.write_text("topology: ring\ncollective: ring\n")
+    path.write_text("topology: ring\ncollective: ring\nstep_latency: 5 us\n")
     r = simulate("h100-sxm", "llama-2-7b", context=128, tp=4, system=str(path))
+    assert r.chip.system.step_latency_ps == 5_000_000  # any field of the system section
     names = {k for k, v in r.summary["bytes_per_link"].items() if k.startswith("nvlink[") and v["total"]}
     assert names == {"nvlink[0>1]", "nvlink[1>2]", "nvlink[2>3]", "nvlink[3>0]"}
     path.write_text("topologie: ring\n")

@@ -10,6 +10,7 @@ import yaml
 from memsim import hardware
 from memsim.errors import ConfigError
 from memsim.hardware import ChipSpec, dump_chip, load_chip
+from memsim.hardware.spec import LinkSpec
 from memsim.presets import config_dir
 
 PRESETS = sorted(p.stem for p in config_dir("hardware").glob("*.yaml"))
@@ -122,6 +123,8 @@ def test_unknown_preset_lists_the_shipped_ones():
         ("nvlink.bandwidth", "900 GB/s", lambda c: c.links[0].bandwidth_bytes_per_s, 900 * 10**9),
         ("levels.hbm.latency", "1 us", lambda c: c.level("hbm").latency_ps, 10**6),
         ("execution.attention", "unfused", lambda c: c.execution.attention, "unfused"),
+        ("nvlink.efficiency", "0.5", lambda c: c.links[0].effective_bandwidth, 225 * 10**9),
+        ("system.step_latency", "3 us", lambda c: c.system.step_latency_ps, 3 * 10**6),
     ],
 )
 def test_override_changes_exactly_one_field(path, value, get, expected):
@@ -180,6 +183,8 @@ def test_override_can_add_an_optional_field():
         ("compute.dtype_efficiency.fp8", "1.5", "dtype_efficiency.fp8"),
         ("compute.dtype_efficiency", "0.7", "dtype_efficiency"),
         ("compute.kernel_efficiency", "0", "kernel_efficiency"),
+        ("nvlink.efficiency", "1.2", "efficiency"),
+        ("system.step_latency", "-1 us", "step_latency"),
     ],
 )
 def test_bad_override_raises_config_error_naming_the_field(path, value, needle):
@@ -406,3 +411,9 @@ def test_comm_overlap_is_a_count_of_chunks(value, message):
 def test_comm_overlap_in_a_file_is_checked_like_an_override(tmp_path):
     err = config_error(write(tmp_path, MINIMAL + "execution:\n  comm_overlap: 0\n"), "must be from 1 (off) to 64")
     assert err.field == "execution.comm_overlap"
+
+
+def test_a_link_built_in_python_is_checked_like_yaml():
+    with pytest.raises(ConfigError) as info:
+        LinkSpec("nvlink", 450 * 10**9, 500_000, efficiency=1.5)
+    assert info.value.field == "links[nvlink].efficiency"

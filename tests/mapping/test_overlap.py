@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from memsim import hardware, simulate
 from memsim.hardware.spec import FAMILIES, FAMILY_EXECUTION
 from memsim.mapping import overlap
-from memsim.mapping.collectives import ALLREDUCE
+from memsim.mapping.collectives import ALLREDUCE, LinkCost
 from memsim.mapping.plan import COMM, COMPUTE
 
 # The tiny chip's PCIe joins two ranks with little latency, so a prefill's all-reduces are worth cutting.
@@ -42,8 +42,9 @@ def test_chunks_move_the_whole_messages_bytes_over_every_link(nbytes, members, p
 
 def test_the_chunk_count_weighs_hidden_gemm_time_against_extra_latency():
     ring = ALLREDUCE["ring"]
-    latency_bound = overlap.chunk_count(4, 10e-6, lambda k: ring.cost(8, 16384 / k, 450e9, 2e-6))
-    bandwidth_bound = overlap.chunk_count(4, 50e-6, lambda k: ring.cost(2, 8 * 2**20 / k, 450e9, 2e-6))
+    nvlink = LinkCost(450e9, 2e-6)
+    latency_bound = overlap.chunk_count(4, 10e-6, lambda k: ring.cost(8, 16384 / k, nvlink))
+    bandwidth_bound = overlap.chunk_count(4, 50e-6, lambda k: ring.cost(2, 8 * 2**20 / k, nvlink))
     assert latency_bound == 1 and bandwidth_bound == 4
     assert overlap.chunk_count(1, 1.0, lambda k: 1.0 / k) == 1
 
