@@ -2,7 +2,11 @@
 in the memory that should hold them, and never faster than its roofline."""
 from __future__ import annotations
 
+import math
+
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from memsim import hardware, simulate
 from memsim.errors import CapacityError
@@ -68,3 +72,56 @@ def test_groq_lpu_runs_llama_2_70b_on_576_chips():
     assert {len(layers) for layers in per_chip.values()} == {2, 3}
     with pytest.raises(CapacityError):  # 8 x 72: the first stage's 2 layers and 1/8 of the embedding overflow
         simulate("groq-lpu", "llama-2-70b", weight_dtype="int8", context=2048, tp=8, pp=72)
+
+
+# GPU-family presets without an L2-kind level or a host memory level, and why. Every other one
+# has both: a level of kind `l2` (activations stay on chip between kernels) and host memory
+# reached over a link (`via`), which a model that overflows device memory is offloaded to.
+NO_L2 = {
+    "gb10": "L2 size not collected (hardware.csv: 'not collected')",
+    "m2-ultra": "the system-level cache size is not collected (hardware.csv: 'not collected')",
+    "tpu-v4": "no hardware-managed cache: VMEM is a software-managed scratchpad (CMEM not verified)",
+    "tpu-v5e": "no hardware-managed cache: VMEM is a software-managed scratchpad",
+    "wormhole-n150": "no cache: each Tensix core's L1 SRAM is software-managed, DRAM is reached over the NoC",
+}
+UNIFIED_MEMORY = {  # the host's memory is the chip's main memory: there is no further level
+    "gb10": "unified LPDDR5X shared with the Grace CPU (hardware.csv 'LPDDR5X unified')",
+    "m2-ultra": "unified LPDDR5 shared with the CPU (hardware.csv 'LPDDR5 unified')",
+}
+
+
+@pytest.mark.parametrize("preset", [p for p in hardware.presets() if hardware.load(p).family == "gpu"])
+def test_every_gpu_preset_has_an_l2_and_host_memory(preset):
+    chip = hardware.load(preset)
+    kinds = [lvl.kind for lvl in chip.levels]
+    assert ("l2" in kinds) != (preset in NO_L2), preset
+    host = [lvl for lvl in chip.levels if lvl.via and lvl.home_for("weight")]
+    if preset in UNIFIED_MEMORY:
+        assert not host and chip.levels[-1].kind == "lpddr"
+    else:
+        assert len(host) == 1 and host[0] is chip.levels[-1], preset
+        assert chip.link(host[0].via) is not None
+
+
+def _llama_2_7b_step_s(preset: str, **options) -> float:
+    """Decode step time, or infinity where the model and KV cache fit in no memory level."""
+    try:
+        return simulate(preset, "llama-2-7b", phase="decode", **options).summary["step_time_s"]
+    except CapacityError:
+        return math.inf
+
+
+# Each generation has at least its predecessor's levels, bandwidths and compute, so on the same
+# work it is never slower. Before every preset had its L2 and host memory, H200 was slower than
+# H100 at tp 8 (activations went to HBM instead of L2) and failed where H100 offloaded to host DDR.
+@settings(max_examples=10, deadline=None)
+@given(weight_dtype=st.sampled_from(["bf16", "fp8", "int8", "int4"]), batch=st.integers(1, 256),
+       context=st.integers(128, 32768), tp=st.sampled_from([1, 2, 8]))
+@example(weight_dtype="bf16", batch=1, context=128, tp=8)
+@example(weight_dtype="fp8", batch=16, context=128, tp=8)
+@example(weight_dtype="bf16", batch=64, context=8192, tp=1)  # offloads: beyond HBM on H100 and H200
+@example(weight_dtype="bf16", batch=256, context=32768, tp=8)
+def test_newer_nvidia_chips_are_never_slower_on_llama_2_7b_decode(weight_dtype, batch, context, tp):
+    options = dict(weight_dtype=weight_dtype, batch=batch, context=context, tp=tp)
+    h100, h200, b200 = (_llama_2_7b_step_s(p, **options) for p in ("h100-sxm", "h200-sxm", "b200"))
+    assert h200 <= h100 and b200 <= h200, (h100, h200, b200)
