@@ -175,6 +175,11 @@ class ExecutionSpec:
         "(gpt-fast); `fused`: unpacking overlaps the weight stream and the multiply, and the slower of the three "
         "sets the pace (Marlin-style kernels)", "serial"
     )
+    kv_split: int = spec_field(
+        "kv_split", "count", "attention work items per (sequence, KV head, query block of `unit_tile` rows) that the "
+        "keys are split into, so that a decode at small batch keeps the units busy (FlashDecoding); 0: as many as "
+        "fill the units, 1: no split, the other units idle", 0
+    )
     # What a family does is declared here by name, never inferred from what a link or level is called.
     fabric: str = spec_field(
         "fabric", "text", "on-chip link over which a wafer broadcasts a matrix op's input and reduces its output "

@@ -6,6 +6,7 @@ compute time per chunk (from FLOPs and the named efficiency parameters).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -20,6 +21,7 @@ from memsim.workload.dtypes import BITS
 from memsim.workload.graph import Op, OpGraph
 
 SOFTMAX_FLOPS_PER_SCORE = 5
+KV_SPLIT_MIN = 64  # keys: a FlashDecoding split smaller than one K/V block is not worth its reduction
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,11 +215,30 @@ def _fused_attention(op: Op, cx: Context) -> tuple[Step, ...]:
     for r in kv_reads:
         _add(loads, cx.home(r.tensor), math.ceil(r.bytes * scale))
     _, stores = _streams(op, cx)
+    share = attention_share(cx, batch * kvh * math.ceil((heads // kvh) * q_len / max(1, cx.chip.execution.unit_tile)),
+                            kv_len)
     scores = batch * heads * op.dim("pairs", q_len * kv_len)
     busy = compute_ps(op.flops, cx.matrix_rate(op.dtype)) + compute_ps(SOFTMAX_FLOPS_PER_SCORE * scores,
                                                                         cx.vector_rate())
-    return (make_step("flash", loads, stores, busy, op.flops, tile.buffer_bytes, cx.depth, cx.sram_bytes,
-                      {"block_rows": tile.block_rows, "passes": tile.passes}),)
+    step = make_step("flash", loads, stores, busy, op.flops, tile.buffer_bytes, cx.depth, cx.sram_bytes,
+                     {"block_rows": tile.block_rows, "passes": tile.passes})
+    return (step if share >= 1 else dataclasses.replace(step, share=share, compute_ps=math.ceil(step.compute_ps / share)),)
+
+
+def attention_share(cx: Context, items: int, kv_len: int) -> float:
+    """The fraction of the units an attention keeps busy, and so of the memory bandwidth it draws.
+
+    A unit works on one (sequence, KV head, query block) at a time. A decode at small batch has
+    fewer such items than units; FlashDecoding splits each item's keys into parts of at least
+    ``KV_SPLIT_MIN`` keys (``execution.kv_split``: 0 as many as fill the units, 1 none). A unit
+    draws its fair share of bandwidth, so idle units leave bandwidth unused. A wafer's cores
+    share every op finely (``unit_tile`` 0): no idle units."""
+    ex, units = cx.chip.execution, cx.chip.compute.units
+    if ex.unit_tile == 0 or items >= units:
+        return 1.0
+    split = ex.kv_split or math.ceil(units / items)
+    split = max(1, min(split, kv_len // KV_SPLIT_MIN))
+    return min(1.0, items * split / units)
 
 
 def _unfused_attention(op: Op, cx: Context) -> tuple[Step, ...]:

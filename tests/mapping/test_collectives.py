@@ -97,6 +97,9 @@ LATENCY = [(47, "a100-80gb-sxm", 32 * KiB), (48, "a100-80gb-sxm", MiB), (50, "a1
 FLAT = {48}
 
 
+RANGES = {53: (20.0, 25.0)}  # us, as the source states them
+
+
 def measured(row: int) -> float:
     if not MICROBENCH.is_file():
         pytest.skip("shared microbenchmark set not present")
@@ -122,8 +125,11 @@ def test_large_all_reduces_reproduce_the_measured_bus_bandwidth(row, preset, nby
     pytest.param(*r, marks=pytest.mark.xfail(strict=True, reason="NCCL's protocol switch")) if r[0] in FLAT else r
     for r in LATENCY])
 def test_small_all_reduces_cost_the_measured_latency(row, preset, nbytes):
-    """Within 25%: the derived rows (1 KiB) carry up to 15% of rounding."""
-    assert ring_seconds(preset, nbytes) * 1e6 == pytest.approx(measured(row), rel=0.25)
+    """Within 25%: the derived rows (1 KiB) carry up to 15% of rounding. Row 53 states a range,
+    about 20 to 25 us from 4 B to 1 MiB, and its midpoint: the check is against the range."""
+    got = ring_seconds(preset, nbytes) * 1e6
+    low, high = RANGES.get(row, (measured(row), measured(row)))
+    assert low * 0.75 <= got <= high * 1.25
 
 
 def table_line(row: int, preset: str, what: str, got: float, unit: str) -> str:

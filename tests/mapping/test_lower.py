@@ -63,3 +63,32 @@ def test_fused_dequantisation_is_bounded_by_the_unpacking_when_it_is_slowest():
     unpack_ps = rows * cols * chip.execution.dequant("int4") / (0.1e12 * chip.compute.efficiency) * 1e12
     assert step.unpack_ps == 0
     assert step.compute_ps * step.count >= unpack_ps * 0.999  # the unpacking sets the compute pace
+
+
+def test_flash_decoding_split_keeps_the_units_busy_at_long_context():
+    from memsim import simulate
+
+    def step(ctx: int, split: str) -> float:
+        return simulate("h100-sxm", "llama-3.1-8b", context=ctx, set={"execution.kv_split": split}).summary["step_time_s"]
+
+    # 8 KV heads at batch 1 leave 124 of 132 SMs idle without a split: the KV stream crawls
+    assert step(32768, "1") > 3 * step(32768, "0")
+    # a split never hurts, and at a short context there is nothing to split
+    assert step(2048, "0") <= step(2048, "1")
+    assert step(105, "0") == step(105, "1")
+
+
+def test_attention_share_counts_items_and_splits():
+    from memsim import hardware
+    from memsim.mapping.lower import KV_SPLIT_MIN, Context, attention_share
+    from memsim.workload.graph import OpGraph
+
+    chip = hardware.load("h100-sxm", [("execution.kv_split", "1")])
+    cx = Context(chip, OpGraph(), {})
+    assert attention_share(cx, 33, 10**6) == pytest.approx(33 / 132)
+    assert attention_share(cx, 132, 10) == 1.0
+    auto = Context(hardware.load("h100-sxm"), OpGraph(), {})
+    assert attention_share(auto, 8, 100 * KV_SPLIT_MIN) == 1.0  # 17 splits of 8 items fill 132 units
+    assert attention_share(auto, 8, 2 * KV_SPLIT_MIN) == pytest.approx(16 / 132)  # only two splits fit
+    wafer = Context(hardware.load("wse-3"), OpGraph(), {})
+    assert attention_share(wafer, 1, 1) == 1.0
