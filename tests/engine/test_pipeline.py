@@ -5,6 +5,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from memsim import engine, hardware
+from memsim.engine.chunk import Port
+from memsim.engine.environment import Environment
+from memsim.engine.resources import ChipResources
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec, ComputeSpec, ExecutionSpec, LinkSpec, MemoryLevel
 from memsim.mapping.plan import OpTask, Plan, Step
@@ -74,3 +77,13 @@ def test_a_step_never_ends_sooner_when_a_chunk_needs_more(l2_latency, hbm_latenc
                    compute + (by if grow == "compute" else 0), depth, unpack + (by if grow == "unpack" else 0),
                    fast_forward)
     assert after >= before
+
+
+def test_a_chunk_holds_a_level_for_its_share_of_the_whole_transfer():
+    """A chunk's hold is the whole transfer's time over the count, rounded up once: a small
+    chunk is not charged a byte per channel more than its share."""
+    res = ChipResources(Environment(), hardware.load("h100-sxm"), 0)
+    hbm = res.ports[HBM]  # 5 channels
+    port = Port(hbm, 207 * 1024, 1024, 1.0)
+    assert port.hold == -(-hbm.duration(207 * 1024) // 1024)
+    assert port.hold < hbm.duration(207)  # 207 B striped over 5 channels is 42 B on each
