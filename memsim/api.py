@@ -61,13 +61,15 @@ def load_workload(model: str | None, trace: str | None, phase: str, batch: int, 
 
 def micro_graphs(model: str, _trace: None, phase: str, batch: int, context: int, prompt: int, weight_dtype: str,
                  kv_dtype: str, group_size: int, tp: int, expert_parallel: bool,
-                 parts: int) -> tuple[workload.OpGraph, ...]:
-    """The graphs of a step split into ``parts`` micro-batches (equal parts share one graph)."""
+                 parts: int, prompt_chunks: bool = False) -> tuple[workload.OpGraph, ...]:
+    """The graphs of a step split into ``parts`` micro-batches (equal parts share one graph;
+    ``prompt_chunks``: see ``workload.split``)."""
     step = workload.StepSpec.make(phase, batch=batch, context=context, prompt=prompt, weight_dtype=weight_dtype,
                                   kv_dtype=kv_dtype, group_size=group_size, tp=tp, expert_parallel=expert_parallel)
     config = workload.model_config(model)
     built: dict[workload.StepSpec, workload.OpGraph] = {}
-    return tuple(built.setdefault(s, workload.build_step(config, s)) for s in workload.split(step, parts))
+    return tuple(built.setdefault(s, workload.build_step(config, s))
+                 for s in workload.split(step, parts, prompt_chunks))
 
 
 def system_overrides(path: Path) -> list[tuple[str, str]]:
@@ -129,14 +131,15 @@ def simulate(hw: str = "h100-sxm", model: str | None = None, *, trace: str | Non
         args = (model, trace, step_phase, batch, tokens if step_phase == "decode" else context,
                 tokens if step_phase == "prefill" else prompt, weight_dtype, kv_dtype, group_size, tp, ep)
         parts = microbatches
-        if parts is None:  # a layer-pipelined chip streams a prefill through its regions in chunks
-            layered = chip.execution.pipeline == "layers" and step_phase == "prefill" and trace is None
+        layered = microbatches is None and chip.execution.pipeline == "layers" and step_phase == "prefill" \
+            and trace is None
+        if parts is None:  # a layer-pipelined chip streams a prefill through its regions in prompt chunks
             parts = min(chip.execution.pipeline_chunks, tokens) if layered else 1
         if parts == 1:
             return _run(chip, hw_path, load_workload(*args), fast_forward, memoize, pp)
         if trace is not None:
             raise ConfigError("a trace holds one step: it cannot be split into micro-batches", field="--microbatches")
-        micro = micro_graphs(*args, parts)
+        micro = micro_graphs(*args, parts, layered)
         return _run(chip, hw_path, micro[-1], fast_forward, memoize, pp, micro)
 
     if phase != "generate":

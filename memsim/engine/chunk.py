@@ -16,15 +16,18 @@ SRAM = (WAIT, "sram", "")
 
 class Port:
     """A level (or link) a step loads from or stores to, and what one chunk's transfer holds:
-    a transfer of n bytes holds a level for ceil(n / width) / rate, and the link it is reached
-    over (``via``) at the link's own rate."""
+    its share of the step's transfer, ``total`` bytes over ``count`` chunks. The whole transfer
+    holds a level for ceil(total / width) / rate, and the link it is reached over (``via``) at
+    the link's own rate; a chunk holds it for that time over ``count``, rounded up. (Rounding
+    each chunk's bytes to whole bytes per channel first would charge a small chunk up to a
+    byte per channel more than its share: an artefact of the cut, not of the level.)"""
 
     __slots__ = ("server", "hold", "via_hold", "name", "key", "via_key", "latency_ps")
 
-    def __init__(self, server: Server, nbytes: int, share: float) -> None:
+    def __init__(self, server: Server, total: int, count: int, share: float) -> None:
         self.server = server
-        self.hold = server.duration(nbytes, share)
-        self.via_hold = server.via.duration(nbytes) if server.via is not None else None
+        self.hold = -(-server.duration(total, share) // count)
+        self.via_hold = -(-server.via.duration(total) // count) if server.via is not None else None
         self.name = str(server.rid)
         self.key = (WAIT, self.name, "")  # the stall key of waiting for it
         self.via_key = (WAIT, str(server.via.rid), "") if server.via is not None else None

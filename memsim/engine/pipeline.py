@@ -56,8 +56,8 @@ class StepRun:
         self.priority = priority
         self.observer = observer
         self.count = step.count
-        self.loads = [Port(res.ports[ref], n, step.share) for ref, n in step.loads]
-        self.stores = [Port(res.ports[ref], n, step.share) for ref, n in step.stores]
+        self.loads = [Port(res.ports[ref], n, step.count, step.share) for ref, n in step.total_loads]
+        self.stores = [Port(res.ports[ref], n, step.count, step.share) for ref, n in step.total_stores]
         self.load_servers = [p.server for p in self.loads]
         self.load_totals = [b for _, b in step.total_loads]
         self.store_totals = [b for _, b in step.total_stores]
@@ -285,11 +285,11 @@ class StepRun:
         batch = Stores(self.consumed, now)
         uses, job, prio, on_store = batch.uses, self.job, self.priority, self.on_store
         for port in self.stores:
-            use = Use(port.server, port.hold, job, prio, on_store, self)
+            use = Use(port.server, port.hold, job, prio, on_store, self, True)
             use.batch = batch
             via = None
             if port.via_hold is not None:
-                via = Use(port.server.via, port.via_hold, job, prio, on_store, self)
+                via = Use(port.server.via, port.via_hold, job, prio, on_store, self, True)
                 via.batch = batch
                 batch.left += 1
             uses.append((use, via, port))

@@ -8,8 +8,13 @@ event however many channels it is striped over.
 
 The queue is ordered by priority, then by arrival (FIFO): the compute stream's demand loads
 (priority 0) go before communication (1) and before the copy engine's prefetches (2), so a
-prefetch uses bandwidth the running operator leaves idle. A transfer in service is never
-preempted. A level with ``channels`` stripes each transfer evenly over the channels its step
+prefetch uses bandwidth the running operator leaves idle. Within a priority, reads go before
+writes, as a memory controller serves reads first and drains its write buffer in the gaps: a
+store yields to a load of its priority or higher, which takes the server from it (the store
+resumes where it stopped), as a demand request takes it from a prefetch. Nothing else is
+preempted. A load then never waits behind a store that happened to arrive just before it,
+so making a step's chunks bigger can only delay its loads, never let them pass a store they
+queued behind before. A level with ``channels`` stripes each transfer evenly over the channels its step
 may use (``width``), so a transfer of n bytes takes ceil(n / width) / channel bandwidth.
 
 A level reached over a link (host DDR over PCIe, MemoryX over a wafer's I/O) holds the link
@@ -61,14 +66,15 @@ class _PriorityQueue(list):
 class Use(Put):
     """A request to hold a server for ``duration_ps``. It is granted in queue order and
     succeeds when the hold ends; ``start``/``end`` are set when it is granted (``end`` is -1
-    while it waits, and again while a preempted prefetch waits to resume). ``then`` is called
+    while it waits, and again while a preempted prefetch or store waits to resume). ``then`` is called
     with it when the hold ends; ``step`` tags it as a step's, so fast-forward can move it."""
 
     _seq = count()
     blocker = None  # the operator holding the server when the request arrived, if another one
+    store = False  # a write: it yields to reads of its priority
 
     def __init__(self, server: "Server", duration_ps: int, owner: object, priority: int,
-                 then: Callable[["Use"], None] | None = None, step: object = None) -> None:
+                 then: Callable[["Use"], None] | None = None, step: object = None, store: bool = False) -> None:
         # Event and Put initialisation, inlined: a request is the engine's most frequent event.
         self.resource = server
         self.duration = duration_ps
@@ -76,6 +82,8 @@ class Use(Put):
         self.priority = priority
         self.step = step
         self.requested = now = server._env._now
+        if store:
+            self.store = True
         if owner is not server.last_any:
             server.last_any = owner
             server.touches += 1
@@ -85,7 +93,7 @@ class Use(Put):
                 server.switches += 1
             horizon = server.horizon
             server.horizon = (now if now > horizon else horizon) + duration_ps
-            if server.user is None and not server.put_queue:
+            if server.user is None and not server.put_queue and not store:
                 # Granted at once, the usual case: ``Server._grant`` inlined, and the event is
                 # triggered as it is made (it succeeds, releasing the server, when the hold ends).
                 server.user = self
@@ -106,9 +114,11 @@ class Use(Put):
             return
         if user is not None and user.owner is not owner:
             self.blocker = user.owner
-        self.order = (priority, next(Use._seq))
-        if user is not None and user.priority >= PREFETCH > priority and user._value is PENDING:
-            # (a prefetch whose hold has just ended, its success scheduled, is not preempted)
+        self.order = (priority, store, next(Use._seq))
+        if user is not None and (user.priority >= PREFETCH or user.store) and user._value is PENDING \
+                and user.end > now and (priority, store) < (user.priority, user.store):
+            # (a prefetch or store whose hold has just ended, its success scheduled or due now,
+            # is not preempted)
             server._preempt(user)
             server._grant(self)
             return
@@ -145,8 +155,8 @@ class Server(BaseResource):
 
     # -- SimPy's request/release protocol ----------------------------------------------
     def request(self, duration_ps: int, owner: object = None, priority: int = DEMAND,
-                then: Callable[[Use], None] | None = None, step: object = None) -> Use:
-        return Use(self, duration_ps, owner, priority, then, step)
+                then: Callable[[Use], None] | None = None, step: object = None, store: bool = False) -> Use:
+        return Use(self, duration_ps, owner, priority, then, step, store)
 
     def _grant(self, use: Use) -> None:
         self.user = use
@@ -155,7 +165,7 @@ class Server(BaseResource):
             use.start = now
         use.end = end = now + use.duration
         self.busy_ps += use.duration
-        if use.priority >= PREFETCH:  # preemptible: a timer ends the hold unless it is preempted
+        if use.priority >= PREFETCH or use.store:  # preemptible: a timer ends the hold unless it is preempted
             self._timer(use, end)
             return
         use.callbacks.insert(0, self._on_release)
@@ -183,7 +193,7 @@ class Server(BaseResource):
         use.duration = left
         use.end = -1
         use.timer = None  # its timer is stale now
-        use.order = (use.priority, -1)  # first among the prefetches waiting
+        use.order = (use.priority, use.store, -1)  # first among the requests of its kind waiting
         self.user = None
         self.put_queue.append(use)
 

@@ -77,10 +77,9 @@ def _ordered(d: dict[Ref, int]) -> tuple[tuple[Ref, int], ...]:
 
 
 def make_step(label: str, loads: dict[Ref, int], stores: dict[Ref, int], busy_ps: int, flops: int,
-              buffer_bytes: int, depth: int, sram_bytes: int, tile: dict[str, int] | None = None,
-              unpack_ps: int = 0) -> Step:
-    """Cut a step's totals into identical chunks (sizes rounded up, so no byte is lost)."""
-    n = tiling.chunk_count(sum(loads.values()) + sum(stores.values()), buffer_bytes)
+              depth: int, sram_bytes: int, tile: dict[str, int] | None = None, unpack_ps: int = 0) -> Step:
+    """Cut a step's totals into ``tiling.CHUNKS`` identical chunks (sizes rounded up, so no byte is lost)."""
+    n = tiling.CHUNKS
     per = lambda d: tuple((k, -(-v // n)) for k, v in _ordered(d))  # noqa: E731
     return Step(label, n, per(loads), per(stores), -(-busy_ps // n), flops, depth, sram_bytes,
                 _ordered(loads), _ordered(stores), tuple(sorted((tile or {}).items())), -(-unpack_ps // n))
@@ -150,7 +149,7 @@ def lower_matmul(op: Op, cx: Context) -> tuple[Step, ...]:
         unpack = compute_ps(math.ceil(elements * ex.dequant(w_dtype)), cx.vector_rate())
         if ex.dequant_kernel == "fused":  # unpacking runs beside the multiply, as the next weights stream in
             busy, unpack = max(busy, unpack), 0
-    return (make_step("gemm", loads, stores, busy, op.flops, tile.buffer_bytes, cx.depth, cx.sram_bytes,
+    return (make_step("gemm", loads, stores, busy, op.flops, cx.depth, cx.sram_bytes,
                       {"tm": tile.tm, "tn": tile.tn}, unpack),)
 
 
@@ -171,8 +170,7 @@ def lower_stream(op: Op, cx: Context) -> tuple[Step, ...]:
     """Memory-bound ops stream their inputs through SRAM once: no reuse to tile for."""
     loads, stores = _streams(op, cx)
     busy = compute_ps(op.flops, cx.vector_rate())
-    buffer = cx.sram_bytes // (cx.depth + 1)
-    return (make_step(op.kind, loads, stores, busy, op.flops, buffer, cx.depth, cx.sram_bytes),)
+    return (make_step(op.kind, loads, stores, busy, op.flops, cx.depth, cx.sram_bytes),)
 
 
 @register("compute")
@@ -183,8 +181,7 @@ def lower_compute(op: Op, cx: Context) -> tuple[Step, ...]:
     if extra > 0:  # bytes the op touches beyond its inputs (e.g. a memory node's own traffic)
         _add(loads, cx.home(op.outputs[0]), extra)
     busy = compute_ps(op.flops, cx.matrix_rate(op.dtype))
-    buffer = cx.sram_bytes // (cx.depth + 1)
-    return (make_step("compute", loads, stores, busy, op.flops, buffer, cx.depth, cx.sram_bytes),)
+    return (make_step("compute", loads, stores, busy, op.flops, cx.depth, cx.sram_bytes),)
 
 
 @register("attention")
@@ -220,7 +217,7 @@ def _fused_attention(op: Op, cx: Context) -> tuple[Step, ...]:
     scores = batch * heads * op.dim("pairs", q_len * kv_len)
     busy = compute_ps(op.flops, cx.matrix_rate(op.dtype)) + compute_ps(SOFTMAX_FLOPS_PER_SCORE * scores,
                                                                         cx.vector_rate())
-    step = make_step("flash", loads, stores, busy, op.flops, tile.buffer_bytes, cx.depth, cx.sram_bytes,
+    step = make_step("flash", loads, stores, busy, op.flops, cx.depth, cx.sram_bytes,
                      {"block_rows": tile.block_rows, "passes": tile.passes})
     return (step if share >= 1 else dataclasses.replace(step, share=share, compute_ps=math.ceil(step.compute_ps / share)),)
 
@@ -251,7 +248,6 @@ def _unfused_attention(op: Op, cx: Context) -> tuple[Step, ...]:
     keys, values = kv_reads[0::2], kv_reads[1::2]
     act = cx.home(q.tensor)
     score_bytes = tiling.bits_bytes(batch * heads * q_len * kv_len, cx.bits(q.tensor))
-    buffer = cx.sram_bytes // (cx.depth + 1)
     rate = cx.matrix_rate(op.dtype)
     half = op.flops // 2
     out, *appended = op.outputs  # appended: this step's keys and values, written to the cache
@@ -271,10 +267,10 @@ def _unfused_attention(op: Op, cx: Context) -> tuple[Step, ...]:
     _add(pv_stores, cx.home(out), cx.graph.tensors[out].bytes)
     sm_flops = SOFTMAX_FLOPS_PER_SCORE * batch * heads * q_len * kv_len
     return (
-        make_step("qk", qk_loads, qk_stores, compute_ps(half, rate), half, buffer, cx.depth, cx.sram_bytes),
+        make_step("qk", qk_loads, qk_stores, compute_ps(half, rate), half, cx.depth, cx.sram_bytes),
         make_step("softmax", {act: score_bytes}, {act: score_bytes}, compute_ps(sm_flops, cx.vector_rate()), 0,
-                  buffer, cx.depth, cx.sram_bytes),
-        make_step("pv", pv_loads, pv_stores, compute_ps(op.flops - half, rate), op.flops - half, buffer, cx.depth,
+                  cx.depth, cx.sram_bytes),
+        make_step("pv", pv_loads, pv_stores, compute_ps(op.flops - half, rate), op.flops - half, cx.depth,
                   cx.sram_bytes),
     )
 

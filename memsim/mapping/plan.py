@@ -1,8 +1,9 @@
 """The plan an engine executes: per operator, a sequence of pipelined steps of identical chunks.
 
 A ``Step`` is ``count`` identical chunks. Each chunk loads bytes from memory levels into
-SRAM buffers, computes, and stores its share of the output. Chunk sizes are what the
-timing uses; ``total_*`` fields carry the exact byte totals for accounting.
+SRAM buffers, computes, and stores its share of the output. A chunk holds each level for its
+share of the time the ``total_*`` bytes take (the totals are also what is accounted); the
+per-chunk sizes, rounded up, describe a chunk's buffer.
 """
 from __future__ import annotations
 

@@ -13,8 +13,15 @@ from dataclasses import dataclass
 from memsim.errors import CapacityError
 
 MIN_TK = 8  # smallest K-step worth streaming
-MAX_CHUNKS = 65536  # chunks per step: pipeline fill and drain are 1/65536 of the traffic
-CHUNK_FLOOR_BYTES = 256  # below this a chunk is not split further
+# Identical chunks every step is cut into (``lower.make_step``). A chunk is a fixed share of its
+# step, not of its bytes or of the SRAM: the pipeline's fill and drain (the first chunk's loads,
+# the last one's compute and stores) are 1/1024 of any step, so growing a step grows every
+# chunk and a bigger SRAM never coarsens them. When the count followed the bytes (a chunk of a
+# few hundred bytes), a step one token bigger could be cut into more, smaller chunks, round
+# each chunk's share to fewer bytes and picoseconds, fill and drain faster and end sooner. The
+# tile, which fits the SRAM, sets the traffic; the chunk only sets how finely a step's loads,
+# compute and stores overlap.
+CHUNKS = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,15 +110,3 @@ def attention_tile(q_rows: int, kv_len: int, head_dim: int, q_bits: int, kv_bits
     fraction = (passes + 1) / (2 * passes) if causal and passes > 1 else 1.0
     kv = math.ceil(kv_bytes_once * passes * fraction) if passes > 1 else kv_bytes_once
     return AttentionTile(rows, bc, passes, kv, max(1, (sram_bytes - rows * per_row) // depth))
-
-
-def chunk_count(traffic: int, buffer_bytes: int) -> int:
-    """How many identical chunks a step is cut into.
-
-    Enough that each chunk fits one SRAM buffer, and up to ``MAX_CHUNKS`` so the pipeline
-    overlaps loads with compute, but never below ``CHUNK_FLOOR_BYTES`` a chunk. Bandwidth
-    plays no part, so faster memory never changes the plan.
-    """
-    fit = math.ceil(traffic / max(1, buffer_bytes))
-    pipelined = min(MAX_CHUNKS, traffic // CHUNK_FLOOR_BYTES)
-    return max(1, fit, pipelined)

@@ -292,17 +292,21 @@ class _Builder:
         return self.norm(f"{p}.mlp_norm", i, x2)
 
 
-def split(step: StepSpec, parts: int) -> tuple[StepSpec, ...]:
+def split(step: StepSpec, parts: int, prompt_chunks: bool = False) -> tuple[StepSpec, ...]:
     """The micro-batches a step runs as, one after another through a pipeline: the batch split
     evenly, or else a prefill's prompt split into chunks that each attend to the ones before
-    (only the last computes logits)."""
+    (only the last computes logits). With ``prompt_chunks`` (a layer-pipelined chip streaming a
+    prefill through its regions) the prompt is split whatever the batch: were the batch split
+    whenever it divides, one sequence more could switch a prefill to prompt chunks and make it
+    faster (batch parts each compute their sequences' logits, streaming the LM head once each)."""
     if parts < 1:
         raise ConfigError("must be at least 1", field="--microbatches")
     if parts == 1:
         return (step,)
-    if step.batch % parts == 0:
+    chunked = step.phase == "prefill" and step.tokens >= parts
+    if step.batch % parts == 0 and not (prompt_chunks and chunked):
         return (dataclasses.replace(step, batch=step.batch // parts),) * parts
-    if step.phase == "prefill" and step.tokens >= parts:
+    if chunked:
         bounds = [step.tokens * k // parts for k in range(parts + 1)]
         return tuple(dataclasses.replace(step, tokens=b - a, context=step.context + a, logits=k == parts - 1)
                      for k, (a, b) in enumerate(zip(bounds, bounds[1:])))

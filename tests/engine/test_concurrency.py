@@ -97,8 +97,7 @@ def _streaming(nbytes: int):
     from memsim.hardware.resource import Ref
     from memsim.mapping.lower import make_step
 
-    return make_step("stream", {Ref.level("hbm"): nbytes}, {}, busy_ps=1000, flops=0, buffer_bytes=16 * 1024,
-                     depth=2, sram_bytes=32 * 1024)
+    return make_step("stream", {Ref.level("hbm"): nbytes}, {}, busy_ps=1000, flops=0, depth=2, sram_bytes=32 * 1024)
 
 
 @pytest.mark.parametrize("shortcuts", [True, False])

@@ -16,8 +16,7 @@ from memsim.mapping.prefetch import copy_step
 def _plan(chip, prefetch_bytes: int) -> Plan:
     """A compute-bound operator that reads a little HBM per chunk, beside a large prefetch from HBM."""
     hbm = Ref.level("hbm")
-    work = make_step("gemm", {hbm: 256 * 4000}, {}, busy_ps=4000 * 30_000, flops=0, buffer_bytes=256,
-                     depth=2, sram_bytes=1024)
+    work = make_step("gemm", {hbm: 256 * 4000}, {}, busy_ps=4000 * 30_000, flops=0, depth=2, sram_bytes=1024)
     copy = copy_step("prefetch", {hbm: prefetch_bytes}, None, depth=2)
     return Plan(chip, (OpTask("copy", "prefetch", 0, 0, 0, (copy,), (), hbm, stream="copy"),
                        OpTask("work", "matmul", 0, 0, 0, (work,), (), None)), (), 0.0, "compute", ())

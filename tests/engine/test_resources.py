@@ -37,3 +37,32 @@ def test_a_prefetch_whose_hold_ends_as_demand_arrives_is_not_preempted():
     env.process(demand())
     env.run()
     assert ends == [("p", 100), ("a", 130)] and hbm.busy_ps == 130 and hbm.user is None
+
+
+def _ends(first: tuple, later: list[tuple]) -> dict[str, int]:
+    """When each request ends: ``first`` (name, ps, priority, store) at 0, ``later`` at 40 ps."""
+    env = simpy.Environment()
+    server = _server(env)
+    done: dict[str, int] = {}
+
+    def ask(name, ps, priority, store):
+        server.request(ps, Job(name, 0, "compute"), priority, then=lambda u: done.setdefault(name, env.now),
+                       store=store)
+
+    ask(*first)
+    env.run(until=40)
+    for request in later:
+        ask(*request)
+    env.run()
+    assert server.busy_ps == first[1] + sum(r[1] for r in later)
+    return done
+
+
+def test_a_load_takes_the_server_from_a_store_of_its_priority_which_resumes():
+    """Reads before writes: the store resumes where it stopped, after the load."""
+    assert _ends(("store", 100, DEMAND, True), [("load", 30, DEMAND, False)]) == {"load": 70, "store": 130}
+
+
+def test_a_store_yields_only_to_loads_of_its_priority_or_higher():
+    ends = _ends(("store", 100, DEMAND, True), [("prefetch", 30, PREFETCH, False), ("other store", 10, DEMAND, True)])
+    assert ends == {"store": 100, "other store": 110, "prefetch": 140}

@@ -57,6 +57,18 @@ def test_a_prefill_splits_into_chunks_that_attend_to_the_ones_before():
     assert "lm_head" in parts[-1].ops and "lm_head" not in parts[0].ops
 
 
+def test_a_layer_pipelined_prefill_chunks_its_prompt_whatever_the_batch():
+    """wse-3 streams a prefill through its regions in prompt chunks (``execution.pipeline_chunks``).
+    When a batch that divided into the chunks was split instead, each part computed its own
+    logits (the LM head's weights streamed once per part): GPT-2 with 2 tokens took 139.5 us at
+    batch 2 (two parts of one sequence) and 137.5 us at batch 3 (two prompt chunks)."""
+    step = workload.StepSpec.make("prefill", batch=2, prompt=2)
+    assert [(c.batch, c.tokens) for c in workload.split(step, 2)] == [(1, 2), (1, 2)]  # --microbatches 2
+    assert [(c.batch, c.tokens) for c in workload.split(step, 2, prompt_chunks=True)] == [(2, 1), (2, 1)]
+    two, three = (simulate("wse-3", "gpt2", phase="prefill", prompt=2, batch=b).summary["step_time_s"] for b in (2, 3))
+    assert three >= two
+
+
 def test_micro_batches_must_split_the_step():
     with pytest.raises(ConfigError, match="--microbatches"):
         simulate("h100-sxm", "llama-3.2-1b", context=64, batch=3, microbatches=2)

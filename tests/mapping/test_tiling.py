@@ -1,4 +1,4 @@
-"""Tiling against SRAM: GEMM traffic bounds, attention passes, chunking. Pure functions, checked as physics."""
+"""Tiling against SRAM: GEMM traffic bounds, attention passes. Pure functions, checked as physics."""
 from __future__ import annotations
 
 import math
@@ -9,12 +9,9 @@ from hypothesis import strategies as st
 
 from memsim.errors import CapacityError
 from memsim.mapping.tiling import (
-    CHUNK_FLOOR_BYTES,
-    MAX_CHUNKS,
     MIN_TK,
     attention_tile,
     bits_bytes,
-    chunk_count,
     gemm_tile,
 )
 
@@ -170,29 +167,3 @@ def test_attention_too_small_sram_is_a_capacity_error():
     with pytest.raises(CapacityError) as info:
         _attn(128, 128, 1024, causal=True)
     assert info.value.field == "sram.capacity"
-
-
-@settings(max_examples=300, deadline=None)
-@given(traffic=st.integers(0, 10**13), buffer=st.integers(0, 10**9))
-def test_chunk_count_invariants(traffic, buffer):
-    n = chunk_count(traffic, buffer)
-    assert n >= 1
-    # Each chunk fits one buffer.
-    assert math.ceil(traffic / n) <= max(1, buffer)
-    # No more chunks than the pipeline cap, unless the buffer forces them.
-    assert n <= max(MAX_CHUNKS, math.ceil(traffic / max(1, buffer)))
-
-
-@pytest.mark.parametrize("traffic", [300, CHUNK_FLOOR_BYTES * 3 + 1])
-def test_chunks_never_drop_below_the_floor(traffic):
-    # chunk_count's contract: "never below CHUNK_FLOOR_BYTES a chunk" when the buffer does not force it.
-    n = chunk_count(traffic, 10**9)
-    assert traffic / n >= CHUNK_FLOOR_BYTES, (traffic, n)
-
-
-def test_chunk_count_examples():
-    assert chunk_count(0, 1000) == 1
-    assert chunk_count(100, 10**9) == 1  # below the floor: one chunk
-    assert chunk_count(10**12, 10**9) == MAX_CHUNKS  # pipelining cap
-    assert chunk_count(10**12, 1000) == 10**9  # the buffer forces more than the cap
-    assert chunk_count(256 * 1000, 10**9) == 1000

@@ -20,7 +20,7 @@ from memsim.mapping.strategy import plan_with, register
 from memsim.workload.graph import OpGraph
 
 
-def stage_through(steps: tuple[Step, ...], slow: set[Ref], fast: Ref, sram_bytes: int) -> tuple[Step, ...]:
+def stage_through(steps: tuple[Step, ...], slow: set[Ref], fast: Ref) -> tuple[Step, ...]:
     """Copy what a step would load from a ``slow`` level into ``fast`` first, then load it from there."""
     out: list[Step] = []
     for step in steps:
@@ -33,7 +33,7 @@ def stage_through(steps: tuple[Step, ...], slow: set[Ref], fast: Ref, sram_bytes
         loads = {lvl: b for lvl, b in step.total_loads if lvl not in slow}
         loads[fast] = loads.get(fast, 0) + moved
         remade = make_step(step.label, loads, dict(step.total_stores), step.compute_ps * step.count, step.flops,
-                           sram_bytes // 2, step.depth, step.sram_bytes, dict(step.tile), step.unpack_ps * step.count)
+                           step.depth, step.sram_bytes, dict(step.tile), step.unpack_ps * step.count)
         out.append(dataclasses.replace(remade, share=step.share))
     return tuple(out)
 
@@ -46,7 +46,7 @@ def plan_rdu(graph: OpGraph, chip: ChipSpec, layout: Layout = Layout()):
 
     def fused_layers(op, steps, cx):
         if slow:
-            steps = stage_through(steps, slow, fast, cx.sram_bytes)
+            steps = stage_through(steps, slow, fast)
         key = (cx.microbatch, op.layer)
         first = op.layer < 0 or key not in seen_layers
         seen_layers.add(key)

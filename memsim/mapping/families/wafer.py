@@ -40,8 +40,8 @@ def plan_wafer(graph: OpGraph, chip: ChipSpec, layout: Layout = Layout()):
             # The input is broadcast across the region and partial outputs are reduced across
             # it: two traversals of the fabric, each paying the hop latency once.
             moves = (("broadcast", op.inputs[0].bytes), ("reduce", cx.graph.tensors[op.outputs[0]].bytes))
-            traversals = [dataclasses.replace(make_step(label, {Ref.link(fabric): n}, {}, 0, 0, cx.sram_bytes,
-                                                        cx.depth, cx.sram_bytes), share=share) for label, n in moves]
+            traversals = [dataclasses.replace(make_step(label, {Ref.link(fabric): n}, {}, 0, 0, cx.depth,
+                                                        cx.sram_bytes), share=share) for label, n in moves]
             shaped = [traversals[0], *shaped, traversals[1]]
         return tuple(shaped)
 
