@@ -6,7 +6,6 @@ compute time per chunk (from FLOPs and the named efficiency parameters).
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -16,7 +15,7 @@ from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping import tiling
 from memsim.mapping.plan import Step
-from memsim.units import compute_ps
+from memsim.units import compute_ps, transfer_ps
 from memsim.workload.dtypes import BITS
 from memsim.workload.graph import Op, OpGraph
 
@@ -83,6 +82,15 @@ def make_step(label: str, loads: dict[Ref, int], stores: dict[Ref, int], busy_ps
     per = lambda d: tuple((k, -(-v // n)) for k, v in _ordered(d))  # noqa: E731
     return Step(label, n, per(loads), per(stores), -(-busy_ps // n), flops, depth, sram_bytes,
                 _ordered(loads), _ordered(stores), tuple(sorted((tile or {}).items())), -(-unpack_ps // n))
+
+
+def bandwidth_of(chip: ChipSpec, where: Ref) -> int:
+    """Achievable bandwidth of a level (limited by the link it is reached over) or a link."""
+    if where.is_link:
+        return chip.link(where.name).effective_bandwidth
+    level = chip.level(where.name)
+    bw = level.effective_bandwidth(chip.compute.units)
+    return min(bw, chip.link(level.via).effective_bandwidth) if level.via else bw
 
 
 def wave_factor(m: int, n: int, groups: int, units: int, unit_tile: int) -> float:
@@ -217,9 +225,14 @@ def _fused_attention(op: Op, cx: Context) -> tuple[Step, ...]:
     scores = batch * heads * op.dim("pairs", q_len * kv_len)
     busy = compute_ps(op.flops, cx.matrix_rate(op.dtype)) + compute_ps(SOFTMAX_FLOPS_PER_SCORE * scores,
                                                                         cx.vector_rate())
-    step = make_step("flash", loads, stores, busy, op.flops, cx.depth, cx.sram_bytes,
-                     {"block_rows": tile.block_rows, "passes": tile.passes})
-    return (step if share >= 1 else dataclasses.replace(step, share=share, compute_ps=math.ceil(step.compute_ps / share)),)
+    if share < 1:
+        # Idle units leave their share of bandwidth unused: the busy ones take as long as the
+        # whole stream at that share would (shown as their compute time, not as a memory stall).
+        streamed = max(transfer_ps(b, max(1, int(bandwidth_of(cx.chip, ref) * share)))
+                       for ref, b in (*loads.items(), *stores.items()))
+        busy = max(math.ceil(busy / share), streamed)
+    return (make_step("flash", loads, stores, busy, op.flops, cx.depth, cx.sram_bytes,
+                      {"block_rows": tile.block_rows, "passes": tile.passes}),)
 
 
 def attention_share(cx: Context, items: int, kv_len: int) -> float:
@@ -228,10 +241,11 @@ def attention_share(cx: Context, items: int, kv_len: int) -> float:
     A unit works on one (sequence, KV head, query block) at a time. A decode at small batch has
     fewer such items than units; FlashDecoding splits each item's keys into parts of at least
     ``KV_SPLIT_MIN`` keys (``execution.kv_split``: 0 as many as fill the units, 1 none). A unit
-    draws its fair share of bandwidth, so idle units leave bandwidth unused. A wafer's cores
-    share every op finely (``unit_tile`` 0): no idle units."""
+    draws its fair share of bandwidth, so idle units leave bandwidth unused. This is how GPU and
+    CPU kernels map work to units; a dataflow or wafer compiler spreads an op over its units
+    (or region) whatever its shape, so they have no idle units."""
     ex, units = cx.chip.execution, cx.chip.compute.units
-    if ex.unit_tile == 0 or items >= units:
+    if cx.chip.family not in ("gpu", "cpu") or ex.unit_tile == 0 or items >= units:
         return 1.0
     split = ex.kv_split or math.ceil(units / items)
     split = max(1, min(split, kv_len // KV_SPLIT_MIN))

@@ -14,7 +14,7 @@ from typing import Callable
 from memsim.errors import ConfigError
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
-from memsim.mapping.lower import Context, lower, lowering_key
+from memsim.mapping.lower import Context, bandwidth_of, lower, lowering_key
 from memsim.mapping.layout import Layout, branches, place_stages, stage_graphs, stages
 from memsim.mapping.plan import BRANCH, COMPUTE, OpTask, Plan, Step
 from memsim.mapping.prefetch import Prefetcher, staging_bytes
@@ -34,15 +34,6 @@ def register(family: str):
         STRATEGIES[family] = fn
         return fn
     return deco
-
-
-def bandwidth_of(chip: ChipSpec, where: Ref) -> int:
-    """Achievable bandwidth of a level (limited by the link it is reached over) or a link."""
-    if where.is_link:
-        return chip.link(where.name).effective_bandwidth
-    level = chip.level(where.name)
-    bw = level.effective_bandwidth(chip.compute.units)
-    return min(bw, chip.link(level.via).effective_bandwidth) if level.via else bw
 
 
 def _busy(chip: ChipSpec, steps: tuple[Step, ...]) -> dict[Ref | None, int]:
