@@ -17,9 +17,8 @@ nothing is skipped. ``k`` is bounded by the chunks every member has left, so a s
 hides contention. A history in which another task touched the group's resources is
 discarded.
 
-Rounding to whole picoseconds can, rarely, make the exact cycle longer than ``MAX_CYCLE``.
-After ``APPROX_AFTER`` chunks without one, the last ``APPROX_WINDOW`` chunks are repeated
-instead; the run's statistics count such steps as approximate.
+A step without a cycle of at most ``MAX_CYCLE`` chunks runs chunk by chunk: nothing is
+skipped on a guess.
 """
 from __future__ import annotations
 
@@ -31,8 +30,6 @@ from memsim.engine.resources import Server, Use
 
 MIN_PREFIX = 4  # chunks before looking for a periodic state
 MAX_CYCLE = 32  # longest cycle (in chunks) the detector looks for
-APPROX_AFTER = 2048
-APPROX_WINDOW = 512
 
 
 def find_cycle(states: list[tuple], completions: list[int], depth: int) -> int | None:
@@ -76,7 +73,6 @@ class FastForward:
         self.switches: tuple[int, ...] | None = None
         self.group: tuple[int, ...] = ()
         self.servers: list[Server] = []  # the group's resources
-        self.approximate = False
 
     def reset(self) -> None:
         self.states, self.completions, self.stalls, self.counts, self.gaps = [], [], [], [], []
@@ -106,9 +102,6 @@ class FastForward:
         servers = self.servers
         self.gaps.append(gapfill.observe(servers, now))
         q = find_cycle(self.states, self.completions, max([run.step.depth] + [p.step.depth for p in partners]))
-        approximate = False
-        if q is None and len(self.completions) >= APPROX_AFTER and not partners:
-            q, approximate = APPROX_WINDOW, True
         if q is None:
             return 0
         cycle_ps = self.completions[-1] - self.completions[-1 - q]
@@ -144,7 +137,6 @@ class FastForward:
             cycles = min(cycles, gapfill.cycles_left(gap))
         if cycles < 1:
             return 0
-        self.approximate |= approximate
         delta = cycles * cycle_ps
         for s in servers:
             s.horizon += delta

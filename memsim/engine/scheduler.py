@@ -44,7 +44,6 @@ class EngineResult:
     events: int
     simulated_tasks: int
     replayed_tasks: int
-    approximate_steps: int  # steps fast-forwarded by repeating a window, not an exact cycle
     bytes_read: tuple[tuple[str, int], ...]
     bytes_written: tuple[tuple[str, int], ...]
     busy_ps: tuple[tuple[str, int], ...] = ()  # per resource name: time it was held
@@ -96,7 +95,7 @@ class Simulation:
         self.rows: list[Interval] = []
         self.spans: list[tuple[str, int, int]] = []
         self.replay = Replay()
-        self.stats = {"simulated": 0, "replayed": 0, "approximate": 0}
+        self.stats = {"simulated": 0, "replayed": 0}
 
     def _servers(self, task: OpTask) -> list[Server]:
         """The resources a task can touch."""
@@ -312,8 +311,6 @@ class Simulation:
             yield from run.run()
             del self.current[key]
             rows += step_rows(run)
-            if observer is not None and observer.approximate:
-                self.stats["approximate"] += 1
         rows = [r for r in rows if keep(r)]
         self.rows += rows
         self.stats["simulated"] += 1
@@ -344,7 +341,7 @@ class Simulation:
             written[name] = written.get(name, 0) + s.bytes_written
             busy[name] = busy.get(name, 0) + s.busy_ps
         return EngineResult(tuple(self.rows), tuple(self.spans), end, self.env.scheduled(), self.stats["simulated"],
-                            self.stats["replayed"], self.stats["approximate"], tuple(read.items()),
+                            self.stats["replayed"], tuple(read.items()),
                             tuple(written.items()), tuple(busy.items()))
 
 

@@ -32,6 +32,7 @@ class Context:
     compute_share: float = 1.0  # fraction of the chip's compute an op gets (a wafer region)
     microbatch: int = 0  # which micro-batch of the step the op belongs to
     staging_bytes: int = 0  # SRAM set aside for prefetched weights: tiles get the rest
+    grid: bool = False  # a kernel launches one work item per unit (a GPU grid); else the compiler spreads an op
 
     @property
     def sram_bytes(self) -> int:
@@ -241,11 +242,11 @@ def attention_share(cx: Context, items: int, kv_len: int) -> float:
     A unit works on one (sequence, KV head, query block) at a time. A decode at small batch has
     fewer such items than units; FlashDecoding splits each item's keys into parts of at least
     ``KV_SPLIT_MIN`` keys (``execution.kv_split``: 0 as many as fill the units, 1 none). A unit
-    draws its fair share of bandwidth, so idle units leave bandwidth unused. This is how GPU and
-    CPU kernels map work to units; a dataflow or wafer compiler spreads an op over its units
-    (or region) whatever its shape, so they have no idle units."""
+    draws its fair share of bandwidth, so idle units leave bandwidth unused. This is how a
+    kernel's grid maps work to units (``Context.grid``, set by the family); a dataflow or wafer
+    compiler spreads an op over its units (or region) whatever its shape: no idle units."""
     ex, units = cx.chip.execution, cx.chip.compute.units
-    if cx.chip.family not in ("gpu", "cpu") or ex.unit_tile == 0 or items >= units:
+    if not cx.grid or ex.unit_tile == 0 or items >= units:
         return 1.0
     split = ex.kv_split or math.ceil(units / items)
     split = max(1, min(split, kv_len // KV_SPLIT_MIN))
@@ -300,4 +301,4 @@ def lowering_key(op: Op, cx: Context) -> tuple:
     ins = tuple((r.bytes, tensors[r.tensor].dtype, tensors[r.tensor].shape, tensors[r.tensor].bytes,
                  tensors[r.tensor].klass, cx.homes[r.tensor]) for r in op.inputs)
     outs = tuple((tensors[t].bytes, tensors[t].dtype, cx.homes[t]) for t in op.outputs)
-    return (op.kind, op.dims, op.flops, op.dtype, ins, outs, cx.attention, cx.compute_share, cx.staging_bytes)
+    return (op.kind, op.dims, op.flops, op.dtype, ins, outs, cx.attention, cx.compute_share, cx.staging_bytes, cx.grid)

@@ -52,7 +52,7 @@ def _bound(chip: ChipSpec, steps: tuple[Step, ...]) -> Ref | None:
 
 
 def plan_with(graph: OpGraph, chip: ChipSpec, shape: Shaper, layout: Layout = Layout(), attention: str | None = None,
-              compute_share: float = 1.0) -> Plan:
+              compute_share: float = 1.0, grid: bool = False) -> Plan:
     """Place each pipeline stage, lower every op of every micro-batch in dependency order, and
     let the family shape its steps.
 
@@ -81,7 +81,7 @@ def plan_with(graph: OpGraph, chip: ChipSpec, shape: Shaper, layout: Layout = La
     prefetcher = Prefetcher()
     cache: dict = {"branches": branches(graph)}  # and lowering key -> steps, "bounds": shaped steps -> bound
     for m, g in enumerate(micro):
-        cx = Context(chip, g, homes, attention or chip.execution.attention, compute_share, m)
+        cx = Context(chip, g, homes, attention or chip.execution.attention, compute_share, m, grid=grid)
         cx = dataclasses.replace(cx, staging_bytes=staging_bytes(cx))
         tasks += _micro_tasks(cx, shape, stage_of, tp, f"#{m}" if len(micro) > 1 else "", prefetcher, cache)
     split = [stage_graphs(g, stage_of, pp * regions) for g in micro]

@@ -86,6 +86,6 @@ def summarize(graph: OpGraph, plan: Plan, result: EngineResult, micro: tuple[OpG
         "dominant_stall": dominant if busy < step_s / 2 else "compute",
         "ops": len(plan.tasks),
         "engine": {"events": result.events, "simulated_ops": result.simulated_tasks,
-                   "replayed_ops": result.replayed_tasks, "approximate_steps": result.approximate_steps,
+                   "replayed_ops": result.replayed_tasks,
                    "records": len(result.records)},
     }

@@ -23,7 +23,7 @@ PRESETS = {"a100-sxm": "a100-80gb-sxm", "a100-80gb-sxm": "a100-80gb-sxm", "h100-
 DTYPES = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "bfloat8_b": "fp8"}
 BABELSTREAM_ELEMENTS = 1 << 25  # BabelStream's default array length, fp64 elements
 STREAMS = {"copy": (1, 1), "triad": (2, 1), "read": (1, 0)}  # arrays read, arrays written
-BANDWIDTH_FRACTION = ("memory_bandwidth",)
+BENCHMARKS = ("gemm", "memory_bandwidth")  # the rows simulated
 UNITS = {"TFLOP/s": 1e12, "TB/s": 1e12, "GB/s": 1e9}
 
 
@@ -54,7 +54,7 @@ def gemm_graph(m: int, n: int, k: int, dtype: str) -> OpGraph:
 
 
 def stream_graph(reads: int, writes: int, elements: int, bytes_per_element: int = 8) -> OpGraph:
-    """One elementwise op reading ``reads`` arrays and writing ``writes`` (a read-only kernel writes none)."""
+    """One elementwise op reading ``reads`` arrays and writing ``writes`` (a read-only kernel writes its 8-byte result)."""
     size = elements * bytes_per_element
     g = OpGraph(meta={"benchmark": "stream"})
     ins = []
@@ -100,7 +100,7 @@ def bench(row: dict) -> Bench:
 
 def load(path: Path) -> list[Bench]:
     with path.open(newline="") as fh:
-        return [bench(r) for r in csv.DictReader(fh) if r["benchmark"] in ("gemm", *BANDWIDTH_FRACTION)]
+        return [bench(r) for r in csv.DictReader(fh) if r["benchmark"] in BENCHMARKS]
 
 
 def simulate(b: Bench) -> float:
@@ -109,7 +109,7 @@ def simulate(b: Bench) -> float:
     seconds = result.summary["step_time_s"]
     if b.graph.meta["benchmark"] == "gemm":
         work = b.graph.total_flops()
-    else:
-        work = sum(r.bytes for r in b.graph.ops["stream"].inputs)
-        work += sum(b.graph.tensors[t].bytes for t in b.graph.ops["stream"].outputs if b.why != "read")
+    else:  # the bytes the kernel moves (a read kernel's 8-byte result included)
+        (op,) = b.graph.ops.values()
+        work = sum(r.bytes for r in op.inputs) + sum(b.graph.tensors[t].bytes for t in op.outputs)
     return work / seconds / UNITS[b.unit]

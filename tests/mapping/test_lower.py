@@ -86,10 +86,10 @@ def test_attention_share_counts_items_and_splits():
     from memsim.workload.graph import OpGraph
 
     chip = hardware.load("h100-sxm", [("execution.kv_split", "1")])
-    cx = Context(chip, OpGraph(), {})
+    cx = Context(chip, OpGraph(), {}, grid=True)
     assert attention_share(cx, 33, 10**6) == pytest.approx(33 / 132)
     assert attention_share(cx, 132, 10) == 1.0
-    auto = Context(hardware.load("h100-sxm"), OpGraph(), {})
+    auto = Context(hardware.load("h100-sxm"), OpGraph(), {}, grid=True)
     assert attention_share(auto, 8, 100 * KV_SPLIT_MIN) == 1.0  # 17 splits of 8 items fill 132 units
     assert attention_share(auto, 8, 2 * KV_SPLIT_MIN) == pytest.approx(16 / 132)  # only two splits fit
     wafer = Context(hardware.load("wse-3"), OpGraph(), {})

@@ -15,4 +15,4 @@ from memsim.workload.graph import OpGraph
 
 @register("cpu")
 def plan_cpu(graph: OpGraph, chip: ChipSpec, layout: Layout = Layout()):
-    return plan_with(graph, chip, kernel_per_op, layout, attention="unfused")
+    return plan_with(graph, chip, kernel_per_op, layout, attention="unfused", grid=True)

@@ -18,4 +18,4 @@ def kernel_per_op(op, steps, cx):
 
 @register("gpu")
 def plan_gpu(graph: OpGraph, chip: ChipSpec, layout: Layout = Layout()):
-    return plan_with(graph, chip, kernel_per_op, layout)
+    return plan_with(graph, chip, kernel_per_op, layout, grid=True)
