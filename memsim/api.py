@@ -7,13 +7,14 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from memsim import engine, generation, hardware, mapping, report, workload
+from memsim import engine, generation, hardware, mapping, report, runspec, workload
 from memsim.errors import CapacityError, ConfigError
 from memsim.hardware.loader import dump_chip, load_chip, read_yaml
 from memsim.hardware.spec import SystemSpec, yaml_fields
+from memsim.runspec import RunSpec
 
 
-DEFAULT_SAMPLES = 8  # decode steps simulated for a generation; the rest are interpolated
+DEFAULT_SAMPLES = RunSpec.samples  # decode steps simulated for a generation; the rest are interpolated
 
 
 @dataclass(frozen=True)
@@ -37,39 +38,43 @@ class Result:
 
 
 def parse_sets(items: Iterable[str]) -> list[tuple[str, str]]:
-    pairs = []
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key or not value:
-            raise ConfigError(f"expected PATH=VALUE, got {item!r}", field="--set")
-        pairs.append((key.strip(), value.strip()))
-    return pairs
+    """``--set PATH=VALUE`` items as pairs (a path given twice is an error)."""
+    return list(runspec.overrides(items))
 
 
-def load_workload(model: str | None, trace: str | None, phase: str, batch: int, context: int, prompt: int,
-                  weight_dtype: str, kv_dtype: str, group_size: int = 128, tp: int = 1,
-                  expert_parallel: bool = False) -> workload.OpGraph:
-    if (model is None) == (trace is None):
-        raise ConfigError("give exactly one of --model and --trace", field="--model/--trace")
-    if trace is not None:
-        return workload.read_trace(Path(trace))
-    step = workload.StepSpec.make(phase, batch=batch, context=context, prompt=prompt,
-                                  weight_dtype=weight_dtype, kv_dtype=kv_dtype, group_size=group_size, tp=tp,
-                                  expert_parallel=expert_parallel)
-    return workload.build_step(workload.model_config(model), step)
+def step_of(spec: RunSpec, phase: str, tokens: int) -> workload.StepSpec:
+    """The step ``spec`` describes, in ``phase`` with ``tokens`` of context (decode) or prompt (prefill)."""
+    return workload.StepSpec.make(phase, batch=spec.batch, context=tokens if phase == "decode" else spec.context,
+                                  prompt=tokens if phase == "prefill" else spec.prompt,
+                                  weight_dtype=spec.weight_dtype, kv_dtype=spec.kv_dtype,
+                                  group_size=spec.group_size, tp=spec.tp, expert_parallel=spec.ep)
 
 
-def micro_graphs(model: str, _trace: None, phase: str, batch: int, context: int, prompt: int, weight_dtype: str,
-                 kv_dtype: str, group_size: int, tp: int, expert_parallel: bool,
-                 parts: int, prompt_chunks: bool = False) -> tuple[workload.OpGraph, ...]:
+def load_workload(spec: RunSpec, phase: str | None = None, tokens: int | None = None) -> workload.OpGraph:
+    """The operator DAG of one step: the trace, or the model's step (``phase`` and ``tokens``
+    default to the spec's own)."""
+    if spec.trace is not None:
+        return workload.read_trace(Path(spec.trace))
+    phase = phase or spec.phase
+    tokens = tokens if tokens is not None else (spec.context if phase == "decode" else spec.prompt)
+    return workload.build_step(workload.model_config(spec.model), step_of(spec, phase, tokens))
+
+
+def micro_graphs(spec: RunSpec, phase: str, tokens: int, parts: int,
+                 prompt_chunks: bool = False) -> tuple[workload.OpGraph, ...]:
     """The graphs of a step split into ``parts`` micro-batches (equal parts share one graph;
     ``prompt_chunks``: see ``workload.split``)."""
-    step = workload.StepSpec.make(phase, batch=batch, context=context, prompt=prompt, weight_dtype=weight_dtype,
-                                  kv_dtype=kv_dtype, group_size=group_size, tp=tp, expert_parallel=expert_parallel)
-    config = workload.model_config(model)
+    config = workload.model_config(spec.model)
     built: dict[workload.StepSpec, workload.OpGraph] = {}
     return tuple(built.setdefault(s, workload.build_step(config, s))
-                 for s in workload.split(step, parts, prompt_chunks))
+                 for s in workload.split(step_of(spec, phase, tokens), parts, prompt_chunks))
+
+
+def resolve(hw: str = RunSpec.hw, model: str | None = None, **options: Any) -> RunSpec:
+    """The run ``simulate`` would do, with the defaults that depend on the model filled in."""
+    spec = RunSpec.make({"hw": hw, "model": model, **options})
+    positions = workload.model_config(spec.model).max_positions if spec.model is not None else None
+    return spec.resolved(positions)
 
 
 def system_overrides(path: Path) -> list[tuple[str, str]]:
@@ -115,42 +120,36 @@ def simulate_graph(hw: str, graph: workload.OpGraph, *, set: Iterable[str] | dic
     return _run(chip, hw_path, graph, fast_forward, memoize)
 
 
-def simulate(hw: str = "h100-sxm", model: str | None = None, *, trace: str | None = None, phase: str = "decode",
-             batch: int = 1, context: int = 0, prompt: int = 0, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
-             group_size: int = 128, set: Iterable[str] | dict[str, str] = (), fast_forward: bool = True,
-             memoize: bool = True, generate: int = 0, samples: int = DEFAULT_SAMPLES, tp: int = 1, pp: int = 1,
-             chips: int | None = None, system: str | None = None, ep: bool = False,
-             microbatches: int | None = None) -> Result:
+def simulate(hw: str = RunSpec.hw, model: str | None = None, **options: Any) -> Result:
     """Simulate one step, or with ``phase="generate"`` a prefill of ``prompt`` tokens and
-    ``generate`` decode steps. ``set`` overrides hardware fields: ``{"sram.capacity": "64MiB"}``."""
-    if chips is not None and chips != tp * pp:
-        raise ConfigError(f"--chips {chips} must equal --tp x --pp ({tp * pp})", field="--chips")
-    chip, hw_path = _load_chip(hw, set, system)
+    ``generate`` decode steps. The keyword arguments are ``RunSpec``'s fields (``memsim.RunSpec``);
+    ``set`` overrides hardware fields: ``{"sram.capacity": "64MiB"}``."""
+    return run(resolve(hw, model, **options))
+
+
+def run(spec: RunSpec) -> Result:
+    """Simulate a resolved ``RunSpec`` (see ``resolve``)."""
+    if spec.context is None or spec.prompt is None:
+        spec = spec.resolved(None)
+    chip, hw_path = _load_chip(spec.hw, dict(spec.set), spec.system)
+    shortcuts = spec.fast_forward
 
     def run_step(step_phase: str, tokens: int) -> Result:
-        args = (model, trace, step_phase, batch, tokens if step_phase == "decode" else context,
-                tokens if step_phase == "prefill" else prompt, weight_dtype, kv_dtype, group_size, tp, ep)
-        parts = microbatches
-        layered = microbatches is None and chip.execution.pipeline == "layers" and step_phase == "prefill" \
-            and trace is None
+        parts = spec.microbatches
+        layered = parts is None and chip.execution.pipeline == "layers" and step_phase == "prefill" \
+            and spec.trace is None
         if parts is None:  # a layer-pipelined chip streams a prefill through its regions in prompt chunks
             parts = min(chip.execution.pipeline_chunks, tokens) if layered else 1
         if parts == 1:
-            return _run(chip, hw_path, load_workload(*args), fast_forward, memoize, pp)
-        if trace is not None:
+            return _run(chip, hw_path, load_workload(spec, step_phase, tokens), shortcuts, shortcuts, spec.pp)
+        if spec.trace is not None:
             raise ConfigError("a trace holds one step: it cannot be split into micro-batches", field="--microbatches")
-        micro = micro_graphs(*args, parts, layered)
-        return _run(chip, hw_path, micro[-1], fast_forward, memoize, pp, micro)
+        micro = micro_graphs(spec, step_phase, tokens, parts, layered)
+        return _run(chip, hw_path, micro[-1], shortcuts, shortcuts, spec.pp, micro)
 
-    if phase != "generate":
-        return run_step(phase, context if phase == "decode" else prompt)
-    if trace is not None:
-        raise ConfigError("a trace holds one step; --phase generate needs --model", field="--phase")
-    if prompt < 1 or generate < 1:
-        raise ConfigError("generate needs --prompt and --generate of at least 1 token", field="--generate")
-    if samples < 2:
-        raise ConfigError("must be at least 2", field="--samples")
-    prefill, summary, first = generation.generate(run_step, prompt, generate, samples)
+    if spec.phase != "generate":
+        return run_step(spec.phase, spec.context if spec.phase == "decode" else spec.prompt)
+    prefill, summary, first = generation.generate(run_step, spec.prompt, spec.generate, spec.samples)
     shift = prefill.summary["step_time_s"]
     timeline = pd.concat([prefill.timeline, first.timeline.assign(start_s=first.timeline.start_s + shift,
                                                                   end_s=first.timeline.end_s + shift)])

@@ -1,34 +1,45 @@
 """Command line: parse, call the pipeline, print and write. User errors: one line, exit 2."""
 from __future__ import annotations
 
+import os
 import sys
+import warnings
+from dataclasses import fields
 from pathlib import Path
 
 import click
 
-from memsim import __version__, api, hardware, workload
-from memsim.errors import MemsimError
+from memsim import __version__, api, hardware, report, runspec, workload
+from memsim.errors import MemsimError, MemsimWarning
+from memsim.runspec import RunSpec
 from memsim.units import human_bytes
 
-PHASES = ("decode", "prefill", "generate")
+def _spec_options(command: str):
+    """Click options generated from ``RunSpec``'s fields that ``memsim COMMAND`` takes."""
+    def decorate(fn):
+        for f in reversed(runspec.options(command)):
+            meta, flag = f.metadata, runspec.flag(f)
+            if meta["kind"] is bool:
+                opt = click.option(flag, f.name, is_flag=True, help=meta["help"])
+            elif f.name == "set":
+                opt = click.option(flag, f.name, multiple=True, metavar="PATH=VALUE", help=meta["help"])
+            else:
+                kind = click.Choice(meta["choices"]) if meta["choices"] else meta["kind"]
+                opt = click.option(flag, f.name, type=kind, default=f.default, show_default=f.default is not None,
+                                   help=meta["help"])
+            fn = opt(fn)
+        return fn
+    return decorate
 
 
-def _workload_options(fn):
-    for opt in reversed([
-        click.option("--model", help="model name in configs/models or a path to a HF config.json"),
-        click.option("--phase", type=click.Choice(PHASES), default="decode", show_default=True),
-        click.option("--batch", type=int, default=1, show_default=True, help="sequences per step"),
-        click.option("--context", type=int, default=2048, show_default=True,
-                     help="decode: tokens already in the KV cache"),
-        click.option("--prompt", type=int, default=2048, show_default=True,
-                     help="prefill and generate: prompt tokens"),
-        click.option("--weight-dtype", default="bf16", show_default=True, help="bf16, fp16, fp8, int8, int4"),
-        click.option("--kv-dtype", default="bf16", show_default=True, help="bf16, fp16, fp8, int8, int4"),
-        click.option("--group-size", type=int, default=128, show_default=True,
-                     help="int4 weights: weights per scale and zero point"),
-    ]):
-        fn = opt(fn)
-    return fn
+def _spec_values(kwargs: dict) -> dict:
+    """Pop the ``RunSpec`` fields out of a command's keyword arguments (``--no-fast-forward`` inverted)."""
+    values = {}
+    for f in fields(RunSpec):
+        if f.name in kwargs:
+            value = kwargs.pop(f.name)
+            values[f.name] = (not value) if (runspec.flag(f).startswith("--no-")) else value
+    return values
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -37,52 +48,25 @@ def main() -> None:
     """memsim: where does the memory wall bite?"""
 
 
-def _system_options(fn):
-    """Options shared by `run` and `sweep`: hardware, trace, generation and parallelism."""
-    for opt in reversed([
-        click.option("--hw", default="h100-sxm", show_default=True, help="preset name or path to a hardware YAML"),
-        click.option("--trace", "trace_file", help="simulate a trace file instead of --model"),
-        click.option("--generate", "generate_n", type=int, default=128, show_default=True,
-                     help="generate: decode steps after the prefill"),
-        click.option("--samples", type=int, default=api.DEFAULT_SAMPLES, show_default=True,
-                     help="generate: decode steps simulated; the others are interpolated"),
-        click.option("--tp", type=int, default=1, show_default=True, help="tensor-parallel ranks"),
-        click.option("--pp", type=int, default=1, show_default=True, help="pipeline stages"),
-        click.option("--microbatches", type=int, default=None,
-                     help="micro-batches the step flows through the pipeline in (default 1; a layer-pipelined "
-                          "chip splits a prefill into execution.pipeline_chunks)"),
-        click.option("--ep", is_flag=True, help="mixture of experts: spread experts over the tp ranks (all-to-all)"),
-        click.option("--system", "system_file", help="system YAML overriding the preset's system fields (topology, link, collective, ...)"),
-    ]):
-        fn = opt(fn)
-    return _workload_options(fn)
-
-
 @main.command()
-@_system_options
-@click.option("--chips", type=int, help="chips in the system (must equal tp x pp)")
-@click.option("--set", "sets", multiple=True, metavar="PATH=VALUE", help="override a hardware field, repeatable")
+@_spec_options("run")
 @click.option("--out", type=click.Path(file_okay=False), help="folder for summary.json, ops.csv, timeline.csv")
 @click.option("--perfetto", is_flag=True, help="also write OUT/trace.perfetto.json (ui.perfetto.dev, chrome://tracing)")
-@click.option("--no-fast-forward", is_flag=True, help="simulate every chunk and every layer (slow; for checking)")
-def run(hw, trace_file, model, phase, batch, context, prompt, weight_dtype, kv_dtype, group_size, generate_n,
-        samples, tp, pp, microbatches, ep, system_file, chips, sets, out, perfetto, no_fast_forward):
+def run(out, perfetto, **kwargs):
     """Simulate one decode or prefill step, or a whole generation, and print a summary."""
-    result = api.simulate(hw, model, trace=trace_file, phase=phase, batch=batch, context=context, prompt=prompt,
-                          weight_dtype=weight_dtype, kv_dtype=kv_dtype, group_size=group_size, set=sets,
-                          fast_forward=not no_fast_forward, memoize=not no_fast_forward, generate=generate_n,
-                          samples=samples, tp=tp, pp=pp, chips=chips, system=system_file, ep=ep,
-                          microbatches=microbatches)
     if perfetto and not out:
         raise MemsimError("--perfetto needs --out", field="--perfetto")
+    if out:
+        report.check_target(Path(out))
+    result = api.simulate(**_spec_values(kwargs))
     click.echo(format_summary(result.summary))
     if out:
-        for path in result.write(out, perfetto=perfetto):
+        for path in _writing("--out", out, lambda: result.write(out, perfetto=perfetto)):
             click.echo(f"wrote {path}")
 
 
 @main.command()
-@_system_options
+@_spec_options("sweep")
 @click.option("--set", "sets", multiple=True, metavar="PATH=VALUES",
               help="swept field: PATH=V1,V2,... or PATH=A..B:x2 (or :+S); repeatable")
 @click.option("--sweep", "sweep_file", help="sweep YAML: run arguments and a `set:` mapping of swept fields")
@@ -91,15 +75,11 @@ def run(hw, trace_file, model, phase, batch, context, prompt, weight_dtype, kv_d
 @click.option("--scheduler", help="Dask scheduler address (tcp://host:8786): run on that cluster")
 @click.option("--keep", is_flag=True, help="also write each point's full outputs under OUT/points/")
 @click.option("--no-progress", is_flag=True, help="no progress bar")
-def sweep(hw, trace_file, model, phase, batch, context, prompt, weight_dtype, kv_dtype, group_size, generate_n,
-          samples, tp, pp, microbatches, ep, system_file, sets, sweep_file, out, workers, scheduler, keep,
-          no_progress):
+def sweep(sets, sweep_file, out, workers, scheduler, keep, no_progress, **kwargs):
     """Run the cartesian product of swept fields; results.csv gets one row per point."""
     from memsim import sweep as sweeping
 
-    base = dict(hw=hw, model=model, trace=trace_file, phase=phase, batch=batch, context=context, prompt=prompt,
-                weight_dtype=weight_dtype, kv_dtype=kv_dtype, group_size=group_size, generate=generate_n,
-                samples=samples, tp=tp, pp=pp, ep=ep, system=system_file, microbatches=microbatches)
+    base = _spec_values(kwargs)
     items = list(sets)
     if sweep_file:
         fixed, file_items = sweeping.read_sweep_file(Path(sweep_file))
@@ -136,7 +116,7 @@ def plot_sweep(results, x_field, output):
     """Step time and bytes per level against a swept field."""
     from memsim.report.plots import plot_sweep as draw
 
-    path = draw(Path(results), x_field, Path(output) if output else None)
+    path = _writing("--output", output or results, lambda: draw(Path(results), x_field, Path(output) if output else None))
     click.echo(f"wrote {path}")
 
 
@@ -146,24 +126,34 @@ def plot_run(folder):
     """Gantt chart, roofline chart and stall breakdown of a run's --out folder."""
     from memsim.report.run_plots import plot_run as draw
 
-    for path in draw(Path(folder)):
+    for path in _writing("FOLDER", folder, lambda: draw(Path(folder))):
         click.echo(f"wrote {path}")
 
 
 @main.command()
-@_workload_options
+@_spec_options("trace")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="trace file to write")
-def trace(model, phase, batch, context, prompt, weight_dtype, kv_dtype, group_size, output):
+def trace(output, **kwargs):
     """Write the operator DAG of one step as a trace file."""
-    if phase == "generate":
+    spec = api.resolve(**_spec_values(kwargs))
+    if spec.phase == "generate":
         raise MemsimError("a trace holds one step: use --phase decode or prefill", field="--phase")
-    graph = api.load_workload(model, None, phase, batch, context, prompt, weight_dtype, kv_dtype, group_size)
-    workload.write_trace(graph, Path(output))
+    graph = api.load_workload(spec)
+    _writing("--output", output, lambda: workload.write_trace(graph, Path(output)))
     click.echo(f"wrote {output}: {len(graph.ops)} ops, {len(graph.tensors)} tensors")
 
 
+def _writing(option: str, target, write):
+    """Run ``write``; a file system error (unwritable folder, full disk) becomes one line naming
+    ``target`` and ``option``."""
+    try:
+        return write()
+    except OSError as exc:
+        raise MemsimError(f"cannot write: {exc.strerror or exc}", file=str(target), field=option) from None
+
+
 def _write_import(graph, report, output: str) -> None:
-    workload.write_trace(graph, Path(output))
+    _writing("--output", output, lambda: workload.write_trace(graph, Path(output)))
     for line in report.lines():
         click.echo(line)
     click.echo(f"wrote {output}: {len(graph.ops)} ops, {len(graph.tensors)} tensors")
@@ -258,19 +248,40 @@ def format_summary(s: dict) -> str:
     return "\n".join(lines)
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    if issubclass(category, MemsimWarning):
+        click.echo(f"memsim: warning: {message}", err=True)
+    else:
+        _PLAIN_WARNING(message, category, filename, lineno, file, line)
+
+
+_PLAIN_WARNING = warnings.showwarning
+
+
 def entry() -> None:
     """Console script: turn user errors into one line and exit code 2."""
+    warnings.showwarning = _show_warning
     try:
         main.main(standalone_mode=False)
     except MemsimError as exc:
-        click.echo(f"memsim: error: {exc.one_line()}", err=True)
-        sys.exit(2)
+        _fail(exc.one_line())
     except click.exceptions.Abort:
         click.echo("memsim: aborted", err=True)
         sys.exit(130)
     except click.ClickException as exc:
-        click.echo(f"memsim: error: {exc.format_message()}", err=True)
+        click.echo(f"memsim: error: {exc.format_message()}".replace("\n", " "), err=True)
         sys.exit(exc.exit_code)
+    except OSError as exc:  # a file that cannot be read or written
+        _fail(f"{exc.filename}: {exc.strerror}" if exc.filename else str(exc))
+    except Exception as exc:  # noqa: BLE001 - a bug must still not print a traceback at a user
+        if os.environ.get("MEMSIM_DEBUG"):
+            raise
+        _fail(f"internal error, please report it: {type(exc).__name__}: {exc} (MEMSIM_DEBUG=1 shows the traceback)")
+
+
+def _fail(line: str) -> None:
+    click.echo(f"memsim: error: {line}".replace("\n", " "), err=True)
+    sys.exit(2)
 
 
 if __name__ == "__main__":

@@ -32,3 +32,7 @@ class TraceError(MemsimError):
 
 class CapacityError(MemsimError):
     """The workload cannot be placed: it fits in no memory level, or a tile fits in no SRAM."""
+
+
+class MemsimWarning(UserWarning):
+    """Input that runs but deserves a word (the CLI prints it as one line on stderr)."""

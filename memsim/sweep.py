@@ -1,30 +1,27 @@
 """Parameter sweeps: the cartesian product of swept fields, run on a local process pool or a
 Dask cluster, with every finished point kept.
 
-Orchestration only: each point is an ordinary ``memsim.simulate`` call. Finished points are
-appended to ``points.jsonl`` (the durable log a re-run resumes from) and ``results.csv`` is
-rewritten atomically after each one, so a killed sweep loses nothing that finished. A point
-that fails records its error in its row and the sweep goes on.
+Orchestration only: each point is an ordinary ``memsim.simulate`` call. Every point's run is
+checked before any runs, so a bad value stops the sweep with one line. Finished points are
+kept by ``sweep_store`` (keyed by everything their result depends on), so a killed sweep loses
+nothing that finished and a re-run resumes. A point that fails in simulation (a tile that fits
+no SRAM at one swept size) records its error in its row and the sweep goes on.
 """
 from __future__ import annotations
 
 import itertools
-import json
 import os
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-import pandas as pd
-
-from memsim import units
-from memsim.atomic import atomic_write_text
+from memsim import runspec, sweep_store, units
 from memsim.errors import ConfigError, MemsimError
+from memsim.runspec import RunSpec
+from memsim.sweep_store import Lock, Results
 
-# Sweepable fields that are arguments of the run rather than hardware fields.
-RUN_FIELDS = {"hw": str, "model": str, "phase": str, "batch": int, "context": int, "prompt": int,
-              "generate": int, "weight_dtype": str, "kv_dtype": str, "group_size": int, "tp": int, "pp": int,
-              "microbatches": int}
-ALIASES = {"weight-dtype": "weight_dtype", "kv-dtype": "kv_dtype", "group-size": "group_size"}
+# Sweepable fields that are arguments of the run (RunSpec's) rather than hardware fields.
+RUN_FIELDS = runspec.sweepable()
+ALIASES = {name.replace("_", "-"): name for name in RUN_FIELDS if "_" in name}
 
 
 def expand(spec: str) -> list[str]:
@@ -90,28 +87,54 @@ def read_sweep_file(path: Path) -> tuple[dict[str, Any], list[str]]:
     import yaml
 
     if not path.is_file():
-        raise ConfigError("file not found", file=str(path))
-    raw = yaml.safe_load(path.read_text()) or {}
+        raise ConfigError("file not found" if not path.is_dir() else "is a folder, not a sweep file", file=str(path))
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except UnicodeDecodeError:
+        raise ConfigError("not UTF-8 text", file=str(path)) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise ConfigError(f"not valid YAML{where}: {getattr(exc, 'problem', None) or exc}", file=str(path)) from None
     if not isinstance(raw, dict):
         raise ConfigError("expected a mapping", file=str(path))
     sets = raw.pop("set", {}) or {}
     if not isinstance(sets, dict):
         raise ConfigError("expected a mapping of PATH to values", file=str(path), field="set")
-    known = {*RUN_FIELDS, "trace", "samples", "system", "ep"}
     for key in raw:
-        if ALIASES.get(key, key) not in known:
-            raise ConfigError(f"unknown field (known: set, {', '.join(sorted(known))})", file=str(path), field=key)
-    items = [f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}" for k, v in sets.items()]
-    return {ALIASES.get(k, k): v for k, v in raw.items()}, items
+        if ALIASES.get(key, key) not in RUN_FIELDS:
+            raise ConfigError(f"unknown field (known: set, {', '.join(sorted(RUN_FIELDS))})", file=str(path),
+                              field=str(key))
+    items = []
+    for k, v in sets.items():
+        if isinstance(v, list):
+            if not v or any(isinstance(x, (dict, list)) or x is None for x in v):
+                raise ConfigError("expected a list of values", file=str(path), field=f"set.{k}")
+            v = ",".join(map(str, v))
+        elif isinstance(v, dict) or v is None:
+            raise ConfigError("expected values: a list or \"A..B:x2\"", file=str(path), field=f"set.{k}")
+        items.append(f"{k}={v}")
+    fixed = {ALIASES.get(k, k): v for k, v in raw.items()}
+    for name, value in fixed.items():
+        try:
+            runspec.check(RUN_FIELDS[name], value)
+        except ConfigError as exc:
+            raise ConfigError(exc.message, file=str(path), field=name) from None
+    return fixed, items
 
 
 def parse_sweeps(items: Iterable[str]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for item in items:
         key, sep, spec = item.partition("=")
-        if not sep or not key:
+        if not sep or not key.strip():
             raise ConfigError(f"expected PATH=V1,V2 or PATH=A..B:xF, got {item!r}", field="--set")
-        out[ALIASES.get(key.strip(), key.strip())] = expand(spec.strip())
+        name = ALIASES.get(key.strip(), key.strip())
+        if name in out:
+            raise ConfigError(f"{name} is swept twice", field="--set")
+        if name in ("set", "fast_forward"):
+            raise ConfigError(f"{name} cannot be swept", field="--set")
+        out[name] = expand(spec.strip())
     return out
 
 
@@ -121,8 +144,19 @@ def points(sweeps: dict[str, list[str]]) -> Iterator[dict[str, str]]:
         yield dict(zip(keys, combo))
 
 
-def key_of(point: dict[str, str]) -> str:
-    return json.dumps(point, sort_keys=True)
+def point_spec(base: dict[str, Any], point: dict[str, str]) -> RunSpec:
+    """The resolved run of one point: swept run fields replace the base's, swept hardware fields
+    join its overrides."""
+    from memsim.api import resolve
+
+    kwargs = dict(base)
+    sets = list(runspec.overrides(kwargs.pop("set", ())))
+    for name, value in point.items():
+        if name in RUN_FIELDS:
+            kwargs[name] = runspec.parse_value(RUN_FIELDS[name], value)
+        else:
+            sets.append((name, value))
+    return resolve(**kwargs, set=tuple(sets))
 
 
 def flatten(summary: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -136,99 +170,77 @@ def flatten(summary: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return row
 
 
-def run_point(base: dict[str, Any], point: dict[str, str], keep: str | None = None) -> dict[str, Any]:
+def run_point(spec: RunSpec, point: dict[str, str], key: str, keep: str | None = None) -> dict[str, Any]:
     """Simulate one point; never raises: a failure becomes the row's ``error``."""
-    from memsim.api import simulate
+    from memsim.api import run
 
-    kwargs = dict(base)
-    sets = list(kwargs.pop("set", ()))
-    for field, value in point.items():
-        if field in RUN_FIELDS:
-            try:
-                kwargs[field] = RUN_FIELDS[field](value)
-            except ValueError:
-                return {**point, "error": f"--set {field}: expected {RUN_FIELDS[field].__name__}, got {value!r}"}
-        else:
-            sets.append(f"{field}={value}")
     try:
-        result = simulate(set=sets, **kwargs)
+        result = run(spec)
         if keep:
             result.write(Path(keep))
-        return {**point, "error": "", **flatten(result.summary)}
+        return {**point, "run_key": key, "error": "", **flatten(result.summary)}
     except MemsimError as exc:
-        return {**point, "error": exc.one_line()}
+        return {**point, "run_key": key, "error": exc.one_line()}
     except Exception as exc:  # a sweep records every failure and goes on
-        return {**point, "error": f"{type(exc).__name__}: {exc}"}
-
-
-class Results:
-    """points.jsonl (append-only, fsynced) and results.csv (rewritten atomically) in ``out``."""
-
-    def __init__(self, out: Path, fields: list[str], order: dict[str, int] | None = None) -> None:
-        self.order = order or {}  # point key -> position in the sweep, for the CSV's row order
-        self.out = Path(out)
-        self.out.mkdir(parents=True, exist_ok=True)
-        self.log = self.out / "points.jsonl"
-        self.fields = fields
-        self.rows: list[dict[str, Any]] = []
-        self.skipped = 0  # points already done when this run started
-        if self.log.exists():
-            for line in self.log.read_text().splitlines():
-                if line.strip():
-                    try:
-                        self.rows.append(json.loads(line))
-                    except json.JSONDecodeError:
-                        continue  # a line cut short by a kill: that point is simply run again
-
-    def key(self, row: dict[str, Any]) -> str:
-        return key_of({f: str(row.get(f)) for f in self.fields})
-
-    def done(self) -> set[str]:
-        return {self.key(r) for r in self.rows}
-
-    def add(self, row: dict[str, Any]) -> None:
-        torn = False  # a kill can leave a last line without its newline
-        if self.log.exists() and self.log.stat().st_size:
-            with self.log.open("rb") as fh:
-                fh.seek(-1, os.SEEK_END)
-                torn = fh.read(1) != b"\n"
-        with self.log.open("a") as fh:
-            fh.write(("\n" if torn else "") + json.dumps(row) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        self.rows.append(row)
-        self.write_csv()
-
-    def write_csv(self) -> None:
-        rows = sorted(self.rows, key=lambda r: self.order.get(self.key(r), len(self.order)))
-        df = pd.DataFrame(rows)
-        if df.empty:
-            df = pd.DataFrame(columns=[*self.fields, "error"])
-        lead = [*self.fields, "error"]
-        df = df[lead + [c for c in df.columns if c not in lead]]
-        atomic_write_text(self.out / "results.csv", df.to_csv(index=False))
+        return {**point, "run_key": key, "error": f"{type(exc).__name__}: {exc}"}
 
 
 def run_sweep(base: dict[str, Any], sweeps: dict[str, list[str]], out: Path, workers: int | None = None,
               scheduler: str | None = None, keep: bool = False, progress: bool = True) -> Results:
     """Run every point not already in ``out``; returns the results, finished ones included."""
+    if workers is not None and workers < 1:
+        raise ConfigError("must be at least 1", field="--workers")
     fields = list(sweeps)
     every = list(points(sweeps))
-    results = Results(out, fields, {key_of(p): i for i, p in enumerate(every)})
-    done = results.done()
-    todo = [(i, p) for i, p in enumerate(every) if key_of(p) not in done]
-    results.skipped = len(every) - len(todo)
-    bar = _bar(len(todo) + len(done), len(done), progress)
-    keep_dir = lambda i: str(Path(out) / "points" / f"{i:05d}") if keep else None  # noqa: E731
-    try:
-        if scheduler:
-            _run_dask(scheduler, base, todo, keep_dir, results, bar)
-        else:
-            _run_pool(workers, base, todo, keep_dir, results, bar)
-    finally:
-        bar.close()
-        results.write_csv()
+    specs = [point_spec(base, p) for p in every]  # a bad value stops here, before anything is written
+    _check_inputs(specs, fields)
+    keys = [sweep_store.run_key(s) for s in specs]
+    experiment = _experiment(specs[0], fields)
+    Path(out).mkdir(parents=True, exist_ok=True)
+    with Lock(Path(out)):
+        sweep_store.claim(Path(out), experiment)
+        results = Results(out, fields, {k: i for i, k in enumerate(keys)})
+        done = results.done()
+        todo = [(i, every[i], specs[i], keys[i]) for i in range(len(every)) if keys[i] not in done]
+        results.skipped = len(every) - len(todo)
+        bar = _bar(len(every), len(every) - len(todo), progress)
+        keep_dir = lambda i: str(Path(out) / "points" / f"{i:05d}") if keep else None  # noqa: E731
+        try:
+            if scheduler:
+                _run_dask(scheduler, todo, keep_dir, results, bar)
+            else:
+                _run_pool(workers, todo, keep_dir, results, bar)
+        finally:
+            bar.close()
+            results.write_csv()
     return results
+
+
+def _experiment(spec: RunSpec, swept: list[str]) -> dict[str, Any]:
+    """What every point shares: the unswept run fields, their files' contents, the swept names."""
+    fixed = tuple(f for f in runspec.defaults() if f not in swept and f != "set")
+    ident = sweep_store.identity(spec, fixed)
+    ident["set"] = sorted([k, v] for k, v in spec.set if k not in swept)
+    ident["swept"] = sorted(swept)
+    return ident
+
+
+def _check_inputs(specs: list[RunSpec], swept: list[str]) -> None:
+    """Load every distinct chip (without swept hardware fields) and model once: a file that every
+    point would fail on is one error, not a column of them."""
+    from memsim import workload
+    from memsim.api import _load_chip
+
+    hardware_swept = [f for f in swept if f not in RUN_FIELDS]
+    seen = set()
+    for spec in specs:
+        chip = (spec.hw, tuple(kv for kv in spec.set if kv[0] not in hardware_swept), spec.system)
+        if chip not in seen:
+            seen.add(chip)
+            _load_chip(spec.hw, dict(chip[1]), spec.system)
+        if spec.model is not None and spec.model not in seen:
+            seen.add(spec.model)
+            workload.model_config(spec.model)
 
 
 def _bar(total: int, initial: int, enabled: bool):
@@ -237,17 +249,18 @@ def _bar(total: int, initial: int, enabled: bool):
     return tqdm(total=total, initial=initial, unit="point", disable=not enabled, dynamic_ncols=True)
 
 
-def _run_pool(workers, base, todo, keep_dir, results: Results, bar) -> None:
+def _run_pool(workers, todo, keep_dir, results: Results, bar) -> None:
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     if workers == 1:
-        for i, p in todo:
-            results.add(run_point(base, p, keep_dir(i)))
+        for i, p, spec, key in todo:
+            results.add(run_point(spec, p, key, keep_dir(i)))
             bar.update()
         return
-    pool = ProcessPoolExecutor(max_workers=workers or os.cpu_count())
+    pool = ProcessPoolExecutor(max_workers=workers or os.cpu_count(), initializer=die_with_parent,
+                               initargs=(os.getpid(),))
     try:
-        futures = [pool.submit(run_point, base, p, keep_dir(i)) for i, p in todo]
+        futures = [pool.submit(run_point, spec, p, key, keep_dir(i)) for i, p, spec, key in todo]
         for fut in as_completed(futures):
             results.add(fut.result())
             bar.update()
@@ -257,13 +270,34 @@ def _run_pool(workers, base, todo, keep_dir, results: Results, bar) -> None:
     pool.shutdown()
 
 
-def _run_dask(address, base, todo, keep_dir, results: Results, bar) -> None:
+def die_with_parent(parent: int) -> None:
+    """Pool worker start-up: end this worker when the sweep's process dies, even by SIGKILL."""
+    import signal
+    import threading
+    import time
+
+    try:  # Linux: the kernel signals the worker when its parent exits
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+    def watch() -> None:  # elsewhere (and as a second guard): the parent's pid goes away
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _run_dask(address, todo, keep_dir, results: Results, bar) -> None:
     try:
         from distributed import Client, as_completed
     except ImportError:
         raise ConfigError("Dask is not installed (pip install '.[dask]')", field="--scheduler") from None
     client = address if hasattr(address, "submit") else Client(address)
-    futures = [client.submit(run_point, base, p, keep_dir(i), pure=False) for i, p in todo]
+    futures = [client.submit(run_point, spec, p, key, keep_dir(i), pure=False) for i, p, spec, key in todo]
     try:
         for fut in as_completed(futures):
             results.add(fut.result())
@@ -273,4 +307,4 @@ def _run_dask(address, base, todo, keep_dir, results: Results, bar) -> None:
         raise
 
 
-__all__ = ["expand", "parse_sweeps", "points", "run_point", "run_sweep", "Results"]
+__all__ = ["expand", "parse_sweeps", "points", "point_spec", "run_point", "run_sweep", "Results"]

@@ -128,7 +128,7 @@ def targets() -> None:
               f"{result.summary['step_time_s'] * 1e3:.3f} ms simulated)")
     plain = simpy_rate()
     t0 = time.perf_counter()
-    result = simulate("h100-sxm", "gpt2", context=1023, fast_forward=False, memoize=False)
+    result = simulate("h100-sxm", "gpt2", context=1023, fast_forward=False)
     wall = time.perf_counter() - t0
     rate = result.summary["engine"]["events"] / wall
     verdict = "met" if rate >= 0.4 * plain else "MISSED"

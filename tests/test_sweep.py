@@ -123,3 +123,123 @@ def test_cli_sweep_bad_input(monkeypatch, capsys, tmp_path):
     spec.write_text("modle: gpt2\n")
     code, io = _cli(monkeypatch, capsys, "sweep", "--sweep", str(spec), "--out", str(tmp_path / "o"))
     assert code == 2 and "modle" in io.err
+
+
+def _gpt2(**kw):
+    return {"hw": "h100-sxm", "model": "gpt2", "phase": "decode", "context": 64, **kw}
+
+
+def test_another_experiment_into_the_same_folder_is_refused_and_nothing_mixes(monkeypatch, capsys, tmp_path):
+    out = str(tmp_path / "d")
+    args = ["sweep", "--model", "gpt2", "--context", "64", "--set", "sram.capacity=1MiB,2MiB", "--out", out,
+            "--workers", "1", "--no-progress"]
+    assert _cli(monkeypatch, capsys, *args, "--hw", "h100-sxm")[0] == 0
+    code, io = _cli(monkeypatch, capsys, *args, "--hw", "a100-80gb-sxm")
+    assert code == 2 and "another experiment" in io.err and "hw" in io.err
+    assert len(io.err.strip().splitlines()) == 1
+    code, io = _cli(monkeypatch, capsys, "sweep", "--model", "gpt2", "--context", "64", "--set", "batch=1,2",
+                    "--out", out, "--workers", "1", "--no-progress")
+    assert code == 2 and "swept" in io.err
+    df = pd.read_csv(tmp_path / "d" / "results.csv")
+    assert len(df) == 2 and set(df["hardware"]) == {"h100-sxm"} and "batch" not in df.columns[:1]
+
+
+def test_more_values_of_the_same_field_resume_and_changed_files_are_refused(tmp_path):
+    chip = tmp_path / "chip.yaml"
+    from memsim.presets import resolve
+    chip.write_text(resolve("h100-sxm", "hardware", (".yaml",)).read_text())
+    out = tmp_path / "d"
+    sweeping.run_sweep(_gpt2(hw=str(chip)), sweeping.parse_sweeps(["sram.capacity=1MiB,2MiB"]), out, workers=1,
+                       progress=False)
+    more = sweeping.run_sweep(_gpt2(hw=str(chip)), sweeping.parse_sweeps(["sram.capacity=1MiB,2MiB,4MiB"]), out,
+                              workers=1, progress=False)
+    assert more.skipped == 2 and len(more.rows) == 3
+    chip.write_text(chip.read_text().replace("name: h100-sxm", "name: h100-edited"))
+    with pytest.raises(ConfigError, match="another experiment.*hw_content"):
+        sweeping.run_sweep(_gpt2(hw=str(chip)), sweeping.parse_sweeps(["sram.capacity=1MiB"]), out, workers=1,
+                           progress=False)
+
+
+def test_points_are_keyed_by_the_whole_run():
+    from memsim.sweep_store import run_key
+
+    one = sweeping.point_spec(_gpt2(), {"sram.capacity": "1MiB"})
+    assert run_key(one) == run_key(sweeping.point_spec(_gpt2(), {"sram.capacity": "1MiB"}))
+    for other in (sweeping.point_spec(_gpt2(), {"sram.capacity": "2MiB"}),
+                  sweeping.point_spec(_gpt2(hw="a100-80gb-sxm"), {"sram.capacity": "1MiB"}),
+                  sweeping.point_spec(_gpt2(context=65), {"sram.capacity": "1MiB"}),
+                  sweeping.point_spec(_gpt2(kv_dtype="fp8"), {"sram.capacity": "1MiB"})):
+        assert run_key(other) != run_key(one)
+
+
+def test_a_second_sweep_into_a_locked_folder_is_refused(tmp_path):
+    import fcntl
+
+    out = tmp_path / "d"
+    out.mkdir()
+    with (out / ".lock").open("a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(ConfigError, match="another sweep is writing"):
+            sweeping.run_sweep(_gpt2(), sweeping.parse_sweeps(["batch=1,2"]), out, workers=1, progress=False)
+    assert not (out / "results.csv").exists()
+
+
+@pytest.mark.parametrize(("text", "needle"), [
+    ("model: gpt2\nset:\n  batch: [1, 2\n", "not valid YAML"),
+    ("model: gpt2\nbatch: lots\nset:\n  sram.capacity: [1MiB]\n", "batch: expected an integer"),
+    ("model: gpt2\nphase: train\nset:\n  batch: [1]\n", "phase: 'train' is not one of"),
+    ("model: gpt2\nset:\n  batch: {a: 1}\n", "set.batch"),
+])
+def test_a_bad_sweep_file_is_one_line_and_writes_nothing(monkeypatch, capsys, tmp_path, text, needle):
+    spec = tmp_path / "s.yaml"
+    spec.write_text(text)
+    code, io = _cli(monkeypatch, capsys, "sweep", "--sweep", str(spec), "--out", str(tmp_path / "o"),
+                    "--workers", "1", "--no-progress")
+    assert code == 2 and needle in io.err and str(spec) in io.err, io.err
+    assert len(io.err.strip().splitlines()) == 1 and not (tmp_path / "o").exists()
+
+
+def test_a_malformed_base_chip_or_a_bad_swept_run_value_stops_before_any_point(monkeypatch, capsys, tmp_path):
+    chip = tmp_path / "chip.yaml"
+    chip.write_text("name: broken\ncompute: 3\n")
+    code, io = _cli(monkeypatch, capsys, "sweep", "--hw", str(chip), "--model", "gpt2", "--set",
+                    "sram.capacity=1MiB,2MiB", "--out", str(tmp_path / "o"), "--no-progress")
+    assert code == 2 and str(chip) in io.err and not (tmp_path / "o").exists()
+    code, io = _cli(monkeypatch, capsys, "sweep", "--model", "gpt2", "--set", "batch=1,0", "--out",
+                    str(tmp_path / "o"), "--no-progress")
+    assert code == 2 and "--batch: must be at least 1" in io.err and not (tmp_path / "o").exists()
+    code, io = _cli(monkeypatch, capsys, "sweep", "--model", "gpt2", "--set", "batch=1", "--set", "batch=2",
+                    "--out", str(tmp_path / "o"), "--no-progress")
+    assert code == 2 and "swept twice" in io.err
+
+
+def test_pool_workers_die_with_a_killed_sweep(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = ("from memsim import sweep as s\n"
+              f"s.run_sweep({_gpt2(model='llama-2-7b', context=2048)!r}, s.parse_sweeps(['batch=1..64:+1']), "
+              f"{str(tmp_path / 'd')!r}, workers=2, progress=False)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script])
+
+    def children():
+        path = f"/proc/{proc.pid}/task/{proc.pid}/children"
+        return [int(p) for p in open(path).read().split()] if os.path.exists(path) else []
+
+    deadline = time.time() + 60
+    while len(children()) < 2 and time.time() < deadline:
+        time.sleep(0.2)
+    workers = children()
+    assert len(workers) >= 2, "the pool never started"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.time() + 20
+    alive = workers
+    while alive and time.time() < deadline:
+        time.sleep(0.2)
+        alive = [w for w in workers if os.path.exists(f"/proc/{w}") and
+                 open(f"/proc/{w}/stat").read().split()[2] != "Z"]
+    assert not alive, f"workers outlived their sweep: {alive}"

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from memsim.report.frames import TIMELINE_COLUMNS, ops, timeline
-from memsim.report.output import write_outputs
+from memsim.report.output import check_target, write_outputs
 from memsim.report.perfetto import perfetto, perfetto_json
 from memsim.report.summary import summarize
 
-__all__ = ["TIMELINE_COLUMNS", "ops", "perfetto", "perfetto_json", "summarize", "timeline", "write_outputs"]
+__all__ = ["TIMELINE_COLUMNS", "ops", "perfetto", "perfetto_json", "summarize", "timeline", "check_target", "write_outputs"]

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from dataclasses import dataclass
 
-from memsim.errors import ConfigError
+from memsim.errors import ConfigError, MemsimWarning
 from memsim.workload.dtypes import KV_DTYPES, WEIGHT_DTYPES, nbytes, weight_storage_bytes
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
 from memsim.workload.models import ModelConfig
@@ -318,9 +319,9 @@ def build_step(model: ModelConfig, step: StepSpec) -> OpGraph:
     """The operator DAG of one step of ``model``."""
     if model.is_encoder and step.phase == "decode":
         raise ConfigError(f"{model.name} is an encoder: use --phase prefill", field="--phase")
-    if step.context + step.tokens > model.max_positions and not model.rotary:
-        raise ConfigError(f"{step.context + step.tokens} tokens exceed the model's {model.max_positions} positions",
-                          field="--context/--prompt")
+    if step.context + step.tokens > model.max_positions:  # architects do simulate longer contexts
+        warnings.warn(MemsimWarning(f"--context/--prompt: {step.context + step.tokens} tokens exceed "
+                                    f"{model.name}'s {model.max_positions} positions"), stacklevel=2)
     if step.expert_parallel and (model.experts < 2 or model.experts % step.tp):
         raise ConfigError(f"{model.experts} experts do not spread over {step.tp} ranks", field="--ep")
     return _Builder(shard(model, step.tp, step.expert_parallel), step).build()

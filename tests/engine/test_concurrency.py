@@ -65,7 +65,7 @@ def test_shortcuts_stay_exact_under_concurrency(tiny_chip_path, tiny_wafer_path,
         tiny_model_path.write_text(json.dumps({"model_type": "gptj", "n_embd": 64, "n_head": 4, "n_layer": 2,
                                                "rotary_dim": 16, "vocab_size": 256, "n_positions": 512}))
     fast = simulate(str(chip), str(tiny_model_path), **kw)
-    full = simulate(str(chip), str(tiny_model_path), fast_forward=False, memoize=False, **kw)
+    full = simulate(str(chip), str(tiny_model_path), fast_forward=False, **kw)
     assert fast.summary["step_time_s"] == full.summary["step_time_s"]
     assert fast.summary["bytes_per_level"] == full.summary["bytes_per_level"]
     assert fast.summary["stall_s"] == pytest.approx(full.summary["stall_s"], rel=1e-12, abs=1e-15)

@@ -33,9 +33,9 @@ def _check_trace(trace: dict) -> None:
 
 
 def test_perfetto_has_a_track_per_resource_and_counters(run, tmp_path):
-    files = run.write(tmp_path, perfetto=True)
-    assert tmp_path / "trace.perfetto.json" in files
-    trace = json.loads((tmp_path / "trace.perfetto.json").read_text())
+    files = run.write(tmp_path / "out", perfetto=True)
+    assert tmp_path / "out" / "trace.perfetto.json" in files
+    trace = json.loads((tmp_path / "out" / "trace.perfetto.json").read_text())
     _check_trace(trace)
     names = {e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "thread_name"}
     assert {"compute", "hbm"} <= names
@@ -59,8 +59,8 @@ def test_plot_run_draws_three_figures(run, tmp_path):
     pytest.importorskip("matplotlib", reason="figures need the plot extra")
     from memsim.report.run_plots import plot_run
 
-    run.write(tmp_path)
-    paths = plot_run(tmp_path)
+    run.write(tmp_path / "out")
+    paths = plot_run(tmp_path / "out")
     assert [p.name for p in paths] == ["gantt.png", "roofline.png", "stalls.png"]
     for p in paths:
         assert p.read_bytes()[:4] == b"\x89PNG" and p.stat().st_size > 5000

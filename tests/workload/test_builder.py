@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import warnings
 
 import networkx as nx
 import pytest
 
-from memsim.errors import ConfigError
+from memsim.errors import ConfigError, MemsimWarning
 from memsim.workload import StepSpec, build_step, load_model, model_config
 from memsim.workload.dtypes import nbytes
 
@@ -224,10 +225,12 @@ def test_bert_decode_is_refused():
     assert "encoder" in str(info.value)
 
 
-def test_context_beyond_learned_positions_is_refused():
-    with pytest.raises(ConfigError):
+def test_context_beyond_the_models_positions_runs_with_a_warning():
+    with pytest.warns(MemsimWarning, match="1025 tokens exceed gpt2's 1024 positions"):
         decode("gpt2", context=1024)  # 1024 cached + 1 new > 1024 positions
-    decode("gpt2", context=1023)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        decode("gpt2", context=1023)
 
 
 @pytest.mark.parametrize(("kwargs", "field"), [

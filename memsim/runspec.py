@@ -1,0 +1,185 @@
+"""One declaration of a run: every run parameter once, with its type, default, help and checks.
+
+``RunSpec`` is the single place the parameters of a simulation are declared. The CLI's
+options (``memsim run``, ``memsim sweep``, ``memsim trace``), the keyword arguments of
+``memsim.simulate`` and the run fields a sweep may vary are all generated from its fields'
+metadata, so they cannot disagree. Hardware fields are not run parameters: they are changed
+with ``set`` (``--set PATH=VALUE``), which the hardware loader checks.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import MISSING, dataclass, field, fields, replace
+from typing import Any, Iterable, Mapping
+
+from memsim.errors import ConfigError
+
+PHASES = ("decode", "prefill", "generate")
+DTYPES = ("bf16", "fp16", "fp8", "int8", "int4")  # weights and KV cache (memsim.workload.dtypes)
+DEFAULT_TOKENS = 2048  # context or prompt when none is given, if the model has room for it
+
+
+def param(default: Any, help: str, *, flag: str | None = None, kind: type = str, choices: tuple = (),
+          minimum: int | None = None, sweepable: bool = True, commands: tuple[str, ...] = ("run", "sweep")) -> Any:
+    """A run parameter: its default, CLI flag, value type, allowed values and where it appears."""
+    meta = {"help": help, "flag": flag, "kind": kind, "choices": choices, "minimum": minimum,
+            "sweepable": sweepable, "commands": commands}
+    return field(default=default, metadata=meta)
+
+
+WORKLOAD = ("run", "sweep", "trace")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything a run depends on besides the files it names. ``None`` means "derive it"."""
+
+    hw: str = param("h100-sxm", "preset name or path to a hardware YAML")
+    model: str | None = param(None, "model name in configs/models or a path to a HF config.json",
+                              commands=WORKLOAD)
+    trace: str | None = param(None, "simulate a trace file instead of --model", flag="--trace")
+    phase: str = param("decode", "decode (one step), prefill (one step) or generate (a prefill and --generate "
+                       "decode steps)", choices=PHASES, commands=WORKLOAD)
+    batch: int = param(1, "sequences per step", kind=int, minimum=1, commands=WORKLOAD)
+    context: int | None = param(None, "decode: tokens already in the KV cache (default: 2048, or fewer if the "
+                                "model has fewer positions)", kind=int, minimum=0, commands=WORKLOAD)
+    prompt: int | None = param(None, "prefill and generate: prompt tokens (default: 2048, or the model's "
+                               "positions if fewer)", kind=int, minimum=1, commands=WORKLOAD)
+    weight_dtype: str = param("bf16", "weight format", choices=DTYPES, commands=WORKLOAD)
+    kv_dtype: str = param("bf16", "KV-cache format", choices=DTYPES, commands=WORKLOAD)
+    group_size: int = param(128, "int4 weights: weights per scale and zero point", kind=int, minimum=1,
+                            commands=WORKLOAD)
+    generate: int = param(128, "generate: decode steps after the prefill", kind=int, minimum=1)
+    samples: int = param(8, "generate: decode steps simulated; the others are interpolated", kind=int, minimum=2)
+    tp: int = param(1, "tensor-parallel ranks", kind=int, minimum=1)
+    pp: int = param(1, "pipeline stages", kind=int, minimum=1)
+    chips: int | None = param(None, "chips in the system (must equal tp x pp)", kind=int, minimum=1)
+    microbatches: int | None = param(None, "micro-batches the step flows through the pipeline in (default 1; a "
+                                     "layer-pipelined chip splits a prefill into execution.pipeline_chunks)",
+                                     kind=int, minimum=1)
+    ep: bool = param(False, "mixture of experts: spread experts over the tp ranks (all-to-all)", kind=bool)
+    system: str | None = param(None, "system YAML overriding the preset's system fields (topology, link, "
+                               "collective, ...)")
+    set: tuple[tuple[str, str], ...] = param((), "override a hardware field: PATH=VALUE, repeatable",
+                                             sweepable=False, commands=("run",))
+    fast_forward: bool = param(True, "fast-forward off: simulate every chunk and every layer instead of replaying "
+                               "repeated ones (slow; for checking)", kind=bool,
+                               flag="--no-fast-forward", sweepable=False, commands=("run",))
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            if f.name != "set":
+                object.__setattr__(self, f.name, check(f, getattr(self, f.name)))
+        object.__setattr__(self, "set", overrides(self.set))
+        if (self.model is None) == (self.trace is None):
+            raise ConfigError("give exactly one of --model and --trace", field="--model/--trace")
+        if self.trace is not None:
+            if self.tp != 1 or self.pp != 1 or self.ep:
+                raise ConfigError("a trace holds one chip's step: --tp, --pp and --ep do not apply to it",
+                                  field="--trace")
+            if self.phase == "generate":
+                raise ConfigError("a trace holds one step; --phase generate needs --model", field="--phase")
+        if self.chips is not None and self.chips != self.tp * self.pp:
+            raise ConfigError(f"{self.chips} must equal --tp x --pp ({self.tp * self.pp})", field="--chips")
+
+    @classmethod
+    def make(cls, values: Mapping[str, Any]) -> "RunSpec":
+        """A spec from keyword values; an unknown name is a one-line error."""
+        known = {f.name for f in fields(cls)}
+        for name in values:
+            if name not in known:
+                raise ConfigError(f"unknown run parameter (known: {', '.join(sorted(known))})", field=name)
+        return cls(**dict(values))
+
+    def resolved(self, max_positions: int | None) -> "RunSpec":
+        """The spec with ``context`` and ``prompt`` defaults that fit a model of ``max_positions``."""
+        room = max_positions if max_positions else DEFAULT_TOKENS
+        context = self.context if self.context is not None else max(0, min(DEFAULT_TOKENS, room - 1))
+        prompt = self.prompt if self.prompt is not None else max(1, min(DEFAULT_TOKENS, room))
+        return replace(self, context=context, prompt=prompt)
+
+
+def options(command: str) -> list:
+    """The ``RunSpec`` fields that ``memsim COMMAND`` takes as options."""
+    return [f for f in fields(RunSpec) if command in f.metadata["commands"]]
+
+
+def flag(f) -> str:
+    return f.metadata["flag"] or "--" + f.name.replace("_", "-")
+
+
+def sweepable() -> dict[str, Any]:
+    """Run fields a sweep may vary: name -> field (``weight-dtype`` is accepted for ``weight_dtype``)."""
+    return {f.name: f for f in fields(RunSpec) if f.metadata["sweepable"]}
+
+
+def parse_value(f, text: str) -> Any:
+    """A swept or YAML value given as text, converted to the field's type."""
+    kind = f.metadata["kind"]
+    if kind is int:
+        try:
+            return int(str(text).strip())
+        except ValueError:
+            raise ConfigError(f"expected an integer, got {text!r}", field=f.name) from None
+    if kind is bool:
+        lowered = str(text).strip().lower()
+        if lowered in ("true", "1", "yes", "on"):
+            return True
+        if lowered in ("false", "0", "no", "off"):
+            return False
+        raise ConfigError(f"expected true or false, got {text!r}", field=f.name)
+    return str(text)
+
+
+def check(f, value: Any) -> Any:
+    """``value`` checked against field ``f``'s type, range and choices (ints given as whole floats become ints)."""
+    kind, name = f.metadata["kind"], flag(f)
+    if value is None:
+        if f.default is not None:
+            raise ConfigError("must be given", field=name)
+        return None
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"expected true or false, got {value!r}", field=name)
+        return value
+    if kind is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+                value = int(value)
+            else:
+                raise ConfigError(f"expected an integer, got {value!r}", field=name)
+        if f.metadata["minimum"] is not None and value < f.metadata["minimum"]:
+            raise ConfigError(f"must be at least {f.metadata['minimum']}, got {value}", field=name)
+        return value
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"expected a non-empty text, got {value!r}", field=name)
+    if f.metadata["choices"] and value not in f.metadata["choices"]:
+        raise ConfigError(f"{value!r} is not one of {', '.join(f.metadata['choices'])}", field=name)
+    return value
+
+
+def overrides(items: Iterable[str] | Mapping[str, str] | Iterable[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    """``--set`` items (``PATH=VALUE`` texts, pairs or a mapping) as pairs; a path given twice is an error."""
+    if isinstance(items, str):
+        items = [items]
+    pairs = []
+    for item in (items.items() if isinstance(items, Mapping) else items):
+        if isinstance(item, str):
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip() or not value.strip():
+                raise ConfigError(f"expected PATH=VALUE, got {item!r}", field="--set")
+        elif isinstance(item, tuple) and len(item) == 2:
+            key, value = item
+        else:
+            raise ConfigError(f"expected PATH=VALUE, got {item!r}", field="--set")
+        pairs.append((str(key).strip(), str(value).strip()))
+    seen = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise ConfigError(f"{key} is given twice", field="--set")
+        seen.add(key)
+    return tuple(pairs)
+
+
+def defaults() -> dict[str, Any]:
+    return {f.name: f.default for f in fields(RunSpec) if f.default is not MISSING}
