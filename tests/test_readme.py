@@ -45,3 +45,20 @@ def test_quick_start_has_exactly_two_commands():
     assert len(blocks) == 2
     assert "memsim run --hw h100-sxm --model llama-2-7b" in blocks[0]
     assert "pytest" in blocks[1]
+
+
+def test_quick_start_output_is_what_the_first_command_prints(monkeypatch, capsys):
+    """The README's headline run is asserted, not quoted: a physics change that moves it fails here."""
+    quick = README.split("## Quick start")[1].split("\n## ")[0]
+    printed = quick.split("Here is what the first command prints:")[1].split("```")[1].strip("\n")
+    command = quick.split("```bash")[1].split("```")[0].split("&&")[1].split()
+    assert command[0] == "memsim"
+    args = [a for a in command[2:]]
+    out_at = args.index("--out")
+    del args[out_at:out_at + 2]  # the summary is what is compared; the files are tested elsewhere
+    monkeypatch.setattr("sys.argv", ["memsim", command[1], *args])
+    try:
+        cli.entry()
+    except SystemExit as exc:
+        assert exc.code == 0
+    assert capsys.readouterr().out.strip("\n") == printed

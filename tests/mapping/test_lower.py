@@ -53,12 +53,12 @@ def test_fused_dequantisation_reaches_most_of_the_byte_ratio():
 
 def test_fused_dequantisation_is_bounded_by_the_unpacking_when_it_is_slowest():
     from memsim import hardware
-    from memsim.api import load_workload
+    from memsim.api import load_workload, resolve
     from memsim.mapping.lower import Context, lower_matmul
 
     chip = hardware.load("a100-80gb-sxm", [("execution.dequant_kernel", "fused"),
                                            ("compute.vector_peak", "0.1 TFLOP/s")])
-    g = load_workload("llama-2-7b", None, "decode", 1, 16, 0, "int4", "bf16")
+    g = load_workload(resolve(model="llama-2-7b", context=16, weight_dtype="int4"))
     homes = {t: "hbm" for t in g.tensors}
     (step,) = lower_matmul(g.ops["L0.down"], Context(chip, g, homes))
     rows, cols = g.tensors["L0.down.weight"].shape

@@ -126,7 +126,7 @@ def test_a_latency_bound_decode_all_reduce_stays_whole(tiny_chip_path, tiny_mode
 
 def test_shortcuts_stay_exact_with_chunks(tiny_chip_path, tiny_model_path):
     fast = run(tiny_chip_path, tiny_model_path, 4)
-    full = run(tiny_chip_path, tiny_model_path, 4, fast_forward=False, memoize=False)
+    full = run(tiny_chip_path, tiny_model_path, 4, fast_forward=False)
     assert fast.summary["step_time_s"] == full.summary["step_time_s"]
     assert fast.summary["stall_s"] == pytest.approx(full.summary["stall_s"], rel=1e-12, abs=1e-15)
     assert fast.summary["bytes_per_level"] == full.summary["bytes_per_level"]
