@@ -322,12 +322,13 @@ class Simulation:
             self.env.process(self._stream(key, tasks))
         self.env.run()
         end = int(self.env.now)
-        if len(self.chips) > 1:  # a chip that finished early idles until the step ends
-            for (chip, stream), tasks in self.streams.items():
-                last = self.finish.get(tasks[-1].op, end) if tasks else end
-                if stream == COMPUTE and last < end:
-                    self.rows.append(Interval(last, end, chip, ResourceId(COMPUTE, chip, "compute"), "stall",
-                                              tasks[-1].op, tasks[-1].kind, tasks[-1].layer, cause=Cause(BUBBLE)))
+        # A compute stream that finished early idles until the step ends: for another chip (a
+        # bubble), or for its own chip's other streams (the last collective, a link or level).
+        lasts = [tasks[-1].op for tasks in self.streams.values() if tasks]
+        for (chip, stream), tasks in self.streams.items():
+            last = self.finish.get(tasks[-1].op, end) if tasks else end
+            if stream == COMPUTE and last < end:
+                self.rows += self._idle(chip, tasks[-1], last, self._wait_cause(chip, lasts))
         read: dict[str, int] = {}
         written: dict[str, int] = {}
         busy: dict[str, int] = {}
