@@ -1,7 +1,8 @@
 """Summaries that add up, for every family, weight format and mode, with shortcuts on and off.
 
 - per chip, the compute stream's compute and stall rows tile the step, so ``compute_busy_s +
-  stall_total_s`` is the step time of every chip simulated;
+  stall_total_s`` is the step time of every chip simulated (plus, with a ``branch`` stream,
+  its compute, which ran while the compute stream waited);
 - the bytes of timeline.csv (rows summed, counts included) are summary.json's, per level and link;
 - the FLOPs of ops.csv are ``flops_total``;
 - no transfer row carries zero bytes;
@@ -11,6 +12,8 @@ A generation's timeline holds its prefill and first decode step, so it is checke
 two steps simulated on their own, and its summary's busy and stall time against its total.
 """
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -34,24 +37,33 @@ CASES = {
     "rdu-generate": ("sn40l", dict(phase="generate", prompt=16, generate=3)),
     "cpu-decode": ("xeon-gold-6242", dict(context=32)),
     "cpu-int8-decode": ("xeon-gold-6242", dict(context=32, weight_dtype="int8")),
+    "gpu-branch-stream": ("h100-sxm", dict(context=32, set={"execution.streams": "compute,branch,copy,comm"},
+                                           model="parallel")),
 }
+# A parallel block (GPT-J): its MLP runs on the branch stream, beside the attention.
+TINY_PARALLEL = {"model_type": "gptj", "n_embd": 64, "n_head": 4, "n_layer": 2, "n_inner": None, "n_positions": 512,
+                 "rotary_dim": 16, "vocab_size": 256}
 SHORTCUTS = {"shortcuts": True, "chunk-by-chunk": False}
 
 
 @pytest.fixture(scope="module")
-def model(tiny_model_file) -> str:
-    return tiny_model_file
+def models(tiny_model_file, tmp_path_factory) -> dict[str, str]:
+    parallel = tmp_path_factory.mktemp("models") / "tiny-gptj.json"
+    parallel.write_text(json.dumps(TINY_PARALLEL))
+    return {"llama": tiny_model_file, "parallel": str(parallel)}
 
 
 _RUNS: dict = {}
 
 
-def run(model: str, name: str, shortcuts: bool = True, **changes):
-    """A case's run, simulated once per module."""
-    hw, kw = CASES[name]
-    key = (model, name, shortcuts, tuple(sorted(changes.items())))
+def run(models: dict[str, str], name: str, shortcuts: bool = True):
+    """A case's run, simulated once per session."""
+    key = (models["llama"], name, shortcuts)
     if key not in _RUNS:
-        _RUNS[key] = simulate(hw, model, fast_forward=shortcuts, memoize=shortcuts, **{**kw, **changes})
+        hw, kw = CASES[name]
+        kw = dict(kw)
+        model = models[kw.pop("model", "llama")]
+        _RUNS[key] = simulate(hw, model, fast_forward=shortcuts, memoize=shortcuts, **kw)
     return _RUNS[key]
 
 
@@ -82,15 +94,18 @@ def _check_step(r) -> None:
     s, tl = r.summary, r.timeline
     _tiles(tl, s["step_time_s"])
     chips = tl[(tl.resource == "compute") & (tl.stream == "compute")].chip.nunique()
-    assert s["compute_busy_s"] + s["stall_total_s"] == pytest.approx(chips * s["step_time_s"], rel=1e-9)
+    branch = tl[(tl.stream == "branch") & (tl.kind == "compute")]
+    assert s["compute_busy_s"] + s["stall_total_s"] == \
+        pytest.approx(chips * s["step_time_s"] + (branch.end_s - branch.start_s).sum(), rel=1e-9)
     assert _timeline_bytes(tl) == _bytes(s)
     assert r.ops.flops.sum() == s["flops_total"]
 
 
 @pytest.mark.parametrize("shortcuts", SHORTCUTS.values(), ids=SHORTCUTS.keys())
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_summaries_add_up(model, name, shortcuts):
-    r = run(model, name, shortcuts)
+def test_summaries_add_up(models, name, shortcuts):
+    r = run(models, name, shortcuts)
+    model = models["llama"]
     tl, s = r.timeline, r.summary
     transfers = tl[tl.kind == "transfer"]
     assert (transfers.bytes > 0).all(), "a transfer row without bytes"
@@ -111,23 +126,23 @@ def test_summaries_add_up(model, name, shortcuts):
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_shortcuts_change_nothing_but_engine_statistics(model, name):
-    fast, slow = run(model, name, True).summary, run(model, name, False).summary
+def test_shortcuts_change_nothing_but_engine_statistics(models, name):
+    fast, slow = run(models, name, True).summary, run(models, name, False).summary
     assert {k: v for k, v in fast.items() if k != "engine"} == {k: v for k, v in slow.items() if k != "engine"}
     assert fast["engine"]["events"] < slow["engine"]["events"]
 
 
-def test_dequantisation_is_not_compute(model):
-    tl = run(model, "gpu-int4-decode").timeline
+def test_dequantisation_is_not_compute(models):
+    tl = run(models, "gpu-int4-decode").timeline
     dequant = tl[tl.resource == "dequant"]
     assert len(dequant) and set(dequant.kind) == {"dequant"}
     assert not (tl[tl.kind == "compute"].resource == "dequant").any()
 
 
-def test_transfers_over_the_link_a_level_is_reached_through_are_rows_on_it(model):
+def test_transfers_over_the_link_a_level_is_reached_through_are_rows_on_it(models):
     for name, level, link in (("gpu-offloaded-over-pcie", "ddr", "link:pcie"),
                               ("wafer-weight-streaming", "memoryx", "link:io")):
-        tl = run(model, name).timeline
+        tl = run(models, name).timeline
         moved = _timeline_bytes(tl)
         assert moved[level] > 0 and moved[link] >= moved[level], name
-        assert run(model, name).summary["bytes_per_link"][link[5:]]["total"] == moved[link]
+        assert run(models, name).summary["bytes_per_link"][link[5:]]["total"] == moved[link]

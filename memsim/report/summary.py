@@ -5,6 +5,7 @@ from typing import Any
 
 from memsim.engine import EngineResult
 from memsim.mapping import Plan
+from memsim.mapping.plan import COMPUTE as COMPUTE_STREAM
 from memsim.units import PS_PER_S
 from memsim.workload import OpGraph
 
@@ -49,9 +50,11 @@ COMBINE: dict[str, str] = {
 
 
 def stall_seconds(result: EngineResult) -> dict[str, float]:
+    """The compute stream's idle time per cause. A ``branch`` stream's waits are not idle
+    compute: the compute stream computes or waits beside them."""
     out: dict[str, int] = {}
     for r in result.records:
-        if r.kind == "stall":
+        if r.kind == "stall" and r.stream == COMPUTE_STREAM:
             cause = str(r.cause)
             out[cause] = out.get(cause, 0) + (r.end_ps - r.start_ps)
     return {k: v / PS_PER_S for k, v in sorted(out.items())}
