@@ -4,7 +4,10 @@ Decode steps differ only in their context length, and a step's metrics change sm
 with it (KV traffic and attention work grow linearly). So a few steps spread evenly over
 the context range are simulated and every additive metric (times, bytes, FLOPs, stalls) is
 interpolated linearly in between and summed over all N steps. With ``samples >= N`` every
-step is simulated. Orchestration only: each step goes through the ordinary pipeline.
+step is simulated. How each summary key combines (summed, taken once, recomputed) is declared
+in ``memsim.report.summary.COMBINE``. The prefill produces the first token and each decode
+step one more, so a generation of N steps yields N + 1 tokens per sequence. Orchestration
+only: each step goes through the ordinary pipeline.
 """
 from __future__ import annotations
 
@@ -12,8 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-NOT_SUMMED = {"hardware", "family", "workload", "roofline_bound", "step_over_roofline", "compute_utilization",
-              "dominant_stall", "engine"}
+from memsim.report.summary import COMBINE, ONCE, SUMMED
 
 
 def sample_contexts(prompt: int, steps: int, samples: int) -> list[int]:
@@ -51,18 +53,29 @@ def _add(a: Any, b: Any) -> Any:
 
 
 def combine(prefill: dict, decodes: dict[int, dict], prompt: int, steps: int) -> dict[str, Any]:
-    """The generation summary: prefill plus every decode step (interpolated between samples)."""
+    """The generation summary: prefill plus every decode step (interpolated between samples),
+    each key combined by its rule in ``COMBINE``."""
+    unknown = [k for k in prefill if k not in COMBINE]
+    if unknown:
+        raise KeyError(f"summary keys without a combine rule (report.summary.COMBINE): {unknown}")
     contexts = np.arange(prompt, prompt + steps, dtype=float)
-    summed = {k: _sum_interpolated(decodes, contexts, (k,)) for k in prefill if k not in NOT_SUMMED}
-    out: dict[str, Any] = {k: prefill[k] for k in ("hardware", "family")}
+    decoded = {k: _sum_interpolated(decodes, contexts, (k,)) for k in prefill if COMBINE[k] == SUMMED}
+    out: dict[str, Any] = {}
+    for key in prefill:  # the recomputed keys keep their place, filled in below
+        if key in decoded:
+            out[key] = _add(prefill[key], decoded[key])
+        else:
+            out[key] = prefill[key] if COMBINE[key] == ONCE else None
+    decode_s, total = decoded["step_time_s"], out["step_time_s"]
     out["workload"] = {**prefill["workload"], "phase": "generate", "prompt": prompt, "generate": steps}
-    out.update({k: _add(prefill[k], v) for k, v in summed.items()})
-    decode_s = summed["step_time_s"]
-    total = out["step_time_s"]
-    peak = prefill["flops_total"] / (prefill["compute_utilization"] * prefill["step_time_s"])
-    out["roofline_bound"] = prefill["roofline_bound"]
-    out["step_over_roofline"] = total / out["roofline_s"]
-    out["compute_utilization"] = out["flops_total"] / (total * peak)
+    decode_roofline = decoded["roofline_s"]
+    widest = max(decodes.values(), key=lambda d: d["roofline_s"])
+    out["roofline_bound"] = prefill["roofline_bound"] if prefill["roofline_s"] >= decode_roofline \
+        else widest["roofline_bound"]
+    out["step_over_roofline"] = total / out["roofline_s"] if out["roofline_s"] else None
+    peak = prefill["flops_total"] / (prefill["compute_utilization"] * prefill["step_time_s"]) \
+        if prefill["compute_utilization"] else 0.0
+    out["compute_utilization"] = out["flops_total"] / (total * peak) if peak and total else 0.0
     stalls = out["stall_s"]
     top = max(stalls, key=stalls.__getitem__) if stalls else "compute"
     out["dominant_stall"] = top if out["compute_busy_s"] < total / 2 else "compute"
@@ -73,7 +86,7 @@ def combine(prefill: dict, decodes: dict[int, dict], prompt: int, steps: int) ->
         "ttft_s": prefill["step_time_s"],
         "tpot_s": decode_s / steps,
         "total_s": total,
-        "tokens_per_s": batch * steps / total,
+        "tokens_per_s": batch * (steps + 1) / total,  # every generated token, the prefill's first included
         "decode_samples": [{"context": c, "step_time_s": d["step_time_s"]} for c, d in sorted(decodes.items())],
     })
     return out

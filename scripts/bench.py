@@ -8,13 +8,18 @@
 - wall time of the Llama-3.1-70B and Llama-3.1-405B decode steps at TP 8;
 - wall time of a 2048-token Llama-2-70B generation at batch 64, on one chip and on 4 (TP 4);
 - wall time of a 100-point sweep of a decode step on a 2-worker local pool;
+- wall time and peak memory of a Llama-2-7B decode step chunk by chunk
+  (``memsim run --no-fast-forward``), in a process of its own;
 - the targets of the concurrent engine against their figures, including the event rate of a
   chunk-by-chunk run (shortcuts off) against plain SimPy timeouts in the same process.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
+import subprocess
+import sys
 import time
 from dataclasses import replace
 
@@ -88,6 +93,7 @@ def main() -> None:
     print(f"  simulated total            {s['total_s']:10.2f} s   ({s['tokens_per_s']:.1f} tokens/s)")
     print(f"  wall time, simulate()      {wall:10.3f} s")
     sweep_benchmark()
+    peak_memory()
     targets()
 
 
@@ -135,6 +141,32 @@ def targets() -> None:
     print(f"  {'GPT-2 decode chunk by chunk (shortcuts off)':58s} {wall:7.2f} s  "
           f"({rate / 1e6:.3f} M events/s = {rate / plain:.0%} of plain SimPy's {plain / 1e6:.3f} M/s; "
           f"target >= 40%: {verdict})")
+
+
+# Run in a fresh process, so that its peak resident set size is the run's alone (``ru_maxrss`` is
+# in KiB on Linux). The time counts the imports, as a user of ``memsim run`` waits for them too.
+CHILD = """
+import json, resource, tempfile, time
+t0 = time.perf_counter()
+from memsim.cli import main
+with tempfile.TemporaryDirectory() as out:
+    main(ARGS + ["--out", out], standalone_mode=False)
+print(json.dumps({"wall_s": time.perf_counter() - t0,
+                  "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+"""
+
+
+def peak_memory() -> None:
+    """Llama-2-7B decode chunk by chunk: its time and peak memory (``getrusage`` in a subprocess)."""
+    args = ["run", "--hw", "h100-sxm", "--model", "llama-2-7b", "--phase", "decode", "--context", "2048",
+            "--no-fast-forward"]
+    out = subprocess.run([sys.executable, "-c", CHILD.replace("ARGS", repr(args))], capture_output=True, text=True,
+                         check=True)
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    print("Llama-2-7B decode, context 2048, h100-sxm, chunk by chunk (memsim run --no-fast-forward)")
+    print(f"  wall time, memsim run      {got['wall_s']:10.2f} s   (imports and output files included)")
+    print(f"  peak memory (max RSS)      {got['peak_rss_bytes'] / 2**20:10.0f} MiB (target < 2 GiB; "
+          "getrusage of its own process)")
 
 
 def sweep_benchmark() -> None:

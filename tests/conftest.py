@@ -61,6 +61,14 @@ def tiny_model_path(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def tiny_model_file(tmp_path_factory) -> str:
+    """The tiny model's file, for module- and session-scoped fixtures."""
+    path = tmp_path_factory.mktemp("models") / "tiny-llama.json"
+    path.write_text(json.dumps(TINY_MODEL))
+    return str(path)
+
+
 @pytest.fixture()
 def tiny_graph(tiny_model_path: Path) -> workload.OpGraph:
     return workload.build_step(workload.load_model(tiny_model_path), workload.StepSpec.make("decode", 2, context=32))

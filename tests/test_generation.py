@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 
 from memsim import ConfigError, simulate
-from memsim.generation import sample_contexts
+from memsim.generation import combine, sample_contexts
+from memsim.report.summary import COMBINE, ONCE, RECOMPUTED, SUMMED
 
 
 def test_sample_contexts_cover_the_range():
@@ -33,7 +34,7 @@ def test_generation_totals_are_consistent(tiny_chip_path, tiny_model_path):
     assert s["ttft_s"] == prefill["step_time_s"]
     assert s["total_s"] == pytest.approx(s["ttft_s"] + 40 * s["tpot_s"])
     assert s["step_time_s"] == pytest.approx(s["total_s"])
-    assert s["tokens_per_s"] == pytest.approx(2 * 40 / s["total_s"])
+    assert s["tokens_per_s"] == pytest.approx(2 * 41 / s["total_s"])  # the prefill's first token included
     assert s["decode_samples"][0] == {"context": 16, "step_time_s": first["step_time_s"]}
     # The KV cache grows, so later steps are no faster than the first.
     times = [d["step_time_s"] for d in s["decode_samples"]]
@@ -44,3 +45,35 @@ def test_generation_totals_are_consistent(tiny_chip_path, tiny_model_path):
 def test_generate_needs_a_model_and_tokens(tiny_chip_path, tiny_model_path):
     with pytest.raises(ConfigError):
         simulate(str(tiny_chip_path), str(tiny_model_path), phase="generate", prompt=16, generate=0)
+
+
+def test_every_summary_key_declares_how_it_combines_over_a_generation(tiny_chip_path, tiny_model_path):
+    step = simulate(str(tiny_chip_path), str(tiny_model_path), context=16).summary
+    gen = simulate(str(tiny_chip_path), str(tiny_model_path), phase="generate", prompt=16, generate=3).summary
+    assert set(step) | set(gen) <= set(COMBINE)
+    assert set(gen) == set(COMBINE)
+    assert set(COMBINE.values()) == {SUMMED, ONCE, RECOMPUTED}
+    with pytest.raises(KeyError, match="combine rule"):
+        combine({**step, "new_key": 1}, {16: step}, 16, 1)
+
+
+def test_a_generation_takes_once_what_every_step_shares(tiny_chip_path, tiny_model_path):
+    chip, model = str(tiny_chip_path), str(tiny_model_path)
+    s = simulate(chip, model, phase="generate", prompt=16, generate=20, batch=2, samples=4).summary
+    prefill = simulate(chip, model, phase="prefill", prompt=16, batch=2).summary
+    for key in ("chips", "ops", "weight_bytes_stored", "hardware", "family"):
+        assert s[key] == prefill[key], key
+    assert s["chips"] == 1
+    # Summed: the weights are read by every step, the prefill's plus 20 decode steps'.
+    assert s["weight_bytes"] > 20 * prefill["weight_bytes"]
+    decode = simulate(chip, model, context=16, batch=2).summary
+    # The engine's statistics are those of the steps simulated: the prefill and 4 sampled decode steps.
+    assert s["engine"]["simulated_ops"] + s["engine"]["replayed_ops"] == prefill["ops"] + 4 * decode["ops"]
+    assert s["step_over_roofline"] == pytest.approx(s["total_s"] / s["roofline_s"])
+    assert s["tokens_per_s"] == pytest.approx(2 * 21 / s["total_s"])
+    assert s["workload"]["phase"] == "generate" and s["workload"]["generate"] == 20
+
+
+def test_a_generation_on_several_chips_counts_them_once(tiny_model_path):
+    s = simulate("h100-sxm", str(tiny_model_path), phase="generate", prompt=16, generate=4, tp=2, pp=2).summary
+    assert s["chips"] == 4

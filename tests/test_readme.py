@@ -7,6 +7,7 @@ from pathlib import Path
 from memsim import cli, simulate
 from memsim.hardware.spec import ChipSpec, ComputeSpec, ExecutionSpec, LinkSpec, MemoryLevel, SystemSpec
 from memsim.report import TIMELINE_COLUMNS
+from memsim.report.summary import COMBINE
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
 
@@ -37,6 +38,20 @@ def test_every_output_column_and_summary_key_is_documented(tiny_chip_path, tiny_
         assert f"`{col}`" in README or f"`{generic}`" in README, col
     for key in r.summary:
         assert f"`{key}`" in README, key
+
+
+def test_the_summary_table_gives_each_key_its_combine_rule():
+    table = README.split("### `summary.json`")[1].split("\n### ")[0]
+    documented = {}
+    for line in table.splitlines():
+        if line.startswith("| `"):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            for key in cells[0].split(", "):
+                documented[key.strip("`")] = cells[-1]
+    assert documented == {k: v for k, v in COMBINE.items() if k in documented}
+    generation = README.split("### Generation")[1].split("\n## ")[0]
+    for key, rule in COMBINE.items():
+        assert key in documented or f"`{key}`" in generation, key
 
 
 def test_quick_start_has_exactly_two_commands():

@@ -1,7 +1,7 @@
 """The pieces a step's pipeline (``engine/pipeline.py``) is made of: the levels it reads and
 writes (``Port``), the chunks in flight from their loads to their compute (``Chunk``) and the
 stores of a chunk's output (``Stores``). Each is a small slotted record the pipeline updates
-in place, chunk by chunk.
+in place, chunk by chunk. ``widen`` keeps the extent of the step's transfer rows.
 """
 from __future__ import annotations
 
@@ -60,3 +60,18 @@ class Stores:
         self.uses: list[tuple] = []  # per store: (use, via use or None, port)
         self.computed = computed
         self.left = 0  # requests not yet finished
+
+
+def widen(extent: dict[tuple[int, bool, bool], list[int]], transfers: list[tuple], load: bool) -> None:
+    """The first and last chunks' transfers (``Chunk.transfers`` or ``Stores.uses``) widen each
+    level's row, and the row of the link it is reached over: ``extent`` maps (port index, is a
+    load, on that link) to [first start, last end]."""
+    for i, (use, via, *_) in enumerate(transfers):
+        for key, u in (((i, load, False), use), ((i, load, True), via)):
+            if u is None:
+                continue
+            ext = extent.get(key)
+            if ext is None:
+                extent[key] = [u.start, u.end]
+            elif u.end > ext[1]:
+                ext[1] = u.end

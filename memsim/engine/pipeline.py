@@ -24,7 +24,7 @@ from typing import Callable
 
 import simpy
 
-from memsim.engine.chunk import CAPACITY, UNPACKING, Chunk, Port, Stores
+from memsim.engine.chunk import CAPACITY, UNPACKING, Chunk, Port, Stores, widen
 from memsim.engine.records import COMPUTE, WAIT
 from memsim.engine.resources import PREFETCH, ChipResources, Job, Server, Use
 from memsim.mapping.plan import OpTask, Step
@@ -84,7 +84,8 @@ class StepRun:
         self.first_unpack = -1
         self.stalls: dict[tuple[str, str, str], int] = {}  # (kind, resource, holder) -> ps
         self.chunk_stalls: dict[tuple[str, str, str], int] = {}  # the latest chunk's, for fast-forward
-        self.extent: dict[tuple[int, bool], list[int]] = {}  # (index, is load) -> [first start, last end]
+        # (index, is load, on the link it is reached over) -> [first start, last end]
+        self.extent: dict[tuple[int, bool, bool], list[int]] = {}
         # The callbacks of the step's requests, bound once.
         self.on_load, self.on_compute, self.on_store = self._loaded, self._computed, self._stored
         self.servers = _servers(self)  # never changes
@@ -177,7 +178,7 @@ class StepRun:
                     limiter = (WAIT, limiter[1], use.blocker.op)
                 chunk.landed, chunk.source, chunk.held = end, limiter, idle if idle > 0 else 0
         if first or chunk.index == self.count - 1:
-            self._widen(chunk.transfers, True)
+            widen(self.extent, chunk.transfers, True)
         wait = chunk.landed - self.env._now
         if wait > 0:
             self._later(wait, self._landed_event, chunk)
@@ -314,7 +315,7 @@ class StepRun:
             if end > self.last_store:
                 self.last_store, self.store_level = end, port.name
         if batch.index == 0 or batch.index == self.count - 1:
-            self._widen(batch.uses, False)
+            widen(self.extent, batch.uses, False)
         self.outstanding.remove(batch)
         self._free(writer, batch.computed)
         if self.consumed == self.count:
@@ -342,16 +343,7 @@ class StepRun:
             port.server.count(total, False, self.job)
         self.finished.succeed()
 
-    # -- accounting ---------------------------------------------------------------------------
-    def _widen(self, transfers: list[tuple], load: bool) -> None:
-        """The first and last chunks' transfers widen each level's row."""
-        for i, (use, *_) in enumerate(transfers):
-            ext = self.extent.get((i, load))
-            if ext is None:
-                self.extent[(i, load)] = [use.start, use.end]
-            elif use.end > ext[1]:
-                ext[1] = use.end
-
+    # -- what the scheduler and fast-forward read ----------------------------------------------
     def footprint(self) -> list[Server]:
         """The resources this step uses (its compute units if it computes, each level and link)."""
         return self.servers

@@ -49,7 +49,7 @@ class Interval(NamedTuple):
     end_ps: int
     chip: int
     resource: ResourceId
-    kind: str  # compute | transfer | stall
+    kind: str  # compute | dequant | transfer | stall
     op: str
     op_kind: str
     layer: int
@@ -58,10 +58,13 @@ class Interval(NamedTuple):
     src: str = ""
     dst: str = ""
     cause: Cause | None = None  # for stalls
-    count: int = 1  # chunk intervals this record stands for (a step's chunks are aggregated)
+    count: int = 1  # chunk intervals this record stands for (a step's chunks are aggregated); bytes and flops are totals
     stream: str = "compute"
 
 
 def keep(r: Interval) -> bool:
-    """Empty intervals are dropped, except transfers that carried bytes in no time."""
-    return r.end_ps > r.start_ps or (r.kind == "transfer" and r.bytes > 0)
+    """Empty intervals are dropped, and so are transfers that carried no bytes; a transfer that
+    carried bytes in no time is kept."""
+    if r.kind == "transfer":
+        return r.bytes > 0
+    return r.end_ps > r.start_ps

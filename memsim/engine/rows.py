@@ -3,12 +3,17 @@
 On the compute stream, the compute units' time from the step's start to its end is laid out as one compute row
 (the busy time of all chunks) followed by one stall row per cause, so a chip's compute rows
 still tile its whole timeline. Each level the step read or wrote gets one transfer row from
-its first transfer's start to its last one's end, with the exact bytes moved.
+its first transfer's start to its last one's end, with the exact bytes moved, and so does the
+link the level is reached over (PCIe, a wafer's I/O), which carries the same bytes. Each row
+stands for the step's ``count`` chunks; its bytes and FLOPs are totals over them. Unpacking a
+weight-only format is a ``dequant`` interval beside compute, not compute.
 """
 from __future__ import annotations
 
 from memsim.engine.pipeline import StepRun
 from memsim.engine.records import COMPUTE, DEQUANT, Cause, Interval, ResourceId, keep
+
+TRANSFER = "transfer"
 
 
 def step_rows(run: StepRun) -> list[Interval]:
@@ -25,11 +30,13 @@ def step_rows(run: StepRun) -> list[Interval]:
             t += ps
     if run.unpack_ps:
         rows.append(Interval(run.first_unpack, run.first_unpack + run.unpack_ps,
-                             resource=ResourceId(DEQUANT, chip, DEQUANT), kind="compute", **common))
+                             resource=ResourceId(DEQUANT, chip, DEQUANT), kind=DEQUANT, **common))
     for load, ports, totals in ((True, run.loads, run.load_totals), (False, run.stores, run.store_totals)):
         for i, (port, total) in enumerate(zip(ports, totals)):
-            first, last = run.extent.get((i, load), (run.started, run.started))
             src, dst = (port.name, run.load_dst) if load else (run.store_src, port.name)
-            rows.append(Interval(first, last, resource=port.server.rid, kind="transfer", bytes=total, src=src, dst=dst,
-                                 **common))
+            servers = (port.server,) if port.server.via is None else (port.server, port.server.via)
+            for via, server in enumerate(servers):
+                first, last = run.extent.get((i, load, bool(via)), (run.started, run.started))
+                rows.append(Interval(first, last, resource=server.rid, kind=TRANSFER, bytes=total, src=src, dst=dst,
+                                     **common))
     return [r for r in rows if keep(r)]

@@ -262,10 +262,10 @@ class Simulation:
             return Cause.wait(dep.bound, dep.op if self.stream_of[last][1] == COPY else "")
         return Cause(DEPENDENCY)
 
-    def _idle(self, chip: int, task: OpTask, start: int, cause: Cause) -> list[Interval]:
-        """The compute stream's idle interval from ``start`` to now, if it is not empty."""
+    def _idle(self, chip: int, task: OpTask, start: int, cause: Cause, stream: str = COMPUTE) -> list[Interval]:
+        """A compute (or branch) stream's idle interval from ``start`` to now, if it is not empty."""
         row = Interval(start, self.env.now, chip, ResourceId(COMPUTE, chip, "compute"), "stall", task.op, task.kind,
-                       task.layer, cause=cause)
+                       task.layer, cause=cause, stream=stream)
         return [row] if keep(row) else []
 
     def _task(self, task: OpTask, job: Job, key: tuple[int, str]):
@@ -299,12 +299,12 @@ class Simulation:
         if task.overhead_ps:
             yield env.timeout(task.overhead_ps)
             if on_compute:
-                rows += self._idle(job.chip, task, start, Cause(OVERHEAD))
+                rows += self._idle(job.chip, task, start, Cause(OVERHEAD), key[1])
         if task.rounds:
             t0 = env.now
             yield from run_collective(env, self.links, task, job, rows)
             if on_compute:
-                rows += self._idle(job.chip, task, t0, Cause.wait(task.bound))
+                rows += self._idle(job.chip, task, t0, Cause.wait(task.bound), key[1])
         for step in task.steps:
             observer = FastForward(self) if self.fast_forward else None
             run = self.current[key] = StepRun(env, res, task, step, job, PRIORITY.get(key[1], DEMAND), observer)
@@ -322,12 +322,13 @@ class Simulation:
             self.env.process(self._stream(key, tasks))
         self.env.run()
         end = int(self.env.now)
-        if len(self.chips) > 1:  # a chip that finished early idles until the step ends
-            for (chip, stream), tasks in self.streams.items():
-                last = self.finish.get(tasks[-1].op, end) if tasks else end
-                if stream == COMPUTE and last < end:
-                    self.rows.append(Interval(last, end, chip, ResourceId(COMPUTE, chip, "compute"), "stall",
-                                              tasks[-1].op, tasks[-1].kind, tasks[-1].layer, cause=Cause(BUBBLE)))
+        # A compute stream that finished early idles until the step ends: for another chip (a
+        # bubble), or for its own chip's other streams (the last collective, a link or level).
+        lasts = [tasks[-1].op for tasks in self.streams.values() if tasks]
+        for (chip, stream), tasks in self.streams.items():
+            last = self.finish.get(tasks[-1].op, end) if tasks else end
+            if stream == COMPUTE and last < end:
+                self.rows += self._idle(chip, tasks[-1], last, self._wait_cause(chip, lasts))
         read: dict[str, int] = {}
         written: dict[str, int] = {}
         busy: dict[str, int] = {}

@@ -5,20 +5,63 @@ from typing import Any
 
 from memsim.engine import EngineResult
 from memsim.mapping import Plan
+from memsim.mapping.plan import COMPUTE as COMPUTE_STREAM
 from memsim.units import PS_PER_S
 from memsim.workload import OpGraph
 
 
+# How each key of ``summary.json`` combines over the steps of a generation (``memsim/generation.py``):
+# SUMMED over the prefill and every decode step (interpolated between the simulated ones),
+# taken ONCE from the prefill (it is the same for every step, or describes the system), or
+# RECOMPUTED from the combined values. A key without a rule here is an error there.
+SUMMED, ONCE, RECOMPUTED = "summed", "once", "recomputed"
+COMBINE: dict[str, str] = {
+    "hardware": ONCE,
+    "family": ONCE,
+    "workload": RECOMPUTED,  # phase "generate", prompt and generate
+    "step_time_s": SUMMED,
+    "roofline_s": SUMMED,
+    "roofline_bound": RECOMPUTED,  # of the prefill or the decode steps, whichever has more roofline time
+    "step_over_roofline": RECOMPUTED,
+    "flops_total": SUMMED,
+    "compute_utilization": RECOMPUTED,
+    "compute_busy_s": SUMMED,
+    "bytes_per_level": SUMMED,
+    "bytes_per_link": SUMMED,
+    "compulsory_bytes": SUMMED,
+    "weight_bytes": SUMMED,  # read by every step
+    "weight_bytes_stored": ONCE,  # held once, whatever the steps
+    "kv_cache_bytes": SUMMED,
+    "kv_cache_bytes_written": SUMMED,
+    "stall_s": SUMMED,
+    "stall_total_s": SUMMED,
+    "exposed_comm_s": SUMMED,
+    "chips": ONCE,
+    "dominant_stall": RECOMPUTED,
+    "ops": ONCE,  # the operators of a step (the prefill's)
+    "engine": RECOMPUTED,  # summed over the steps simulated, not over the interpolated ones
+    # A generation's own keys.
+    "ttft_s": RECOMPUTED,
+    "tpot_s": RECOMPUTED,
+    "total_s": RECOMPUTED,
+    "tokens_per_s": RECOMPUTED,
+    "decode_samples": RECOMPUTED,
+}
+
+
 def stall_seconds(result: EngineResult) -> dict[str, float]:
+    """The compute stream's idle time per cause. A ``branch`` stream's waits are not idle
+    compute: the compute stream computes or waits beside them."""
     out: dict[str, int] = {}
     for r in result.records:
-        if r.kind == "stall":
+        if r.kind == "stall" and r.stream == COMPUTE_STREAM:
             cause = str(r.cause)
             out[cause] = out.get(cause, 0) + (r.end_ps - r.start_ps)
     return {k: v / PS_PER_S for k, v in sorted(out.items())}
 
 
 def compute_busy_seconds(result: EngineResult) -> float:
+    """Time the compute units computed (``dequant`` intervals, beside them, are not compute)."""
     return sum(r.end_ps - r.start_ps for r in result.records if r.kind == "compute") / PS_PER_S
 
 

@@ -1,6 +1,7 @@
 """Perfetto JSON that Perfetto and chrome://tracing open, and the figures of a run."""
 from __future__ import annotations
 
+import importlib.util
 import json
 from collections import defaultdict
 
@@ -64,3 +65,28 @@ def test_plot_run_draws_three_figures(run, tmp_path):
     assert [p.name for p in paths] == ["gantt.png", "roofline.png", "stalls.png"]
     for p in paths:
         assert p.read_bytes()[:4] == b"\x89PNG" and p.stat().st_size > 5000
+
+
+def test_merged_dequant_and_link_rows_reach_the_trace_and_the_figures(tiny_model_path, tmp_path):
+    """An int4 model offloaded to host memory: its rows stand for whole steps, it has
+    ``dequant`` intervals, and rows on the PCIe link its host memory is reached over."""
+    run = simulate("a100-80gb-sxm", str(tiny_model_path), context=32, weight_dtype="int4",
+                   set={"hbm.capacity": "64 KiB"})
+    run.write(tmp_path, perfetto=True)
+    trace = json.loads((tmp_path / "trace.perfetto.json").read_text())
+    _check_trace(trace)
+    names = {e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "thread_name"}
+    assert {"compute", "dequant", "ddr", "link:pcie"} <= names
+    xs = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert {e["cat"] for e in xs} == {"compute", "dequant", "stall", "transfer"}
+    assert all(e["args"].get("count", 1) > 1 for e in xs if e["cat"] == "compute")
+    moved = sum(e["args"]["bytes"] for e in xs if e["cat"] == "transfer" and e["tid"] == _tid(trace, "link:pcie"))
+    assert moved == run.summary["bytes_per_link"]["pcie"]["total"] > 0
+    if importlib.util.find_spec("matplotlib") is not None:
+        from memsim.report.run_plots import plot_run
+
+        assert len(plot_run(tmp_path)) == 3
+
+
+def _tid(trace: dict, name: str) -> int:
+    return next(e["tid"] for e in trace["traceEvents"] if e["name"] == "thread_name" and e["args"]["name"] == name)
