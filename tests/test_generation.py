@@ -32,7 +32,14 @@ def test_generation_totals_are_consistent(tiny_chip_path, tiny_model_path):
     prefill = simulate(str(tiny_chip_path), str(tiny_model_path), phase="prefill", prompt=16, batch=2).summary
     first = simulate(str(tiny_chip_path), str(tiny_model_path), phase="decode", context=16, batch=2).summary
     assert s["ttft_s"] == prefill["step_time_s"]
-    assert s["total_s"] == pytest.approx(s["ttft_s"] + 40 * s["tpot_s"])
+    # Not a restatement of the summary's formula: every decode step simulated on its own, and added.
+    every = simulate(str(tiny_chip_path), str(tiny_model_path), phase="generate", prompt=16, generate=40,
+                     batch=2, samples=40).summary
+    steps = [simulate(str(tiny_chip_path), str(tiny_model_path), phase="decode", context=c,
+                      batch=2).summary["step_time_s"] for c in range(16, 56)]
+    assert every["total_s"] == pytest.approx(prefill["step_time_s"] + sum(steps), rel=1e-9)
+    assert every["tpot_s"] == pytest.approx(sum(steps) / 40, rel=1e-9)
+    assert s["total_s"] == pytest.approx(every["total_s"], rel=0.01)  # sampled: within 1%
     assert s["step_time_s"] == pytest.approx(s["total_s"])
     assert s["tokens_per_s"] == pytest.approx(2 * 41 / s["total_s"])  # the prefill's first token included
     assert s["decode_samples"][0] == {"context": 16, "step_time_s": first["step_time_s"]}

@@ -63,7 +63,7 @@ def run(models: dict[str, str], name: str, shortcuts: bool = True):
         hw, kw = CASES[name]
         kw = dict(kw)
         model = models[kw.pop("model", "llama")]
-        _RUNS[key] = simulate(hw, model, fast_forward=shortcuts, memoize=shortcuts, **kw)
+        _RUNS[key] = simulate(hw, model, fast_forward=shortcuts, **kw)
     return _RUNS[key]
 
 
@@ -115,8 +115,8 @@ def test_summaries_add_up(models, name, shortcuts):
         return
     hw, kw = CASES[name]
     steps, prompt = kw["generate"], kw["prompt"]
-    prefill = simulate(hw, model, phase="prefill", prompt=prompt, fast_forward=shortcuts, memoize=shortcuts).summary
-    first = simulate(hw, model, phase="decode", context=prompt, fast_forward=shortcuts, memoize=shortcuts).summary
+    prefill = simulate(hw, model, phase="prefill", prompt=prompt, fast_forward=shortcuts).summary
+    first = simulate(hw, model, phase="decode", context=prompt, fast_forward=shortcuts).summary
     _tiles(tl, s["ttft_s"] + first["step_time_s"])
     both = {k: _bytes(prefill).get(k, 0) + _bytes(first).get(k, 0) for k in _bytes(prefill) | _bytes(first)}
     assert _timeline_bytes(tl) == both

@@ -23,7 +23,7 @@ CASES = {
 
 def _records(hw: str, model: str, kw: dict, chunks: int, monkeypatch) -> tuple:
     monkeypatch.setattr(tiling, "CHUNKS", chunks)
-    r = simulate(hw, model, fast_forward=False, memoize=False, **kw)
+    r = simulate(hw, model, fast_forward=False, **kw)
     return r.engine.records, r.plan, r.engine.events
 
 
@@ -46,7 +46,7 @@ def test_records_do_not_grow_with_the_chunks(name, tiny_chip_path, tiny_model_pa
 
 
 def test_rows_are_totals_over_their_count(tiny_chip_path, tiny_model_path):
-    r = simulate(str(tiny_chip_path), str(tiny_model_path), context=32, batch=2, fast_forward=False, memoize=False)
+    r = simulate(str(tiny_chip_path), str(tiny_model_path), context=32, batch=2, fast_forward=False)
     tl = r.timeline
     hbm = tl[(tl.resource == "hbm") & (tl.kind == "transfer")]
     assert (hbm["count"] == tiling.CHUNKS).all()
