@@ -19,6 +19,7 @@ import pandas as pd
 from memsim import units
 from memsim.atomic import atomic_write_text
 from memsim.errors import ConfigError, MemsimError
+from memsim.files import load_yaml
 
 # Sweepable fields that are arguments of the run rather than hardware fields.
 RUN_FIELDS = {"hw": str, "model": str, "phase": str, "batch": int, "context": int, "prompt": int,
@@ -87,11 +88,9 @@ def _format(kind: str, value: float) -> str:
 
 def read_sweep_file(path: Path) -> tuple[dict[str, Any], list[str]]:
     """A sweep YAML: run arguments at the top level and ``set: {PATH: [values] or "A..B:x2"}``."""
-    import yaml
-
     if not path.is_file():
         raise ConfigError("file not found", file=str(path))
-    raw = yaml.safe_load(path.read_text()) or {}
+    raw = load_yaml(path) or {}
     if not isinstance(raw, dict):
         raise ConfigError("expected a mapping", file=str(path))
     sets = raw.pop("set", {}) or {}
