@@ -9,8 +9,8 @@ import pandas as pd
 
 from memsim import engine, generation, hardware, mapping, report, runspec, workload
 from memsim.errors import CapacityError, ConfigError
-from memsim.hardware.loader import dump_chip, load_chip, read_yaml
-from memsim.hardware.spec import SystemSpec, yaml_fields
+from memsim.hardware.loader import build, dump_chip, load_chip, read_yaml
+from memsim.hardware.spec import SystemSpec
 from memsim.runspec import RunSpec
 
 
@@ -79,12 +79,14 @@ def resolve(hw: str = RunSpec.hw, model: str | None = None, **options: Any) -> R
 
 def system_overrides(path: Path) -> list[tuple[str, str]]:
     """A system YAML (any ``system`` field: ``topology``, ``link``, ``collective``, ...) overrides
-    the preset's ``system``."""
+    the preset's ``system``. Its fields are checked here, so that an error names this file."""
     raw = read_yaml(path)
-    allowed = tuple(yaml_fields(SystemSpec))
-    for key in raw:
-        if key not in allowed:
-            raise ConfigError(f"unknown field (known: {', '.join(allowed)})", file=str(path), field=key)
+    try:
+        build(SystemSpec, raw, str(path), "")
+        mapping.collectives.check_algorithm(raw.get("collective", "auto"))
+    except ConfigError as exc:
+        exc.file, exc.field = str(path), (exc.field or "").removeprefix("system.") or None
+        raise
     return [(f"system.{k}", str(v)) for k, v in raw.items()]
 
 
@@ -92,10 +94,14 @@ def _load_chip(hw: str, sets: Iterable[str] | dict[str, str],
                system: str | None = None) -> tuple[hardware.ChipSpec, str]:
     """The chip with a system YAML's and ``--set`` overrides applied, and the file it came from."""
     overrides = list(sets.items()) if isinstance(sets, dict) else parse_sets(sets)
-    if system is not None:
-        overrides = system_overrides(Path(system)) + overrides
+    from_system = system_overrides(Path(system)) if system is not None else []
     hw_path = hardware.resolve(hw, "hardware", hardware.HW_SUFFIXES)
-    chip, _ = load_chip(hw_path, overrides)
+    try:
+        chip, _ = load_chip(hw_path, from_system + overrides)
+    except ConfigError as exc:  # a system field that names no link of this chip: the system file's fault
+        if exc.field in {k for k, _ in from_system} - {k for k, _ in overrides}:
+            exc.file, exc.field = system, exc.field.removeprefix("system.")
+        raise
     return chip, str(hw_path)
 
 

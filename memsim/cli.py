@@ -175,8 +175,8 @@ def import_onnx(model_file, output, dims):
     values = {}
     for item in dims:
         key, sep, value = item.partition("=")
-        if not sep or not value.isdigit():
-            raise MemsimError(f"expected NAME=INTEGER, got {item!r}", field="--dim")
+        if not sep or not value.isascii() or not value.isdigit() or len(value) > 30:
+            raise MemsimError(f"expected NAME=INTEGER (at most 30 digits), got {item[:60]!r}", field="--dim")
         values[key] = int(value)
     graph, report = convert(Path(model_file), values)
     _write_import(graph, report, output)

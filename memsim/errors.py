@@ -4,6 +4,9 @@ The CLI turns any ``MemsimError`` into one line on stderr and exit code 2.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 
 class MemsimError(Exception):
     """Base of every error caused by user input."""
@@ -20,6 +23,17 @@ class MemsimError(Exception):
     def one_line(self) -> str:
         where = ": ".join(part for part in (self.file, self.field) if part)
         return f"{where}: {self.message}" if where else self.message
+
+
+@contextmanager
+def about_file(file: str) -> Iterator[None]:
+    """An error raised inside that knows its field but not its file (a spec's or an op's own
+    checks) is about ``file``."""
+    try:
+        yield
+    except MemsimError as exc:
+        exc.file = exc.file or file
+        raise
 
 
 class ConfigError(MemsimError):

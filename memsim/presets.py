@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 from memsim.errors import ConfigError
+from memsim.files import check_file
 
 # A source checkout (or editable install) keeps configs/ beside the package; a regular install
 # puts them under <prefix>/share/memsim/configs (setup.cfg data_files).
@@ -20,8 +21,7 @@ def resolve(name_or_path: str, kind: str, suffixes: tuple[str, ...]) -> Path:
     """Find a shipped config by name, or accept an existing path."""
     path = Path(name_or_path)
     if path.suffix in suffixes or path.exists() or "/" in name_or_path:
-        if not path.is_file():
-            raise ConfigError("file not found", file=str(path))
+        check_file(path)
         return path
     for suffix in suffixes:
         candidate = config_dir(kind) / f"{name_or_path}{suffix}"

@@ -17,12 +17,13 @@ from memsim.errors import ConfigError
 PHASES = ("decode", "prefill", "generate")
 DTYPES = ("bf16", "fp16", "fp8", "int8", "int4")  # weights and KV cache (memsim.workload.dtypes)
 DEFAULT_TOKENS = 2048  # context or prompt when none is given, if the model has room for it
+MAX_STEPS = 10**7  # decode steps: beyond it a generation's per-step arrays alone take gigabytes
 
 
 def param(default: Any, help: str, *, flag: str | None = None, kind: type = str, choices: tuple = (),
-          minimum: int | None = None, sweepable: bool = True, commands: tuple[str, ...] = ("run", "sweep")) -> Any:
+          minimum: int | None = None, maximum: int = 2**31 - 1, sweepable: bool = True, commands: tuple[str, ...] = ("run", "sweep")) -> Any:
     """A run parameter: its default, CLI flag, value type, allowed values and where it appears."""
-    meta = {"help": help, "flag": flag, "kind": kind, "choices": choices, "minimum": minimum,
+    meta = {"help": help, "flag": flag, "kind": kind, "choices": choices, "minimum": minimum, "maximum": maximum,
             "sweepable": sweepable, "commands": commands}
     return field(default=default, metadata=meta)
 
@@ -49,8 +50,9 @@ class RunSpec:
     kv_dtype: str = param("bf16", "KV-cache format", choices=DTYPES, commands=WORKLOAD)
     group_size: int = param(128, "int4 weights: weights per scale and zero point", kind=int, minimum=1,
                             commands=WORKLOAD)
-    generate: int = param(128, "generate: decode steps after the prefill", kind=int, minimum=1)
-    samples: int = param(8, "generate: decode steps simulated; the others are interpolated", kind=int, minimum=2)
+    generate: int = param(128, "generate: decode steps after the prefill", kind=int, minimum=1, maximum=MAX_STEPS)
+    samples: int = param(8, "generate: decode steps simulated; the others are interpolated", kind=int, minimum=2,
+                         maximum=MAX_STEPS)
     tp: int = param(1, "tensor-parallel ranks", kind=int, minimum=1)
     pp: int = param(1, "pipeline stages", kind=int, minimum=1)
     chips: int | None = param(None, "chips in the system (must equal tp x pp)", kind=int, minimum=1)
@@ -150,6 +152,8 @@ def check(f, value: Any) -> Any:
                 raise ConfigError(f"expected an integer, got {value!r}", field=name)
         if f.metadata["minimum"] is not None and value < f.metadata["minimum"]:
             raise ConfigError(f"must be at least {f.metadata['minimum']}, got {value}", field=name)
+        if value > f.metadata["maximum"]:
+            raise ConfigError(f"must be at most {f.metadata['maximum']}, got {value}", field=name)
         return value
     if not isinstance(value, str) or not value.strip():
         raise ConfigError(f"expected a non-empty text, got {value!r}", field=name)

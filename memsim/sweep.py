@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from memsim import runspec, sweep_store, units
 from memsim.errors import ConfigError, MemsimError
+from memsim.files import load_yaml
 from memsim.runspec import RunSpec
 from memsim.sweep_store import Lock, Results
 
@@ -84,18 +85,9 @@ def _format(kind: str, value: float) -> str:
 
 def read_sweep_file(path: Path) -> tuple[dict[str, Any], list[str]]:
     """A sweep YAML: run arguments at the top level and ``set: {PATH: [values] or "A..B:x2"}``."""
-    import yaml
-
     if not path.is_file():
         raise ConfigError("file not found" if not path.is_dir() else "is a folder, not a sweep file", file=str(path))
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except UnicodeDecodeError:
-        raise ConfigError("not UTF-8 text", file=str(path)) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise ConfigError(f"not valid YAML{where}: {getattr(exc, 'problem', None) or exc}", file=str(path)) from None
+    raw = load_yaml(path) or {}
     if not isinstance(raw, dict):
         raise ConfigError("expected a mapping", file=str(path))
     sets = raw.pop("set", {}) or {}

@@ -8,9 +8,15 @@ from __future__ import annotations
 
 import math
 import re
+from decimal import Decimal
 from fractions import Fraction
 
 PS_PER_S = 10**12
+# No quantity memsim models comes near 10^30 of its base unit (bytes, B/s, ps, FLOP/s) or as a
+# count; past it, products in the engine would leave float range. A number written with an
+# exponent beyond +-40 is refused before it is expanded (10^999999999 would take minutes).
+MAX_VALUE = 10**30
+_MAX_EXPONENT = 40
 
 _PREFIX_DEC = {"": 1, "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
 _PREFIX_BIN = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50}
@@ -21,20 +27,33 @@ _RE = re.compile(rf"^\s*{_NUM}\s*(?P<unit>[A-Za-zµμ/]*)\s*$")
 _TIME = {"ps": 1, "ns": 10**3, "us": 10**6, "µs": 10**6, "μs": 10**6, "ms": 10**9, "s": 10**12}
 
 
-
 class UnitError(ValueError):
     """A quantity string could not be parsed; the message says why."""
+
+
+def shown(value: object, limit: int = 40) -> str:
+    """``repr(value)``, shortened for a one-line message."""
+    if isinstance(value, int) and abs(value) >= 10**limit:
+        bits = abs(value).bit_length()  # str() of an int past 4300 digits raises
+        return f"a {len(str(abs(value)))}-digit number" if bits < 14_000 else f"a number of {bits} bits"
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit - 3]}..."
 
 
 def _split(text: str) -> tuple[Fraction, str]:
     if isinstance(text, bool):
         raise UnitError(f"expected a quantity, got {text!r}")
     if isinstance(text, (int, float)):
-        raise UnitError(f"{text!r} has no unit")
-    m = _RE.match(str(text))
+        raise UnitError(f"{shown(text)} has no unit")
+    if not isinstance(text, str):
+        raise UnitError(f"expected a quantity, got {shown(text)}")
+    m = _RE.match(text)
     if not m:
-        raise UnitError(f"cannot parse {text!r} as a quantity")
-    return Fraction(m.group("num")), m.group("unit")
+        raise UnitError(f"cannot parse {shown(text)} as a quantity")
+    num = Decimal(m.group("num"))
+    if num and not -_MAX_EXPONENT <= num.adjusted() <= _MAX_EXPONENT:
+        raise UnitError(f"{shown(text)} is out of range (at most 1e30 in base units)")
+    return Fraction(num), m.group("unit")
 
 
 def _prefixed(unit: str, base: str) -> int | None:
@@ -49,8 +68,26 @@ def _prefixed(unit: str, base: str) -> int | None:
 
 def _nonneg_int(value: Fraction, text: str) -> int:
     if value < 0:
-        raise UnitError(f"{text!r} is negative")
+        raise UnitError(f"{shown(text)} is negative")
+    if value > MAX_VALUE:
+        raise UnitError(f"{shown(text)} is out of range (at most 1e30 in base units)")
     return math.ceil(value)
+
+
+def check_number(value: object, least: float = 0, whole: bool = True) -> int | float:
+    """``value`` when it is a finite number (a whole one if ``whole``, not a bool) from ``least``
+    to ``MAX_VALUE``; otherwise a ``UnitError`` that says why. For numbers that carry no unit
+    (counts, fractions, trace fields) wherever they come from: YAML, JSON or Python."""
+    kinds = (int,) if whole else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        raise UnitError(f"expected a {'whole number' if whole else 'number'}, got {shown(value)}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise UnitError(f"expected a finite number, got {shown(value)}")
+    if value < least:
+        raise UnitError("must not be negative" if least == 0 else f"must be at least {least:g}, got {shown(value)}")
+    if value > MAX_VALUE:
+        raise UnitError(f"{shown(value)} is out of range (at most 1e30)")
+    return value
 
 
 def parse_bytes(text: str) -> int:
@@ -98,25 +135,28 @@ def parse_flops(text: str) -> int:
 
 def parse_count(text: str | int) -> int:
     if isinstance(text, bool) or not isinstance(text, (int, str)):
-        raise UnitError(f"expected a whole number, got {text!r}")
+        raise UnitError(f"expected a whole number, got {shown(text)}")
     try:
-        value = int(str(text).strip())
-    except ValueError as exc:
-        raise UnitError(f"expected a whole number, got {text!r}") from exc
+        value = int(text.strip()) if isinstance(text, str) and len(text) < 100 else text
+    except ValueError:
+        value = None
+    if not isinstance(value, int):
+        raise UnitError(f"expected a whole number, got {shown(text)}")
     if value < 0:
-        raise UnitError(f"{text!r} is negative")
-    return value
+        raise UnitError(f"{shown(text)} is negative")
+    return int(check_number(value))
 
 
 def parse_ratio(text: str | float) -> float:
-    if isinstance(text, bool):
-        raise UnitError(f"expected a number, got {text!r}")
+    """A fraction in (0, 1]: a number, or text that reads as one."""
+    if isinstance(text, bool) or not isinstance(text, (int, float, str)):
+        raise UnitError(f"expected a number, got {shown(text)}")
     try:
         value = float(text)
-    except (TypeError, ValueError) as exc:
-        raise UnitError(f"expected a number, got {text!r}") from exc
-    if not (0.0 < value <= 1.0):
-        raise UnitError(f"{text!r} must be in (0, 1]")
+    except (OverflowError, ValueError):
+        raise UnitError(f"expected a number, got {shown(text)}") from None
+    if not (0.0 < value <= 1.0):  # NaN fails this too
+        raise UnitError(f"{shown(text)} must be in (0, 1]")
     return value
 
 

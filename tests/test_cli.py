@@ -109,3 +109,107 @@ def test_console_script_exit_code_is_real(tmp_path):
                            "--model", "gpt2"], capture_output=True, text=True)
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"memsim: error: {tmp_path / 'x.yaml'}: file not found"
+
+
+def _one_line(monkeypatch, capsys, tmp_path, *args, expect: str, out_option: str = "--out"):
+    """Run a failing command: exit 2, one line on stderr holding ``expect``, nothing written."""
+    out = tmp_path / "never"
+    code, _, err = run_cli(monkeypatch, capsys, *args, out_option, str(out))
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert err.startswith("memsim: error: ") and expect in err, err
+    assert not out.exists()
+
+
+def _trace(monkeypatch, capsys, tmp_path, tiny_model_path, mutate):
+    trace = tmp_path / "t.json"
+    run_cli(monkeypatch, capsys, "trace", "--model", str(tiny_model_path), "--context", "8", "-o", str(trace))
+    data = json.loads(trace.read_text())
+    mutate(data)
+    trace.write_text(json.dumps(data))
+    return str(trace)
+
+
+def _kind(data, kind):
+    return next(o for o in data["ops"] if o["kind"] == kind)
+
+
+@pytest.mark.parametrize(("mutate", "expect"), [
+    (lambda d: d.update(ops=[]), "t.json: ops: the graph holds no ops"),
+    (lambda d: _kind(d, "matmul").pop("dims"), "t.json: ops[L0.qkv].dims.m: an op of kind matmul needs dims"),
+    (lambda d: _kind(d, "attention")["dims"].update(heads=0), "t.json: ops[L0.attn].dims.heads: must be at least 1"),
+    (lambda d: _kind(d, "matmul")["dims"].update(k=-5), "t.json: ops[L0.qkv].dims.k: must be at least 1, got -5"),
+    (lambda d: d["tensors"][0].update(bytes=-1), "bytes: must not be negative"),
+    (lambda d: d["ops"][0].update(dtype="bf17"), "dtype: 'bf17' is not a dtype memsim knows"),
+])
+def test_bad_traces_are_one_line_naming_file_and_op(monkeypatch, capsys, tmp_path, tiny_chip_path, tiny_model_path,
+                                                    mutate, expect):
+    trace = _trace(monkeypatch, capsys, tmp_path, tiny_model_path, mutate)
+    _one_line(monkeypatch, capsys, tmp_path, "run", "--hw", str(tiny_chip_path), "--trace", trace, expect=expect)
+
+
+@pytest.mark.parametrize(("old", "new", "expect"), [
+    ("bandwidth: 100 GB/s", "bandwidth: 1e400 TB/s", "levels[hbm].bandwidth: '1e400 TB/s' is out of range"),
+    ("fp32: 1 TFLOP/s", "fp32: " + "1" + "0" * 400 + " FLOP/s", "compute.peak.fp32"),
+    ("fp32: 1 TFLOP/s", "bf17: 1 TFLOP/s", "compute.peak.bf17: 'bf17' is not a dtype memsim knows"),
+    ("efficiency: 0.9}", "efficiency: 0.9, efficiency: 0.8}", "levels[hbm].efficiency: duplicate key 'efficiency'"),
+])
+def test_bad_hardware_values_are_one_line(monkeypatch, capsys, tmp_path, tiny_chip_path, tiny_model_path, old, new,
+                                          expect):
+    hw = _bad_yaml(tmp_path, tiny_chip_path, old, new)
+    _one_line(monkeypatch, capsys, tmp_path, "run", "--hw", hw, "--model", str(tiny_model_path), "--context", "8",
+              expect=f"bad.yaml: {expect}")
+
+
+def test_a_hardware_file_that_is_not_utf8_or_is_a_folder(monkeypatch, capsys, tmp_path, tiny_model_path):
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes(b"name: caf\xe9\n")
+    model = ("--model", str(tiny_model_path), "--context", "8")
+    _one_line(monkeypatch, capsys, tmp_path, "run", "--hw", str(latin), *model,
+              expect="latin.yaml: not UTF-8 text (byte 0xe9 on line 1)")
+    _one_line(monkeypatch, capsys, tmp_path, "run", "--hw", str(tmp_path), *model,
+              expect=f"{tmp_path}: is a directory, not a file")
+
+
+@pytest.mark.parametrize(("text", "expect"), [
+    ("topology: hypercube\n", "sys.yaml: topology: 'hypercube' is not one of"),
+    ("link: nvlnk\n", "sys.yaml: link: no link named 'nvlnk' (links: pcie)"),
+    ("collective: fastest\n", "sys.yaml: collective: 'fastest' is not one of"),
+    ("step_latency: 5\n", "sys.yaml: step_latency: 5 has no unit"),
+    ("link: pcie\nlink: pcie\n", "sys.yaml: link: duplicate key"),
+])
+def test_a_bad_system_file_is_blamed_not_the_preset(monkeypatch, capsys, tmp_path, tiny_chip_path, tiny_model_path,
+                                                    text, expect):
+    system = tmp_path / "sys.yaml"
+    system.write_text(text)
+    _one_line(monkeypatch, capsys, tmp_path, "run", "--hw", str(tiny_chip_path), "--model", str(tiny_model_path),
+              "--context", "8", "--tp", "2", "--system", str(system), expect=expect)
+
+
+def test_options_that_cause_an_error_are_named(monkeypatch, capsys, tmp_path, tiny_chip_path, tiny_model_path):
+    model = ("--hw", str(tiny_chip_path), "--model", str(tiny_model_path))
+    _one_line(monkeypatch, capsys, tmp_path, "run", *model, "--context", "8", "--tp", "2", "--ep",
+              expect="--ep: tiny-llama is a dense model (it has no experts)")
+    _one_line(monkeypatch, capsys, tmp_path, "run", *model, "--batch", "65536", "--context", "500",
+              expect="--batch/--context: weights and KV cache need")
+    _one_line(monkeypatch, capsys, tmp_path, "run", *model, "--batch", str(10**40), expect="--batch: must be at most")
+
+
+def test_importers_refuse_an_empty_graph_and_write_nothing(monkeypatch, capsys, tmp_path):
+    onnx = pytest.importorskip("onnx", reason="the onnx extra is not installed")
+    path = tmp_path / "empty.onnx"
+    onnx.save(onnx.helper.make_model(onnx.helper.make_graph([], "empty", [], [])), str(path))
+    _one_line(monkeypatch, capsys, tmp_path, "import", "onnx", str(path),
+              expect="empty.onnx: ops: the graph holds no ops", out_option="-o")
+    pytest.importorskip("chakra", reason="the chakra extra is not installed")
+    from chakra.schema.protobuf import et_def_pb2 as pb
+    from chakra.src.third_party.utils.protolib import encodeMessage
+
+    et = tmp_path / "empty.et"
+    with open(et, "wb") as fh:
+        encodeMessage(fh, pb.GlobalMetadata(version="0.0.4"))
+    _one_line(monkeypatch, capsys, tmp_path, "import", "chakra", str(et),
+              expect="empty.et: ops: the graph holds no ops", out_option="-o")
+    et.write_text("not protobuf, just some words that are long enough to look like a message\n")
+    _one_line(monkeypatch, capsys, tmp_path, "import", "chakra", str(et), expect="not a Chakra execution trace",
+              out_option="-o")

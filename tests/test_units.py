@@ -224,3 +224,50 @@ def test_human_bytes_and_ps_to_s():
     assert units.human_bytes(14_294_237_188) == "14.29 GB"
     assert units.human_bytes(999) == "999 B"
     assert units.ps_to_s(1_500_000_000_000) == 1.5
+
+
+@pytest.mark.parametrize(("parse", "text"), [
+    (units.parse_bandwidth, "1e400 TB/s"),
+    (units.parse_bandwidth, "1e999999999 TB/s"),  # refused before 10^999999999 is expanded
+    (units.parse_flops, "1e400 TFLOP/s"),
+    (units.parse_bytes, "1e31 B"),
+    (units.parse_time_ps, "1e-999999999 s"),
+    (units.parse_bytes, "1" * 5000 + " B"),  # past Python's int-from-text digit limit
+])
+def test_quantities_past_range_are_refused_with_a_short_message(parse, text):
+    with pytest.raises(UnitError, match="out of range") as info:
+        parse(text)
+    assert len(str(info.value)) < 120
+
+
+def test_largest_quantity_is_accepted():
+    assert units.parse_bytes("1e30 B") == units.MAX_VALUE
+    assert units.parse_flops("1e18 TFLOP/s") == units.MAX_VALUE
+
+
+@pytest.mark.parametrize("value", [10**400, "1" * 5000, True, 2.5, None, [1]])
+def test_parse_count_refuses_what_is_not_a_whole_number_in_range(value):
+    with pytest.raises(UnitError):
+        units.parse_count(value)
+
+
+@pytest.mark.parametrize("value", [10**400, "inf", "nan", float("nan"), 0, 1.5, True, None, [0.5]])
+def test_parse_ratio_refuses_what_is_not_a_finite_fraction(value):
+    with pytest.raises(UnitError):
+        units.parse_ratio(value)
+
+
+@pytest.mark.parametrize(("value", "kwargs", "needle"), [
+    (float("inf"), {"whole": False}, "finite"),
+    (float("nan"), {"whole": False}, "finite"),
+    (1.5, {}, "whole number"),
+    (True, {}, "whole number"),
+    ("3", {}, "whole number"),
+    (-1, {}, "negative"),
+    (0, {"least": 1}, "at least 1"),
+    (10**31, {}, "out of range"),
+])
+def test_check_number(value, kwargs, needle):
+    with pytest.raises(UnitError, match=needle):
+        units.check_number(value, **kwargs)
+    assert units.check_number(7) == 7 and units.check_number(0.5, whole=False) == 0.5

@@ -3,14 +3,15 @@
 Every numeric field carries its unit in its name and, in its metadata, the YAML key it
 is read from, the kind of quantity it holds and a one-line description. The loader and
 the README's field table are generated from this metadata, so a field cannot exist
-without a unit and a description.
+without a unit and a description. The same metadata (a least value, the choices, the class
+of a section or list) drives the checks every constructor runs (``memsim.hardware.checks``).
 """
 from __future__ import annotations
 
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
-from memsim.errors import ConfigError
+from memsim.hardware.checks import check_fields, fail
 
 FAMILIES = ("gpu", "wafer", "rdu", "cpu")  # execution models, one mapping strategy each
 LEVEL_KINDS = ("sram", "l2", "l3", "hbm", "ddr", "gddr", "lpddr", "external")
@@ -52,9 +53,24 @@ FAMILY_EXECUTION: dict[str, dict[str, Any]] = {
 }
 
 
-def spec_field(key: str, unit: str, help: str, default: Any = MISSING) -> Any:
-    """A dataclass field read from YAML key ``key`` as a quantity of kind ``unit``."""
-    meta = {"key": key, "unit": unit, "help": help}
+# An operator whose dtype has no peak of its own (a weight-only format unpacked into the
+# activation dtype, an fp32 op of an imported graph on a chip that lists no fp32 peak) computes at
+# the first of these rates the chip declares; a chip must declare one of them.
+PEAK_FALLBACK = ("bf16", "fp16", "fp32")
+
+
+def _topologies() -> tuple[str, ...]:
+    from memsim.hardware import topologies  # registered on first use; topologies do not import specs
+
+    return topologies.names()
+
+
+def spec_field(key: str, unit: str, help: str, default: Any = MISSING, *, least: int | None = None,
+               choices: Any = None, of: type | None = None) -> Any:
+    """A dataclass field read from YAML key ``key`` as a quantity of kind ``unit``; ``least``,
+    ``choices`` (a tuple, or a function returning one) and ``of`` (the class of a section or
+    list entry) are what its constructor checks beyond the kind."""
+    meta = {"key": key, "unit": unit, "help": help, "least": least, "choices": choices, "of": of}
     if default is MISSING:
         return field(metadata=meta)
     return field(default=default, metadata=meta)
@@ -62,9 +78,10 @@ def spec_field(key: str, unit: str, help: str, default: Any = MISSING) -> Any:
 
 @dataclass(frozen=True, slots=True)
 class ComputeSpec:
-    units: int = spec_field("units", "count", "number of compute units (SMs, cores, PCUs)")
+    units: int = spec_field("units", "count", "number of compute units (SMs, cores, PCUs)", least=1)
     peak_flops_per_s: tuple[tuple[str, int], ...] = spec_field(
-        "peak", "flops", "dense peak per dtype for the whole chip, e.g. {bf16: 989 TFLOP/s}"
+        "peak", "rates", "dense peak per dtype for the whole chip, e.g. {bf16: 989 TFLOP/s}; an operator whose "
+        f"dtype has none runs at the first of {', '.join(PEAK_FALLBACK)} given"
     )
     vector_flops_per_s: int = spec_field(
         "vector_peak", "flops", "peak of the vector/SIMT units used by elementwise, norm and softmax ops"
@@ -82,40 +99,45 @@ class ComputeSpec:
         "a model step (calibrated on calibration.csv)", 1.0
     )
 
+    def __post_init__(self) -> None:
+        check_fields(self, "compute")
+        if not any(d in dict(self.peak_flops_per_s) for d in PEAK_FALLBACK):
+            fail(f"needs a peak for one of {', '.join(PEAK_FALLBACK)}: operators in a dtype without a peak of "
+                 "their own run at it", "compute.peak")
+
     def matrix_efficiency(self, dtype: str) -> float:
         """Achievable fraction of ``dtype``'s matrix peak inside a model step."""
         return dict(self.dtype_efficiency).get(dtype, self.efficiency) * self.kernel_efficiency
 
     def peak(self, dtype: str) -> int:
         table = dict(self.peak_flops_per_s)
-        if dtype in table:
-            return table[dtype]
-        # Weight-only formats compute in the activation dtype; fall back to the widest half type.
-        for alt in ("bf16", "fp16", "fp32"):
-            if alt in table:
-                return table[alt]
-        return max(table.values())
+        return table.get(dtype) or table[next(d for d in PEAK_FALLBACK if d in table)]
 
 
 @dataclass(frozen=True, slots=True)
 class MemoryLevel:
     name: str = spec_field("name", "name", "level name; the on-chip scratchpad is always `sram`")
-    kind: str = spec_field("kind", "choice", f"one of {', '.join(LEVEL_KINDS)}")
-    capacity_bytes: int = spec_field("capacity", "bytes", "capacity (per unit when scope is `unit`)")
+    kind: str = spec_field("kind", "choice", f"one of {', '.join(LEVEL_KINDS)}", choices=LEVEL_KINDS)
+    capacity_bytes: int = spec_field("capacity", "bytes", "capacity (per unit when scope is `unit`)", least=1)
     bandwidth_bytes_per_s: int = spec_field(
         "bandwidth", "bandwidth", "peak bandwidth (per unit when scope is `unit`), reads and writes share it"
     )
     latency_ps: int = spec_field("latency", "time", "time from issue to first byte of a transfer")
-    channels: int = spec_field("channels", "count", "independent channels; transfers are striped over them", 1)
-    scope: str = spec_field("scope", "choice", "`unit` (one per compute unit) or `chip` (shared)", "chip")
+    channels: int = spec_field("channels", "count", "independent channels; transfers are striped over them", 1,
+                               least=1)
+    scope: str = spec_field("scope", "choice", "`unit` (one per compute unit) or `chip` (shared)", "chip",
+                            choices=SCOPES)
     efficiency: float = spec_field(
         "efficiency", "ratio", "achievable fraction of peak bandwidth for streaming transfers (calibrated)", 1.0
     )
     holds: tuple[str, ...] | None = spec_field(
         "holds", "classes", "tensor classes this level is a home for (weight, kv, activation); default by kind",
-        None,
+        None, choices=TENSOR_CLASSES,
     )
     via: str = spec_field("via", "text", "link this level is reached over (e.g. host DDR over `pcie`)", "")
+
+    def __post_init__(self) -> None:
+        check_fields(self, f"levels[{self.name}]")
 
     @property
     def is_scratchpad(self) -> bool:
@@ -141,8 +163,7 @@ class LinkSpec:
     )
 
     def __post_init__(self) -> None:  # a spec built in Python is checked as the loader checks YAML
-        if not 0 < self.efficiency <= 1:
-            raise ConfigError(f"{self.efficiency!r} must be in (0, 1]", field=f"links[{self.name}].efficiency")
+        check_fields(self, f"links[{self.name}]")
 
     @property
     def effective_bandwidth(self) -> int:
@@ -154,14 +175,16 @@ class ExecutionSpec:
     op_overhead_ps: int = spec_field(
         "op_overhead", "time", "fixed cost per kernel (launch and sync) when launches are graph-captured", 2_000_000
     )
-    launch: str = spec_field("launch", "choice", "`graph` (captured, e.g. CUDA graphs) or `eager` launches", "graph")
+    launch: str = spec_field("launch", "choice", "`graph` (captured, e.g. CUDA graphs) or `eager` launches", "graph",
+                             choices=LAUNCH)
     eager_overhead_ps: int = spec_field("eager_overhead", "time", "fixed cost per kernel with eager launches",
                                         8_000_000)
     prefetch_depth: int = spec_field(
-        "prefetch_depth", "count", "tile buffers per operand stream (2 = double buffering)", 2
+        "prefetch_depth", "count", "tile buffers per operand stream (2 = double buffering)", 2, least=1
     )
-    attention: str = spec_field("attention", "choice", "`fused` (FlashAttention) or `unfused`", "fused")
-    accumulator_bytes: int = spec_field("accumulator", "bytes", "bytes per accumulator element in SRAM", 4)
+    attention: str = spec_field("attention", "choice", "`fused` (FlashAttention) or `unfused`", "fused",
+                                choices=ATTENTION)
+    accumulator_bytes: int = spec_field("accumulator", "bytes", "bytes per accumulator element in SRAM", 4, least=1)
     unit_tile: int = spec_field(
         "unit_tile", "count", "output tile edge one compute unit works on; GEMM tiles run in waves across units "
         "(0: work spreads finely over the units, no waves)", 128
@@ -173,7 +196,7 @@ class ExecutionSpec:
     dequant_kernel: str = spec_field(
         "dequant_kernel", "choice", "`serial`: a weight chunk is unpacked after it lands, before the next load "
         "(gpt-fast); `fused`: unpacking overlaps the weight stream and the multiply, and the slower of the three "
-        "sets the pace (Marlin-style kernels)", "serial"
+        "sets the pace (Marlin-style kernels)", "serial", choices=DEQUANT_KERNELS
     )
     kv_split: int = spec_field(
         "kv_split", "count", "attention work items per (sequence, KV head, query block of `unit_tile` rows) that the "
@@ -192,7 +215,7 @@ class ExecutionSpec:
     # Concurrency: the engines a chip has and how it overlaps work (defaults per family).
     streams: tuple[str, ...] = spec_field(
         "streams", "names", "the chip's streams, from compute, branch (a second compute stream for independent branches), copy, comm; `[compute]` runs every operator "
-        "in one stream, one at a time", ("compute", "copy", "comm")
+        "in one stream, one at a time", ("compute", "copy", "comm"), choices=STREAMS
     )
     weight_prefetch: int = spec_field(
         "weight_prefetch", "count", "operators ahead whose weights the copy stream stages into SRAM (or L2) while "
@@ -200,17 +223,29 @@ class ExecutionSpec:
     )
     pipeline: str = spec_field(
         "pipeline", "choice", "`layers`: each layer runs in its own region of the chip (its share of compute and "
-        "SRAM) and regions run concurrently as a pipeline; `none`: operators use the whole chip", "none"
+        "SRAM) and regions run concurrently as a pipeline; `none`: operators use the whole chip", "none",
+        choices=PIPELINES
     )
     pipeline_chunks: int = spec_field(
         "pipeline_chunks", "count", "with `pipeline: layers`, the token chunks a prefill flows through the regions "
-        "in (unless --microbatches says otherwise)", 1
+        "in (unless --microbatches says otherwise)", 1, least=1
     )
     comm_overlap: int = spec_field(
         "comm_overlap", "count", "at most this many chunks a tensor-parallel all-reduce and the GEMM before it are "
         "cut into, so that chunk i goes over the links while the GEMM computes chunk i+1 (1: off; the count that "
         f"the textbook costs say is fastest is used, up to {MAX_COMM_OVERLAP})", 1
     )
+
+    def __post_init__(self) -> None:
+        check_fields(self, "execution")
+        if "compute" not in self.streams:
+            fail("must name `compute` once, and each stream once", "execution.streams")
+        if self.stage_from and not self.stage_into:
+            fail("required when execution.stage_from is set", "execution.stage_into")
+        if self.stage_into and self.stage_into in self.stage_from:
+            fail(f"{self.stage_into!r} cannot be staged into itself", "execution.stage_from")
+        if not 1 <= self.comm_overlap <= MAX_COMM_OVERLAP:
+            fail(f"must be from 1 (off) to {MAX_COMM_OVERLAP}", "execution.comm_overlap")
 
     def dequant(self, dtype: str) -> float:
         return dict(self.dequant_ops).get(dtype, 0.0)
@@ -223,7 +258,7 @@ class ExecutionSpec:
 @dataclass(frozen=True, slots=True)
 class SystemSpec:
     topology: str = spec_field("topology", "choice", "how chips are joined: a topology registered in "
-                               "memsim.hardware.topologies", "switch")
+                               "memsim.hardware.topologies", "switch", choices=_topologies)
     link: str = spec_field("link", "text", "the chip link that joins chips (default: the first link)", "")
     # Checked by the mapping, where the algorithms are registered (hardware does not import mapping).
     collective: str = spec_field("collective", "choice", "all-reduce algorithm registered in "
@@ -233,17 +268,36 @@ class SystemSpec:
         "on top of the link latencies of its route: the handshake with its peer (calibrated on small all-reduces)", 0
     )
 
+    def __post_init__(self) -> None:
+        check_fields(self, "system")
+
 
 @dataclass(frozen=True, slots=True)
 class ChipSpec:
     name: str = spec_field("name", "name", "preset name")
-    family: str = spec_field("family", "choice", f"execution model: {', '.join(FAMILIES)}")
-    compute: ComputeSpec = spec_field("compute", "section", "compute units and peaks")
-    levels: tuple[MemoryLevel, ...] = spec_field("levels", "list", "memory levels, fastest first")
-    links: tuple[LinkSpec, ...] = spec_field("links", "list", "off-chip links", ())
-    execution: ExecutionSpec = spec_field("execution", "section", "execution settings", ExecutionSpec())
-    system: SystemSpec = spec_field("system", "section", "default multi-chip system", SystemSpec())
+    family: str = spec_field("family", "choice", f"execution model: {', '.join(FAMILIES)}", choices=FAMILIES)
+    compute: ComputeSpec = spec_field("compute", "section", "compute units and peaks", of=ComputeSpec)
+    levels: tuple[MemoryLevel, ...] = spec_field("levels", "list", "memory levels, fastest first", of=MemoryLevel)
+    links: tuple[LinkSpec, ...] = spec_field("links", "list", "off-chip links", (), of=LinkSpec)
+    execution: ExecutionSpec = spec_field("execution", "section", "execution settings", ExecutionSpec(),
+                                          of=ExecutionSpec)
+    system: SystemSpec = spec_field("system", "section", "default multi-chip system", SystemSpec(), of=SystemSpec)
     description: str = spec_field("description", "text", "free text", "")
+
+    def __post_init__(self) -> None:
+        """Fields checked, then the names that execution, system and levels give of links and levels."""
+        check_fields(self, "")
+        levels, links = [lvl.name for lvl in self.levels], [lk.name for lk in self.links]
+        if "sram" not in levels:
+            fail("every chip needs a scratchpad level named `sram`", "levels")
+        _check_named(self.system.link, "link", links, "system.link")
+        for lvl in self.levels:
+            _check_named(lvl.via, "link", links, f"levels[{lvl.name}].via")
+        ex = self.execution
+        _check_named(ex.fabric, "link", links, "execution.fabric")
+        for name in ex.stage_from:
+            _check_named(name, "level", levels, "execution.stage_from")
+        _check_named(ex.stage_into, "level", levels, "execution.stage_into")
 
     def level(self, name: str) -> MemoryLevel:
         return _named(self.levels, name)
@@ -264,6 +318,12 @@ class ChipSpec:
 
     def chip_capacity(self, level: MemoryLevel) -> int:
         return level.capacity_bytes * (self.compute.units if level.scope == "unit" else 1)
+
+
+def _check_named(name: str, what: str, known: list[str], field: str) -> None:
+    """An empty name names nothing; any other must be one of ``known``."""
+    if name and name not in known:
+        fail(f"no {what} named {name!r} ({what}s: {', '.join(known) or 'none'})", field)
 
 
 def _named(items: tuple, name: str) -> Any:

@@ -1,4 +1,5 @@
-"""Writing a run's outputs: the folder is replaced as a whole, or left as it was.
+"""Writing a run's outputs (the folder is replaced as a whole, or left as it was), and reading its
+tables back.
 
 The files are written into a temporary folder beside ``out`` and swapped in with renames, so a
 re-run leaves no file of the previous run behind (an old ``trace.perfetto.json``), and a run
@@ -18,6 +19,7 @@ import pandas as pd
 import yaml
 
 from memsim.errors import ConfigError
+from memsim.files import check_file
 
 MARKER = "summary.json"  # a folder holding it is a memsim run the next run may replace
 
@@ -104,3 +106,33 @@ def _plain(value: Any) -> Any:
     if hasattr(value, "item"):
         return value.item()
     raise TypeError(f"cannot serialise {type(value).__name__}")
+
+
+def read_table(path: Path, what: str, columns: tuple[str, ...], numeric: tuple[str, ...] = ()) -> pd.DataFrame:
+    """A CSV that memsim wrote (``what`` says which), read back for a figure: a file that is not a
+    CSV, lacks a column, holds no rows or holds text in a ``numeric`` column is an error naming it."""
+    file = str(path)
+    check_file(Path(path))
+    try:
+        df = pd.read_csv(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConfigError(f"not a CSV file ({reason[:80]})", file=file) from None
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ConfigError(f"not a memsim {what}: no column {missing[0]!r}", file=file)
+    if df.empty:
+        raise ConfigError(f"the {what} holds no rows", file=file)
+    return as_numbers(df, numeric, file)
+
+
+def as_numbers(df: pd.DataFrame, columns: tuple[str, ...] | list[str], file: str) -> pd.DataFrame:
+    """``df`` with ``columns`` as numbers (empty cells stay missing); text in one is an error."""
+    for col in columns:
+        values = pd.to_numeric(df[col], errors="coerce")
+        bad = values.isna() & df[col].notna()
+        if bad.any():
+            row = int(bad.to_numpy().nonzero()[0][0])
+            raise ConfigError(f"row {row + 2}: {str(df[col].iloc[row])[:40]!r} is not a number", file=file, field=col)
+        df[col] = values
+    return df

@@ -7,6 +7,7 @@ import pandas as pd
 
 from memsim import units
 from memsim.errors import ConfigError
+from memsim.report.output import as_numbers, read_table
 
 _SIZE_PARSERS = (units.parse_bytes, units.parse_bandwidth, units.parse_time_ps, units.parse_flops)
 
@@ -28,6 +29,19 @@ def axis_values(values: pd.Series) -> tuple[list[float], bool]:
 
 
 def plot_sweep(results: Path, x_field: str | None = None, output: Path | None = None) -> Path:
+    df = read_table(results, "sweep results.csv", ("error", "step_time_s"), ("step_time_s",))
+    byte_cols = [c for c in df.columns if c.startswith("bytes_per_level.") and c.endswith(".total")]
+    df = as_numbers(df, byte_cols, str(results))
+    swept = list(df.columns[: list(df.columns).index("error")])
+    if not swept:
+        raise ConfigError("not a memsim sweep: no swept field before the error column", file=str(results))
+    x_field = x_field or swept[0]
+    if x_field not in swept:
+        raise ConfigError(f"not a swept field (swept: {', '.join(swept)})", file=str(results), field=x_field)
+    ok = df[df["error"].isna() | (df["error"] == "")].copy()
+    ok["_x"], log = axis_values(ok[x_field]) if len(ok) else ([], False)
+    others = [f for f in swept if f != x_field]
+    byte_cols = [c for c in byte_cols if ok[c].any()]
     try:
         import matplotlib
 
@@ -35,19 +49,6 @@ def plot_sweep(results: Path, x_field: str | None = None, output: Path | None = 
         import matplotlib.pyplot as plt
     except ImportError:
         raise ConfigError("plots need matplotlib (pip install '.[plot]')", field="plot") from None
-    if not results.is_file():
-        raise ConfigError("file not found", file=str(results))
-    df = pd.read_csv(results)
-    if "error" not in df.columns or "step_time_s" not in df.columns:
-        raise ConfigError("not a memsim sweep (no error/step_time_s columns)", file=str(results))
-    swept = list(df.columns[: list(df.columns).index("error")])
-    x_field = x_field or swept[0]
-    if x_field not in swept:
-        raise ConfigError(f"not a swept field (swept: {', '.join(swept)})", file=str(results), field=x_field)
-    ok = df[df["error"].isna() | (df["error"] == "")].copy()
-    ok["_x"], log = axis_values(ok[x_field]) if len(ok) else ([], False)
-    others = [f for f in swept if f != x_field]
-    byte_cols = [c for c in ok.columns if c.startswith("bytes_per_level.") and c.endswith(".total") and ok[c].any()]
     fig, (ax_t, ax_b) = plt.subplots(1, 2, figsize=(11, 4))
     groups = ok.groupby(others) if others else [((), ok)]
     for key, part in groups:

@@ -6,14 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
 from memsim import units
 from memsim.errors import ConfigError
+from memsim.hardware.loader import load_chip
+from memsim.report.output import read_table
 
 CAUSE_COLORS = {"compute": "#2b8a3e", "overhead": "#868e96", "sram_capacity": "#e8590c", "dependency": "#7048e8",
                 "dequant": "#f08c00"}
 MAX_BARS = 60_000  # beyond this the Gantt chart merges intervals per operator
+TIMELINE_READ = ("start_s", "end_s", "chip", "resource", "kind", "op", "cause", "layer")  # the columns drawn
 
 
 def _pyplot():
@@ -113,12 +115,14 @@ def stalls_per_layer(timeline: pd.DataFrame, path: Path) -> Path:
 
 
 def plot_run(folder: Path) -> list[Path]:
+    """The three figures of a run's output folder; its files are checked before anything is drawn."""
     folder = Path(folder)
     for name in ("timeline.csv", "ops.csv", "hardware.yaml"):
         if not (folder / name).is_file():
             raise ConfigError(f"missing {name}: not a memsim run folder", file=str(folder))
-    timeline = pd.read_csv(folder / "timeline.csv")
-    ops = pd.read_csv(folder / "ops.csv")
-    hardware = yaml.safe_load((folder / "hardware.yaml").read_text())
+    timeline = read_table(folder / "timeline.csv", "timeline", TIMELINE_READ, ("start_s", "end_s", "layer"))
+    ops = read_table(folder / "ops.csv", "ops table", ("op_kind", "flops", "duration_s", "arithmetic_intensity"),
+                     ("flops", "duration_s", "arithmetic_intensity"))
+    _, hardware = load_chip(folder / "hardware.yaml")
     return [gantt(timeline, folder / "gantt.png"), roofline(ops, hardware, folder / "roofline.png"),
             stalls_per_layer(timeline, folder / "stalls.png")]

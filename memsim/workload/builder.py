@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from memsim.errors import ConfigError, MemsimWarning
 from memsim.workload.dtypes import KV_DTYPES, WEIGHT_DTYPES, nbytes, weight_storage_bytes
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
-from memsim.workload.models import ModelConfig
+from memsim.workload.models import MAX_SHAPE, ModelConfig
 from memsim.workload.moe import moe_mlp
 
 # Vector operations per element, for the FLOP count of memory-bound ops.
@@ -46,6 +46,10 @@ class StepSpec:
             raise ConfigError(f"{weight_dtype!r} is not one of {', '.join(WEIGHT_DTYPES)}", field="--weight-dtype")
         if kv_dtype not in KV_DTYPES:
             raise ConfigError(f"{kv_dtype!r} is not one of {', '.join(KV_DTYPES)}", field="--kv-dtype")
+        for value, option in ((batch, "--batch"), (context, "--context"), (prompt, "--prompt"),
+                              (group_size, "--group-size"), (tp, "--tp")):
+            if value > MAX_SHAPE:
+                raise ConfigError(f"must be at most {MAX_SHAPE}", field=option)
         if batch < 1:
             raise ConfigError("must be at least 1", field="--batch")
         if group_size < 1:
@@ -322,7 +326,10 @@ def build_step(model: ModelConfig, step: StepSpec) -> OpGraph:
     if step.context + step.tokens > model.max_positions:  # architects do simulate longer contexts
         warnings.warn(MemsimWarning(f"--context/--prompt: {step.context + step.tokens} tokens exceed "
                                     f"{model.name}'s {model.max_positions} positions"), stacklevel=2)
-    if step.expert_parallel and (model.experts < 2 or model.experts % step.tp):
+    if step.expert_parallel and model.experts < 2:
+        raise ConfigError(f"{model.name} is a dense model (it has no experts): --ep needs a mixture of experts",
+                          field="--ep")
+    if step.expert_parallel and model.experts % step.tp:
         raise ConfigError(f"{model.experts} experts do not spread over {step.tp} ranks", field="--ep")
     return _Builder(shard(model, step.tp, step.expert_parallel), step).build()
 

@@ -1,7 +1,10 @@
-"""Data types: storage size of each element, in bits."""
+"""Data types of a workload: bytes of a tensor, and the formats weights and the KV cache may be stored in."""
 from __future__ import annotations
 
-BITS = {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4}
+from memsim.dtypes import BITS, DTYPES
+
+__all__ = ["BITS", "DTYPES", "KV_DTYPES", "WEIGHT_DTYPES", "nbytes", "weight_storage_bytes"]
+
 WEIGHT_DTYPES = ("bf16", "fp16", "fp8", "int8", "int4")
 KV_DTYPES = ("bf16", "fp16", "fp8", "int8", "int4")
 

@@ -3,6 +3,10 @@
 An ``Op`` reads tensors (with the number of bytes it must read from each: a gather reads
 only the rows it needs) and writes tensors. Edges run from the producer of a tensor to
 each consumer, plus explicit control dependencies.
+
+Tensors and ops check their own fields when they are made (types, ranges, known kinds and
+dtypes, the dims the mapping reads), wherever they come from: a trace file, an importer or
+Python. ``OpGraph.validate`` checks what joins them: references, producers, cycles.
 """
 from __future__ import annotations
 
@@ -11,12 +15,50 @@ from typing import Iterator
 
 import networkx as nx
 
+from memsim import units
+from memsim.dtypes import DTYPES
 from memsim.errors import TraceError
 
 TENSOR_CLASSES = ("weight", "kv", "activation")
 COLLECTIVE_KINDS = ("allreduce", "allgather", "reduce_scatter", "alltoall")
 # ``compute``: an op known only by its FLOPs and bytes (imported traces), run at matrix rate.
 OP_KINDS = ("matmul", "attention", "elementwise", "norm", "embedding", "compute", *COLLECTIVE_KINDS)
+# The dims the mapping reads of each kind, none of them zero, and the inputs it reads.
+REQUIRED_DIMS = {"matmul": ("m", "n", "k"), "attention": ("batch", "heads", "kv_heads", "q_len", "kv_len", "head_dim"),
+                 **{kind: ("bytes",) for kind in COLLECTIVE_KINDS}}
+POSITIVE_DIMS = ("m", "n", "k", "groups", "batch", "heads", "kv_heads", "q_len", "kv_len", "head_dim", "ranks")
+MIN_INPUTS = {"matmul": ("activation", "weight"), "attention": ("q", "k", "v")}  # the inputs it reads first
+# The meta fields the mapping and the report read: their least and greatest values. A trace's
+# tensor-parallel group is simulated chip by chip, so its size is kept to what fits in memory.
+META_NUMBERS = {"tp": (1, 2**16), "batch": (0, None), "tokens": (0, None), "context": (0, None)}
+
+
+def _fail(message: str, field: str) -> None:
+    raise TraceError(message, field=field)
+
+
+def _whole(value: object, field: str, least: int = 0) -> None:
+    try:
+        units.check_number(value, least)
+    except units.UnitError as exc:
+        raise TraceError(str(exc), field=field) from None
+
+
+def _name(value: object, field: str) -> None:
+    if not isinstance(value, str) or not value:
+        _fail(f"expected a name, got {units.shown(value)}", field)
+
+
+def _names(value: object, field: str) -> None:
+    if not isinstance(value, tuple):
+        _fail(f"expected a list of names, got {units.shown(value)}", field)
+    for i, item in enumerate(value):
+        _name(item, f"{field}[{i}]")
+
+
+def _dtype(value: object, field: str) -> None:
+    if value not in DTYPES:
+        _fail(f"{units.shown(value)} is not a dtype memsim knows ({', '.join(DTYPES)})", field)
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +68,18 @@ class Tensor:
     dtype: str
     klass: str  # weight | kv | activation
     bytes: int
+
+    def __post_init__(self) -> None:
+        _name(self.name, "tensors[]")
+        where = f"tensors[{self.name}]"
+        if not isinstance(self.shape, tuple):
+            _fail(f"expected a list of whole numbers, got {units.shown(self.shape)}", f"{where}.shape")
+        for d in self.shape:
+            _whole(d, f"{where}.shape")
+        _dtype(self.dtype, f"{where}.dtype")
+        if self.klass not in TENSOR_CLASSES:
+            _fail(f"unknown class {units.shown(self.klass)} (known: {', '.join(TENSOR_CLASSES)})", f"{where}.class")
+        _whole(self.bytes, f"{where}.bytes")
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +99,46 @@ class Op:
     outputs: tuple[str, ...]
     dims: tuple[tuple[str, int], ...] = ()
     deps: tuple[str, ...] = ()  # control dependencies (op names)
+
+    def __post_init__(self) -> None:
+        _name(self.name, "ops[]")
+        where = f"ops[{self.name}]"
+        if self.kind not in OP_KINDS:
+            _fail(f"unknown kind {units.shown(self.kind)} (known: {', '.join(OP_KINDS)})", f"{where}.kind")
+        _whole(self.layer, f"{where}.layer", -1)
+        _dtype(self.dtype, f"{where}.dtype")
+        _whole(self.flops, f"{where}.flops")
+        if not isinstance(self.inputs, tuple) or not all(isinstance(r, Read) for r in self.inputs):
+            _fail(f"expected reads of tensors, got {units.shown(self.inputs)}", f"{where}.inputs")
+        for r in self.inputs:
+            _name(r.tensor, f"{where}.inputs[]")
+            _whole(r.bytes, f"{where}.inputs[{r.tensor}].bytes")
+        if len(self.inputs) < len(MIN_INPUTS.get(self.kind, ())):
+            _fail(f"an op of kind {self.kind} reads {', '.join(MIN_INPUTS[self.kind])} first; this one reads "
+                  f"{len(self.inputs)} tensors", f"{where}.inputs")
+        _names(self.outputs, f"{where}.outputs")
+        if not self.outputs:
+            _fail("an op writes at least one tensor", f"{where}.outputs")
+        _names(self.deps, f"{where}.deps")
+        self._check_dims(where)
+
+    def _check_dims(self, where: str) -> None:
+        if not isinstance(self.dims, tuple) or not all(isinstance(d, tuple) and len(d) == 2 for d in self.dims):
+            _fail(f"expected a mapping of names to whole numbers, got {units.shown(self.dims)}", f"{where}.dims")
+        dims = dict(self.dims)
+        if len(dims) != len(self.dims):
+            _fail("a dim is given twice", f"{where}.dims")
+        for key, value in self.dims:
+            _name(key, f"{where}.dims")
+            _whole(value, f"{where}.dims.{key}", 1 if key in POSITIVE_DIMS else 0)
+        for key in REQUIRED_DIMS.get(self.kind, ()):
+            if key not in dims:
+                _fail(f"an op of kind {self.kind} needs dims {', '.join(REQUIRED_DIMS[self.kind])}; {key!r} is missing",
+                      f"{where}.dims.{key}")
+        if self.kind == "attention" and dims["heads"] % dims["kv_heads"]:
+            _fail(f"{dims['heads']} heads do not divide into {dims['kv_heads']} KV heads", f"{where}.dims.kv_heads")
+        if dims.get("causal", 0) not in (0, 1):
+            _fail("must be 0 or 1", f"{where}.dims.causal")
 
     def dim(self, key: str, default: int | None = None) -> int:
         for k, v in self.dims:
@@ -95,26 +189,39 @@ class OpGraph:
         index = {name: i for i, name in enumerate(self.ops)}
         return [self.ops[n] for n in nx.lexicographical_topological_sort(self.graph(), key=index.__getitem__)]
 
-    def validate(self, file: str = "<graph>") -> None:
+    def validate(self, file: str | None = None) -> None:
+        """References, producers and cycles (each op and tensor checked its own fields when made)."""
+        if not self.ops:
+            raise TraceError("the graph holds no ops: there is nothing to simulate", file=file, field="ops")
+        for key, (least, most) in META_NUMBERS.items():
+            if key in self.meta:
+                try:
+                    _whole(self.meta[key], f"meta.{key}", least)
+                    if most is not None and self.meta[key] > most:
+                        _fail(f"must be at most {most}", f"meta.{key}")
+                except TraceError as exc:
+                    exc.file = file
+                    raise
+        producer: dict[str, str] = {}
+        for op in self.ops.values():
+            for t in op.outputs:
+                if producer.setdefault(t, op.name) != op.name:
+                    raise TraceError(f"tensor {t!r} is also written by {producer[t]!r}: each tensor has one producer",
+                                     file=file, field=f"ops[{op.name}].outputs")
+        for table, cls in (("tensors", Tensor), ("ops", Op)):
+            for key, item in getattr(self, table).items():
+                if not isinstance(item, cls) or item.name != key:
+                    raise TraceError(f"holds {units.shown(item)} under this name", file=file, field=f"{table}[{key}]")
         for op in self.ops.values():
             for r in op.inputs:
                 if r.tensor not in self.tensors:
                     raise TraceError(f"input tensor {r.tensor!r} is not defined", file=file, field=f"ops[{op.name}].inputs")
-                if r.bytes < 0:
-                    raise TraceError("bytes must not be negative", file=file, field=f"ops[{op.name}].inputs[{r.tensor}]")
             for t in op.outputs:
                 if t not in self.tensors:
                     raise TraceError(f"output tensor {t!r} is not defined", file=file, field=f"ops[{op.name}].outputs")
             for d in op.deps:
                 if d not in self.ops:
                     raise TraceError(f"dependency {d!r} is not an op", file=file, field=f"ops[{op.name}].deps")
-            if op.kind not in OP_KINDS:
-                raise TraceError(f"unknown kind {op.kind!r} (known: {', '.join(OP_KINDS)})", file=file, field=f"ops[{op.name}].kind")
-            if op.flops < 0:
-                raise TraceError("flops must not be negative", file=file, field=f"ops[{op.name}].flops")
-        for t in self.tensors.values():
-            if t.klass not in TENSOR_CLASSES:
-                raise TraceError(f"unknown class {t.klass!r}", file=file, field=f"tensors[{t.name}].class")
         g = self.graph()
         if not nx.is_directed_acyclic_graph(g):
             nodes = [e[0] for e in nx.find_cycle(g)]

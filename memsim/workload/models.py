@@ -1,11 +1,12 @@
 """Transformer shape parameters read from a Hugging Face style ``config.json``."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from memsim.errors import ConfigError
+from memsim.files import load_json
+from memsim.units import shown
 
 # model_type -> the layer structure memsim builds
 ARCH = {"gpt2": "gpt2", "bert": "bert", "llama": "llama", "mistral": "llama", "qwen2": "llama", "mixtral": "llama",
@@ -51,41 +52,54 @@ class ModelConfig:
         return self.arch in ("llama", "gptj", "falcon")
 
 
+# A shape field past this is a typo, not a model (no config comes near 2^31 layers, heads or tokens).
+MAX_SHAPE = 2**31 - 1
+
+
 def load_model(path: Path) -> ModelConfig:
+    """A Hugging Face style config.json, read strictly; the fields memsim uses are checked."""
     file = str(path)
-    try:
-        raw = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError("file not found", file=file) from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"invalid JSON at line {exc.lineno}: {exc.msg}", file=file) from None
+    raw = load_json(path)
     if not isinstance(raw, dict):
         raise ConfigError("expected a JSON object", file=file)
     mtype = raw.get("model_type")
-    if mtype not in ARCH:
-        raise ConfigError(f"unsupported model_type {mtype!r} (supported: {', '.join(ARCH)})", file=file, field="model_type")
+    if not isinstance(mtype, str) or mtype not in ARCH:
+        raise ConfigError(f"unsupported model_type {shown(mtype)} (supported: {', '.join(ARCH)})", file=file,
+                          field="model_type")
     arch = ARCH[mtype]
 
     def get(*keys: str, default: int | None = None) -> int:
         for key in keys:
             if key in raw and raw[key] is not None:
                 value = raw[key]
-                if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                    raise ConfigError(f"expected a positive integer, got {value!r}", file=file, field=key)
+                if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_SHAPE:
+                    raise ConfigError(f"expected a positive integer up to {MAX_SHAPE}, got {shown(value)}", file=file,
+                                      field=key)
                 return value
         if default is None:
             raise ConfigError("missing required field", file=file, field=keys[0])
         return default
+
+    def flag(key: str, default: bool) -> bool:
+        value = raw.get(key)
+        if value is not None and not isinstance(value, bool):
+            raise ConfigError(f"expected true or false, got {shown(value)}", file=file, field=key)
+        return default if value is None else value
 
     hidden = get("hidden_size", "n_embd")
     heads = get("num_attention_heads", "n_head")
     head_dim = get("head_dim", default=0)
     if hidden % heads and not head_dim:
         raise ConfigError(f"hidden size {hidden} is not divisible by {heads} heads", file=file, field="num_attention_heads")
-    default_kv = 1 if arch == "falcon" and not raw.get("new_decoder_architecture") else heads
+    default_kv = 1 if arch == "falcon" and not flag("new_decoder_architecture", False) else heads
     kv_heads = get("num_key_value_heads", "num_kv_heads", default=default_kv)
     if heads % kv_heads:
         raise ConfigError(f"{heads} heads are not divisible into {kv_heads} KV groups", file=file, field="num_key_value_heads")
+    experts = get("num_local_experts", default=1)
+    experts_per_token = get("num_experts_per_tok", default=1)
+    if experts_per_token > experts:
+        raise ConfigError(f"{experts_per_token} experts per token but {experts} experts", file=file,
+                          field="num_experts_per_tok")
     return ModelConfig(
         name=path.stem,
         arch=arch,
@@ -96,9 +110,9 @@ def load_model(path: Path) -> ModelConfig:
         intermediate=get("intermediate_size", "n_inner", "ffn_hidden_size", default=4 * hidden),
         vocab=get("vocab_size"),
         max_positions=get("max_position_embeddings", "n_positions", default=2048),
-        tie_embeddings=bool(raw.get("tie_word_embeddings", arch in ("gpt2", "falcon"))),
+        tie_embeddings=flag("tie_word_embeddings", arch in ("gpt2", "falcon")),
         head_dim_override=head_dim,
-        experts=get("num_local_experts", default=1),
-        experts_per_token=get("num_experts_per_tok", default=1),
+        experts=experts,
+        experts_per_token=experts_per_token,
         qkv_bias=mtype == "qwen2",
     )

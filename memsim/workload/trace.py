@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from memsim.atomic import atomic_write_text
-from memsim.errors import TraceError
+from memsim.errors import TraceError, about_file
+from memsim.files import load_json
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
 
 SCHEMA = "memsim-trace"
@@ -31,15 +32,41 @@ def to_json(g: OpGraph) -> dict[str, Any]:
     }
 
 
+# The keys of each object in a trace, and those that may be left out.
+_KEYS = {"": ("schema", "version", "meta", "tensors", "ops"), "tensor": ("name", "shape", "dtype", "class", "bytes"),
+         "op": ("name", "kind", "layer", "dtype", "flops", "inputs", "outputs", "dims", "deps"),
+         "input": ("tensor", "bytes")}
+_OPTIONAL = {"meta", "dims", "deps"}
+
+
 def _req(obj: dict, key: str, kind: type | tuple, file: str, where: str) -> Any:
     if not isinstance(obj, dict):
-        raise TraceError("expected an object", file=file, field=where)
+        raise TraceError("expected an object", file=file, field=where or None)
     if key not in obj:
-        raise TraceError("missing required field", file=file, field=f"{where}.{key}")
+        raise TraceError("missing required field", file=file, field=f"{where}.{key}" if where else key)
     value = obj[key]
     if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
-        raise TraceError(f"has the wrong type ({type(value).__name__})", file=file, field=f"{where}.{key}")
+        raise TraceError(f"has the wrong type ({type(value).__name__})", file=file,
+                         field=f"{where}.{key}" if where else key)
     return value
+
+
+def _opt(obj: dict, key: str, kind: type, file: str, where: str) -> Any:
+    return _req(obj, key, kind, file, where) if obj.get(key) is not None else kind()
+
+
+def _known(obj: Any, what: str, file: str, where: str) -> None:
+    if not isinstance(obj, dict):
+        raise TraceError("expected an object", file=file, field=where or None)
+    for key in obj:
+        if key not in _KEYS[what]:
+            raise TraceError(f"unknown field (known: {', '.join(_KEYS[what])})", file=file,
+                             field=f"{where}.{key}" if where else str(key))
+
+
+def _label(obj: Any, i: int) -> str:
+    name = obj.get("name") if isinstance(obj, dict) else None
+    return name if isinstance(name, str) and name else str(i)
 
 
 def from_json(data: Any, file: str = "<trace>") -> OpGraph:
@@ -47,45 +74,50 @@ def from_json(data: Any, file: str = "<trace>") -> OpGraph:
         raise TraceError("expected a JSON object", file=file)
     if data.get("schema") != SCHEMA:
         raise TraceError(f"not a memsim trace (schema must be {SCHEMA!r})", file=file, field="schema")
-    if data.get("version") != VERSION:
+    if data.get("version") != VERSION or isinstance(data.get("version"), bool):
         raise TraceError(f"unsupported version {data.get('version')!r} (this memsim reads {VERSION})",
                          file=file, field="version")
-    g = OpGraph(meta=dict(data.get("meta") or {}))
+    _known(data, "", file, "")
+    with about_file(file):  # an op or tensor that refuses its own fields knows the field, not the file
+        return _graph(data, file)
+
+
+def _graph(data: dict, file: str) -> OpGraph:
+    g = OpGraph(meta=dict(_opt(data, "meta", dict, file, "")))
     for i, t in enumerate(_req(data, "tensors", list, file, "")):
-        where = f"tensors[{t.get('name', i) if isinstance(t, dict) else i}]"
+        where = f"tensors[{_label(t, i)}]"
+        _known(t, "tensor", file, where)
         name = _req(t, "name", str, file, where)
         if name in g.tensors:
             raise TraceError("duplicate tensor name", file=file, field=where)
         g.add_tensor(Tensor(name, tuple(_req(t, "shape", list, file, where)), _req(t, "dtype", str, file, where),
                             _req(t, "class", str, file, where), _req(t, "bytes", int, file, where)))
     for i, o in enumerate(_req(data, "ops", list, file, "")):
-        where = f"ops[{o.get('name', i) if isinstance(o, dict) else i}]"
+        where = f"ops[{_label(o, i)}]"
+        _known(o, "op", file, where)
         name = _req(o, "name", str, file, where)
         if name in g.ops:
             raise TraceError("duplicate op name", file=file, field=where)
-        reads = tuple(Read(_req(r, "tensor", str, file, f"{where}.inputs"), _req(r, "bytes", int, file, f"{where}.inputs"))
-                      for r in _req(o, "inputs", list, file, where))
-        dims = o.get("dims") or {}
-        if not isinstance(dims, dict) or not all(isinstance(v, int) for v in dims.values()):
-            raise TraceError("dims must map names to integers", file=file, field=f"{where}.dims")
+        reads = []
+        for j, r in enumerate(_req(o, "inputs", list, file, where)):
+            _known(r, "input", file, f"{where}.inputs[{j}]")
+            reads.append(Read(_req(r, "tensor", str, file, f"{where}.inputs[{j}]"),
+                              _req(r, "bytes", int, file, f"{where}.inputs[{j}]")))
         g.add_op(Op(name, _req(o, "kind", str, file, where), _req(o, "layer", int, file, where),
-                    _req(o, "dtype", str, file, where), _req(o, "flops", int, file, where), reads,
-                    tuple(_req(o, "outputs", list, file, where)), tuple(sorted(dims.items())),
-                    tuple(o.get("deps") or ())))
+                    _req(o, "dtype", str, file, where), _req(o, "flops", int, file, where), tuple(reads),
+                    tuple(_req(o, "outputs", list, file, where)),
+                    tuple(sorted(_opt(o, "dims", dict, file, where).items())),
+                    tuple(_opt(o, "deps", list, file, where))))
     g.validate(file)
     return g
 
 
 def write_trace(g: OpGraph, path: Path) -> None:
+    """Write ``g``, once it is a graph that ``read_trace`` would accept (importers call this)."""
+    g.validate()
     atomic_write_text(path, json.dumps(to_json(g), indent=1) + "\n")
 
 
 def read_trace(path: Path) -> OpGraph:
-    file = str(path)
-    if not path.is_file():
-        raise TraceError("file not found", file=file)
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise TraceError(f"invalid JSON at line {exc.lineno}: {exc.msg}", file=file) from None
-    return from_json(data, file)
+    """The trace in ``path``, read strictly (UTF-8 JSON, no key twice) and checked."""
+    return from_json(load_json(path, TraceError), str(path))

@@ -185,6 +185,11 @@ def test_override_can_add_an_optional_field():
         ("compute.kernel_efficiency", "0", "kernel_efficiency"),
         ("nvlink.efficiency", "1.2", "efficiency"),
         ("system.step_latency", "-1 us", "step_latency"),
+        # checked by the spec constructors, as a file is
+        ("compute.peak", "1 TFLOP/s", "compute.peak"),
+        ("compute.peak.bf17", "1 TFLOP/s", "compute.peak.bf17"),
+        ("hbm.bandwidth", "1e400 TB/s", "levels[hbm].bandwidth"),
+        ("execution.streams", "compute,compute", "execution.streams"),
     ],
 )
 def test_bad_override_raises_config_error_naming_the_field(path, value, needle):

@@ -82,11 +82,18 @@ def test_weights_beyond_hbm_are_offloaded_to_host_ddr():
 
 
 def test_kv_cache_can_be_what_does_not_fit():
-    # gpt2 weights (~0.25 GB) fit in 1 GB, but a long context at a large batch does not.
+    # gpt2 weights (~0.25 GB) fit in 1 GB, but a long context at a large batch does not: the
+    # error blames the options that sized the cache, not the chip's levels.
     chip = hardware.load("h100-sxm", [("hbm.capacity", "1 GB"), ("ddr.capacity", "1 GB")])
     place(gpt2_decode(batch=1, context=64), chip)
-    with pytest.raises(CapacityError):
+    with pytest.raises(CapacityError) as info:
         place(gpt2_decode(batch=64, context=1000), chip)
+    assert info.value.field == "--batch/--context"
+    assert "the weights alone fit" in info.value.message and "batch 64, context 1000" in info.value.message
+    prefill = build_step(model_config("gpt2"), StepSpec.make("prefill", batch=2048, prompt=1000))
+    with pytest.raises(CapacityError) as info:
+        place(prefill, chip)
+    assert info.value.field == "--batch/--prompt" and "batch 2048, prompt 1000" in info.value.message
 
 
 def test_persistent_tensors_spill_to_the_next_level(tmp_path):

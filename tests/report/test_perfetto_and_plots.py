@@ -72,8 +72,8 @@ def test_merged_dequant_and_link_rows_reach_the_trace_and_the_figures(tiny_model
     ``dequant`` intervals, and rows on the PCIe link its host memory is reached over."""
     run = simulate("a100-80gb-sxm", str(tiny_model_path), context=32, weight_dtype="int4",
                    set={"hbm.capacity": "64 KiB"})
-    run.write(tmp_path, perfetto=True)
-    trace = json.loads((tmp_path / "trace.perfetto.json").read_text())
+    run.write(tmp_path / "out", perfetto=True)
+    trace = json.loads((tmp_path / "out" / "trace.perfetto.json").read_text())
     _check_trace(trace)
     names = {e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "thread_name"}
     assert {"compute", "dequant", "ddr", "link:pcie"} <= names
@@ -85,7 +85,7 @@ def test_merged_dequant_and_link_rows_reach_the_trace_and_the_figures(tiny_model
     if importlib.util.find_spec("matplotlib") is not None:
         from memsim.report.run_plots import plot_run
 
-        assert len(plot_run(tmp_path)) == 3
+        assert len(plot_run(tmp_path / "out")) == 3
 
 
 def _tid(trace: dict, name: str) -> int:

@@ -8,7 +8,7 @@ from chakra.schema.protobuf import et_def_pb2 as pb  # noqa: E402
 from chakra.src.third_party.utils.protolib import encodeMessage  # noqa: E402
 
 from memsim import simulate_graph  # noqa: E402
-from memsim.errors import ConfigError  # noqa: E402
+from memsim.errors import ConfigError, MemsimError  # noqa: E402
 from memsim.workload import read_trace, write_trace  # noqa: E402
 from memsim.workload.importers.chakra_import import import_chakra  # noqa: E402
 
@@ -66,3 +66,60 @@ def test_bad_chakra_files(tmp_path):
         import_chakra(bad)
     with pytest.raises(ConfigError, match="file not found"):
         import_chakra(tmp_path / "missing.et")
+
+
+def _et(path, nodes, meta=True):
+    with open(path, "wb") as fh:
+        if meta:
+            encodeMessage(fh, pb.GlobalMetadata(version="0.0.4"))
+        for n in nodes:
+            encodeMessage(fh, n)
+    return path
+
+
+@pytest.mark.parametrize(("nodes", "field", "needle"), [
+    ([], "ops", "holds no ops"),
+    ([_node(0, "send", pb.COMM_SEND_NODE)], "ops", "holds no ops"),  # nothing it can map
+    ([_node(0, "a", pb.COMP_NODE, num_ops=1), _node(0, "b", pb.COMP_NODE, num_ops=2)], "nodes[0]", "given twice"),
+    ([_node(0, "a", pb.COMP_NODE, data=[1], num_ops=1), _node(1, "b", pb.COMP_NODE, ctrl=[0], num_ops=2)],
+     "nodes[0]", "dependency cycle: 0 -> 1 -> 0"),
+    ([_node(0, "a", pb.COMP_NODE, data=[7], num_ops=1)], "nodes[0]", "missing node 7"),
+    ([_node(0, "ar", pb.COMM_COLL_NODE, comm_type=42, comm_size=8)], "nodes[0].comm_type", "unknown comm_type 42"),
+    ([_node(0, "a", pb.COMP_NODE, num_ops=-5)], "nodes[0].num_ops", "non-negative"),
+    ([_node(0, "a", 77, num_ops=5)], "nodes[0].type", "unknown type 77"),
+])
+def test_chakra_traces_run_would_reject_are_refused(tmp_path, nodes, field, needle):
+    path = _et(tmp_path / "bad.et", nodes)
+    with pytest.raises(MemsimError) as info:
+        import_chakra(path)
+    assert info.value.file == str(path) and info.value.field == field and needle in info.value.message
+
+
+@pytest.mark.parametrize("data", [b"hello, this is not protobuf at all\n" * 4, b"\xff" * 11, b"\x05ab"])
+def test_a_file_that_is_not_an_execution_trace_is_one_line(tmp_path, data):
+    path = tmp_path / "text.et"
+    path.write_bytes(data)
+    with pytest.raises(ConfigError, match="not a Chakra execution trace") as info:
+        import_chakra(path)
+    assert info.value.file == str(path) and "\n" not in str(info.value)
+
+
+def test_a_truncated_trace_is_refused(tmp_path):
+    path = write_et(tmp_path / "et.0.et")
+    path.write_bytes(path.read_bytes()[:-3])
+    with pytest.raises(ConfigError, match="runs past the end"):
+        import_chakra(path)
+
+
+def test_nodes_are_taken_in_dependency_order_and_waits_pass_through_skipped_nodes(tmp_path):
+    path = _et(tmp_path / "fwd.et", [
+        _node(0, "late", pb.COMP_NODE, data=[1], num_ops=10),  # depends on a node later in the file
+        _node(1, "early", pb.COMP_NODE, num_ops=5, tensor_size=64),
+        _node(2, "send", pb.COMM_SEND_NODE, data=[0]),
+        _node(3, "after_send", pb.COMP_NODE, data=[2], num_ops=1),
+    ])
+    graph, report = import_chakra(path)
+    assert [op.name for op in graph] == ["n1.early", "n0.late", "n3.after_send"]
+    assert [r.tensor for r in graph.ops["n0.late"].inputs] == ["n1.early.out"]
+    assert graph.ops["n3.after_send"].deps == ("n0.late",)  # the skipped send's own wait
+    assert report.unmapped == {"COMM_SEND_NODE": 1}

@@ -8,7 +8,7 @@ onnx = pytest.importorskip("onnx", reason="the onnx extra is not installed")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from memsim import simulate_graph  # noqa: E402
-from memsim.errors import ConfigError  # noqa: E402
+from memsim.errors import ConfigError, MemsimError  # noqa: E402
 from memsim.workload.importers.onnx_import import import_onnx  # noqa: E402
 
 T, H, HEADS, VOCAB, LAYERS = 16, 64, 4, 100, 2
@@ -93,3 +93,25 @@ def test_unknown_ops_are_reported_and_bad_files_are_errors(tmp_path):
     bad.write_bytes(b"not onnx")
     with pytest.raises(ConfigError, match="bad.onnx"):
         import_onnx(bad)
+
+
+def test_an_empty_onnx_graph_is_refused(tmp_path):
+    path = tmp_path / "empty.onnx"
+    onnx.save(helper.make_model(helper.make_graph([], "empty", [], [])), str(path))
+    with pytest.raises(MemsimError) as info:
+        import_onnx(path)
+    assert info.value.file == str(path) and info.value.field == "ops" and "holds no ops" in info.value.message
+
+
+def test_an_op_memsim_refuses_names_the_onnx_file(tmp_path):
+    # A symbolic dimension of 10^31 makes a tensor past memsim's range: the tensor's own
+    # check refuses it, and the error names the model file.
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT16, [2, "seq"])
+    w = numpy_helper.from_array(np.zeros((3, 4), dtype=np.float16), "w")
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "g", [x],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [2, 4])], [w])
+    path = tmp_path / "huge.onnx"
+    onnx.save(helper.make_model(graph), str(path))
+    with pytest.raises(MemsimError) as info:
+        import_onnx(path, {"seq": 10**31})
+    assert info.value.file == str(path) and "out of range" in info.value.message

@@ -22,8 +22,9 @@ def small_graph() -> OpGraph:
     g.add_op(Op("A", "matmul", 0, "bf16", 256, (Read("x", 32), Read("w", 32)), ("a",),
                 (("k", 8), ("m", 2), ("n", 8))))
     g.add_op(Op("B", "elementwise", 0, "bf16", 16, (Read("a", 32),), ("b",), (("elements", 16),)))
-    g.add_op(Op("C", "attention", 1, "bf16", 1024, (Read("b", 32), Read("kv", 16)), ("c",),
-                (("batch", 2), ("heads", 1)), deps=("A",)))
+    g.add_op(Op("C", "attention", 1, "bf16", 1024, (Read("b", 32), Read("kv", 16), Read("kv", 16)), ("c",),
+                (("batch", 2), ("head_dim", 8), ("heads", 1), ("kv_heads", 1), ("kv_len", 4), ("q_len", 1)),
+                deps=("A",)))
     return g
 
 

@@ -4,13 +4,18 @@ COMP nodes become ``compute`` ops (their ``num_ops`` at matrix rate, their ``ten
 streamed), MEM_LOAD / MEM_STORE nodes become ``compute`` ops that only move bytes, and
 COMM_COLL nodes become collectives (all-reduce, all-gather, reduce-scatter, all-to-all) of
 ``comm_size`` bytes over ``ranks`` chips. Data dependencies become tensors passed from
-producer to consumer; control dependencies become ``deps``. Other nodes are reported.
+producer to consumer; control dependencies become ``deps``. Other nodes are reported, and what
+depends on one of them waits for what it depended on. Nodes are taken in dependency order; a node
+id given twice, a dependency on no node, a cycle, or an unknown node or collective type is an error.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from memsim.errors import ConfigError
+import networkx as nx
+
+from memsim.errors import ConfigError, about_file
+from memsim.files import check_file
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
 from memsim.workload.importers import ImportReport
 
@@ -27,66 +32,138 @@ def _attrs(node) -> dict:
     return out
 
 
+def _messages(data: bytes, file: str):
+    """The length-delimited messages of an execution trace (each a varint size, then the bytes)."""
+    pos = 0
+    while pos < len(data):
+        size = shift = 0
+        while True:
+            if pos >= len(data) or shift > 63:
+                raise ConfigError("not a Chakra execution trace (a message length is cut short)", file=file)
+            byte = data[pos]
+            pos += 1
+            size |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                break
+        if pos + size > len(data):
+            raise ConfigError(f"not a Chakra execution trace (a message of {size} bytes runs past the end of the "
+                              "file)", file=file)
+        yield data[pos:pos + size]
+        pos += size
+
+
 def read_nodes(path: Path):
     try:
         from chakra.schema.protobuf import et_def_pb2 as pb
-        from chakra.src.third_party.utils.protolib import decodeMessage
+        from google.protobuf.message import DecodeError
     except ImportError:
         raise ConfigError("the Chakra importer needs the chakra extra (pip install '.[chakra]')",
                           field="import") from None
-    if not Path(path).is_file():
-        raise ConfigError("file not found", file=str(path))
+    file = str(path)
+    check_file(Path(path))
+    messages = _messages(Path(path).read_bytes(), file)
+    try:
+        meta = pb.GlobalMetadata.FromString(next(messages))
+    except StopIteration:
+        raise ConfigError("not a Chakra execution trace (no global metadata)", file=file) from None
+    except DecodeError as exc:
+        raise ConfigError(f"not a Chakra execution trace: {exc}", file=file) from None
     nodes = []
-    with open(path, "rb") as fh:
-        meta = pb.GlobalMetadata()
-        if not decodeMessage(fh, meta):
-            raise ConfigError("not a Chakra execution trace (no global metadata)", file=str(path))
-        while True:
-            node = pb.Node()
-            try:
-                if not decodeMessage(fh, node):
-                    break
-            except Exception as exc:  # protobuf raises DecodeError and friends
-                raise ConfigError(f"not a Chakra execution trace: {exc}", file=str(path)) from None
-            nodes.append(node)
+    for i, message in enumerate(messages):
+        try:
+            nodes.append(pb.Node.FromString(message))
+        except DecodeError as exc:
+            raise ConfigError(f"not a Chakra execution trace: node {i}: {exc}", file=file) from None
     return pb, meta, nodes
+
+
+def _order(nodes: list, file: str) -> list:
+    """The nodes in an order where each comes after the nodes it depends on (file order where free);
+    a node id given twice, a dependency on no node and a cycle are errors."""
+    by_id = {}
+    for n in nodes:
+        if n.id in by_id:
+            raise ConfigError(f"node id {n.id} is given twice", file=file, field=f"nodes[{n.id}]")
+        by_id[n.id] = n
+    g = nx.DiGraph()
+    g.add_nodes_from(by_id)
+    for n in nodes:
+        for dep in [*n.data_deps, *n.ctrl_deps]:
+            if dep not in by_id:
+                raise ConfigError(f"dependency on missing node {dep}", file=file, field=f"nodes[{n.id}]")
+            g.add_edge(dep, n.id)
+    if not nx.is_directed_acyclic_graph(g):
+        cycle = [edge[0] for edge in nx.find_cycle(g)]
+        raise ConfigError(f"dependency cycle: {' -> '.join(map(str, [*cycle, cycle[0]]))}", file=file,
+                          field=f"nodes[{cycle[0]}]")
+    index = {n.id: i for i, n in enumerate(nodes)}
+    return [by_id[i] for i in nx.lexicographical_topological_sort(g, key=index.__getitem__)]
+
+
+def _size(attrs: dict, key: str, node: int, file: str) -> int:
+    value = attrs.get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"expected a non-negative integer, got {value!r}", file=file, field=f"nodes[{node}].{key}")
+    return value
+
+
+def _enum_name(enum, value: int, what: str, node: int, file: str) -> str:
+    try:
+        return enum.Name(value)
+    except ValueError:
+        raise ConfigError(f"unknown {what} {value}", file=file, field=f"nodes[{node}].{what}") from None
 
 
 def import_chakra(path: Path, ranks: int = 1) -> tuple[OpGraph, ImportReport]:
     pb, meta, nodes = read_nodes(path)
     file = str(path)
+    with about_file(file):  # a node whose sizes make no op (memsim's own checks)
+        return _convert(pb, meta, _order(nodes, file), file, ranks)
+
+
+def _convert(pb, meta, nodes: list, file: str, ranks: int) -> tuple[OpGraph, ImportReport]:
     g = OpGraph(meta={"model": Path(file).stem, "phase": "imported", "source": "chakra", "tp": ranks,
                       "chakra_version": meta.version})
     report = ImportReport()
-    ids = {n.id for n in nodes}
-    names = {n.id: f"n{n.id}.{n.name or pb.NodeType.Name(n.type)}" for n in nodes}
+    names: dict[int, str] = {}
     kept: set[int] = set()
+    # A node that is not mapped passes its dependencies on: what waits for it waits for them.
+    through: dict[int, tuple[str, ...]] = {}
+
+    def after(deps) -> tuple[str, ...]:
+        out: dict[str, None] = {}
+        for d in deps:
+            out.update(dict.fromkeys((names[d],) if d in kept else through[d]))
+        return tuple(out)
+
     for n in nodes:
-        kind = pb.NodeType.Name(n.type)
+        kind = _enum_name(pb.NodeType, n.type, "type", n.id, file)
+        names[n.id] = f"n{n.id}.{n.name or kind}"
         attrs = _attrs(n)
-        size = int(attrs.get("tensor_size", attrs.get("comm_size", 0)))
-        out = g.add_tensor(Tensor(f"{names[n.id]}.out", (max(1, size),), "int8", "activation", size)).name
-        for dep in list(n.data_deps) + list(n.ctrl_deps):
-            if dep not in ids:
-                raise ConfigError(f"dependency on missing node {dep}", file=file, field=f"nodes[{n.id}]")
-        reads = tuple(Read(f"{names[d]}.out", g.tensors[f"{names[d]}.out"].bytes) for d in n.data_deps
-                      if d in kept and f"{names[d]}.out" in g.tensors)
-        deps = tuple(names[d] for d in n.ctrl_deps if d in kept)
+        size = _size(attrs, "tensor_size" if "tensor_size" in attrs else "comm_size", n.id, file)
+        reads = tuple(Read(f"{names[d]}.out", g.tensors[f"{names[d]}.out"].bytes) for d in n.data_deps if d in kept)
+        read_from = {names[d] for d in n.data_deps if d in kept}
+        deps = tuple(d for d in after([*n.ctrl_deps, *(d for d in n.data_deps if d not in kept)]) if d not in read_from)
+        out = f"{names[n.id]}.out"
         if kind == "COMP_NODE":
-            op = Op(names[n.id], "compute", -1, "bf16", int(attrs.get("num_ops", 0)), reads, (out,),
+            op = Op(names[n.id], "compute", -1, "bf16", _size(attrs, "num_ops", n.id, file), reads, (out,),
                     (("bytes", size),), deps)
         elif kind in ("MEM_LOAD_NODE", "MEM_STORE_NODE"):
             op = Op(names[n.id], "compute", -1, "bf16", 0, reads, (out,), (("bytes", size),), deps)
         elif kind == "COMM_COLL_NODE":
-            comm = pb.CollectiveCommType.Name(int(attrs.get("comm_type", 0)))
+            comm = _enum_name(pb.CollectiveCommType, _size(attrs, "comm_type", n.id, file), "comm_type", n.id, file)
             if comm not in COLLECTIVE:
                 report.note(report.unmapped, f"COMM_COLL_NODE:{comm}")
+                through[n.id] = after([*n.data_deps, *n.ctrl_deps])
                 continue
             op = Op(names[n.id], COLLECTIVE[comm], -1, "bf16", 0, reads, (out,), (("bytes", size), ("ranks", ranks)),
                     deps)
         else:
             report.note(report.unmapped, kind)
+            through[n.id] = after([*n.data_deps, *n.ctrl_deps])
             continue
+        g.add_tensor(Tensor(out, (max(1, size),), "int8", "activation", size))
         g.add_op(op)
         kept.add(n.id)
         report.note(report.mapped, kind)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from memsim.errors import ConfigError
+from memsim.errors import ConfigError, about_file
+from memsim.files import check_file
 from memsim.workload.dtypes import nbytes
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
 from memsim.workload.importers import ImportReport
@@ -31,14 +32,14 @@ def import_onnx(path: Path, dims: dict[str, int] | None = None) -> tuple[OpGraph
         from onnx import shape_inference
     except ImportError:
         raise ConfigError("the ONNX importer needs the onnx extra (pip install '.[onnx]')", field="import") from None
-    if not Path(path).is_file():
-        raise ConfigError("file not found", file=str(path))
+    check_file(Path(path))
     try:
         model = onnx.load(str(path))
         model = shape_inference.infer_shapes(model)
     except Exception as exc:  # onnx raises several types for malformed files
         raise ConfigError(f"not a readable ONNX model: {exc}", file=str(path)) from None
-    return _convert(model, str(path), dims or {})
+    with about_file(str(path)):  # an op or tensor that memsim's own checks refuse
+        return _convert(model, str(path), dims or {})
 
 
 def _convert(model, file: str, dims: dict[str, int]) -> tuple[OpGraph, ImportReport]:

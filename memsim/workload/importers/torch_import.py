@@ -15,7 +15,8 @@ import json
 import math
 from pathlib import Path
 
-from memsim.errors import ConfigError
+from memsim.errors import ConfigError, about_file
+from memsim.files import check_file
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
 from memsim.workload.importers import ImportReport
 
@@ -38,8 +39,7 @@ def export(config_path: Path, tokens: int = 8):
         from transformers import AutoConfig, AutoModelForCausalLM
     except ImportError:
         raise ConfigError("the torch importer needs the torch extra (pip install '.[torch]')", field="import") from None
-    if not Path(config_path).is_file():
-        raise ConfigError("file not found", file=str(config_path))
+    check_file(Path(config_path))
     try:
         raw = {k: v for k, v in json.loads(Path(config_path).read_text()).items() if not k.startswith("_")}
         config = AutoConfig.for_model(**raw)
@@ -59,7 +59,8 @@ def export(config_path: Path, tokens: int = 8):
 
 def import_torch(config_path: Path, tokens: int = 8) -> tuple[OpGraph, ImportReport]:
     ep, tied = export(config_path, tokens)
-    return convert(ep, Path(config_path).stem, tokens, tied)
+    with about_file(str(config_path)):  # an op or tensor that memsim's own checks refuse
+        return convert(ep, Path(config_path).stem, tokens, tied)
 
 
 def convert(ep, name: str, tokens: int, tied: dict[str, str] | None = None) -> tuple[OpGraph, ImportReport]:
@@ -157,5 +158,5 @@ def convert(ep, name: str, tokens: int, tied: dict[str, str] | None = None) -> t
             g.add_op(Op(node.name, kind, -1, g.tensors[out].dtype, math.prod(shape), reads(args), (out,),
                         (("elements", math.prod(shape)),)))
         report.note(report.mapped, op)
-    g.validate(name)
+    g.validate()
     return g, report

@@ -1,0 +1,158 @@
+"""Reading the files people give memsim: UTF-8 text, and strict YAML and JSON.
+
+Strict means that a key given twice in one mapping is an error (a plain YAML or JSON reader
+keeps the last one silently), and that JSON may not hold NaN, Infinity or a number past float
+range. Every error is the caller's error class (``ConfigError`` for configs, ``TraceError`` for
+traces) naming the file, and the field or line where one is known.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from memsim.errors import ConfigError, MemsimError
+
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+def check_file(path: Path, error: type[MemsimError] = ConfigError) -> None:
+    """``path`` is a file that exists (a folder is said to be one)."""
+    path = Path(path)
+    if path.is_dir():
+        raise error("is a directory, not a file", file=str(path))
+    if not path.is_file():
+        raise error("file not found", file=str(path))
+
+
+def read_text(path: Path, error: type[MemsimError] = ConfigError) -> str:
+    """The file's text, decoded as UTF-8 (a byte-order mark is dropped)."""
+    check_file(path, error)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise error(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise error(f"not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line})", file=str(path)) from None
+
+
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader; duplicate keys are found on the node tree before construction."""
+
+
+def load_yaml(path: Path, error: type[MemsimError] = ConfigError) -> Any:
+    """The YAML document in ``path`` (None when it is empty)."""
+    return parse_yaml(read_text(path, error), str(path), error)
+
+
+def parse_yaml(text: str, file: str, error: type[MemsimError] = ConfigError) -> Any:
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_keys(loader, node, "", set(), file, error)
+        return loader.construct_document(node)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else None
+        raise error(f"invalid YAML: {getattr(exc, 'problem', None) or exc}", file=file, field=where) from None
+    except (ValueError, RecursionError) as exc:  # an integer of thousands of digits, nesting too deep
+        raise error(f"invalid YAML: {_first_clause(exc)}", file=file) from None
+    finally:
+        loader.dispose()
+
+
+def _check_keys(loader: _Loader, node: yaml.Node, path: str, seen: set[int], file: str,
+                error: type[MemsimError]) -> None:
+    """No mapping under ``node`` gives a key twice; ``path`` names fields as the loaders do
+    (``levels[hbm].bandwidth``: list entries by their ``name``)."""
+    if id(node) in seen:  # an alias to a node already checked (or a recursive one)
+        return
+    seen.add(id(node))
+    if isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _check_keys(loader, item, f"{path}[{_entry_name(item) or i}]", seen, file, error)
+    elif isinstance(node, yaml.MappingNode):
+        lines: dict[Any, int] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE:  # `<<: *base` merges keys that this mapping may override
+                _check_keys(loader, value_node, path, seen, file, error)
+                continue
+            key = loader.construct_object(key_node, deep=True) if isinstance(key_node, yaml.ScalarNode) else None
+            child = f"{path}.{key}" if path else str(key)
+            line = key_node.start_mark.line + 1
+            if key is not None and _hashable(key):
+                if key in lines:
+                    lines_ = f"lines {lines[key]} and {line}" if lines[key] != line else f"twice on line {line}"
+                    raise error(f"duplicate key {key!r} ({lines_})", file=file, field=child)
+                lines[key] = line
+            _check_keys(loader, value_node, child, seen, file, error)
+
+
+def _hashable(key: Any) -> bool:
+    try:
+        hash(key)
+    except TypeError:  # construction reports an unhashable key
+        return False
+    return True
+
+
+def _entry_name(node: yaml.Node) -> str | None:
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            if key_node.value == "name" and isinstance(value_node, yaml.ScalarNode):
+                return value_node.value
+    return None
+
+
+class _Refused(ValueError):
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _Refused(f"duplicate key {key!r} in one object", field=key)
+        out[key] = value
+    return out
+
+
+def _no_constant(name: str) -> Any:
+    raise _Refused(f"{name} is not a number memsim accepts")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise _Refused(f"{text[:40]} is past float range")
+    return value
+
+
+def parse_json(text: str, file: str, error: type[MemsimError] = ConfigError) -> Any:
+    try:
+        return json.loads(text, object_pairs_hook=_unique, parse_constant=_no_constant, parse_float=_finite)
+    except json.JSONDecodeError as exc:
+        raise error(f"invalid JSON at line {exc.lineno}: {exc.msg}", file=file) from None
+    except _Refused as exc:
+        raise error(f"invalid JSON: {exc}", file=file, field=exc.field) from None
+    except (ValueError, RecursionError) as exc:  # an integer of thousands of digits, nesting too deep
+        raise error(f"invalid JSON: {_first_clause(exc)}", file=file) from None
+
+
+def load_json(path: Path, error: type[MemsimError] = ConfigError) -> Any:
+    """The JSON value in ``path``."""
+    return parse_json(read_text(path, error), str(path), error)
+
+
+def _first_clause(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text.split(":")[0].split(";")[0].strip()

@@ -1,0 +1,104 @@
+"""Checks of a spec's fields by the kind of quantity their metadata declares.
+
+Each spec's constructor runs them, so a spec built in Python (or by ``dataclasses.replace``) is
+checked as the loader checks YAML: types, ranges, finite numbers within ``units.MAX_VALUE``,
+known choices and dtypes, unique names. An error is a ``ConfigError`` whose field is the dotted
+YAML path (``levels[hbm].capacity``); the loader adds the file.
+"""
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+from memsim import units
+from memsim.dtypes import DTYPES
+from memsim.errors import ConfigError
+
+# Kinds of whole numbers and their least value when the field declares none.
+_WHOLE = {"count": 0, "bytes": 0, "time": 0, "bandwidth": 1, "flops": 1}
+_TABLES = {"rates": "a compute rate", "ratios": "a fraction in (0, 1]", "ops": "a non-negative number"}
+
+
+def check_fields(spec: Any, where: str) -> None:
+    """Every field of the dataclass ``spec``, whose fields sit under ``where`` in YAML."""
+    for f in fields(spec):
+        meta = f.metadata
+        _check(meta, getattr(spec, f.name), f"{where}.{meta['key']}" if where else meta["key"])
+
+
+def fail(message: str, field: str) -> None:
+    raise ConfigError(message, field=field)
+
+
+def number(value: Any, field: str, least: float = 0, whole: bool = True) -> Any:
+    try:
+        return units.check_number(value, least, whole)
+    except units.UnitError as exc:
+        raise ConfigError(str(exc), field=field) from None
+
+
+def _check(meta: Any, value: Any, path: str) -> None:
+    unit = meta["unit"]
+    if unit in _WHOLE:
+        least = meta.get("least")
+        number(value, path, _WHOLE[unit] if least is None else least)
+    elif unit == "ratio":
+        _ratio(value, path)
+    elif unit in _TABLES:
+        _table(unit, value, path)
+    elif unit in ("name", "choice", "text"):
+        if not isinstance(value, str) or (unit != "text" and not value):
+            fail(f"expected text, got {units.shown(value)}", path)
+        _choose(meta, (value,), path)
+    elif unit in ("names", "classes"):
+        if unit == "classes" and value is None:
+            return
+        if not isinstance(value, tuple) or not all(isinstance(n, str) and n for n in value):
+            fail(f"expected a list of names, got {units.shown(value)}", path)
+        _choose(meta, value, path)
+        if len(set(value)) != len(value):
+            fail(f"names {next(n for n in value if value.count(n) > 1)!r} twice", path)
+    elif unit == "section":
+        if not isinstance(value, meta["of"]):
+            fail(f"expected a {meta['of'].__name__}, got {units.shown(value)}", path)
+    elif unit == "list":
+        if not isinstance(value, tuple) or not all(isinstance(v, meta["of"]) for v in value):
+            fail(f"expected a tuple of {meta['of'].__name__}, got {units.shown(value)}", path)
+        names = [v.name for v in value]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            fail(f"duplicate name {dup[0]!r}", path)
+
+
+def _choose(meta: Any, values: tuple[str, ...], path: str) -> None:
+    choices = meta.get("choices")
+    choices = choices() if callable(choices) else choices
+    for value in values:
+        if choices and value not in choices:
+            fail(f"{value!r} is not one of {', '.join(choices)}", path)
+
+
+def _ratio(value: Any, path: str) -> float:
+    number(value, path, 0, whole=False)
+    if not 0 < value <= 1:
+        fail(f"{value!r} must be in (0, 1]", path)
+    return value
+
+
+def _table(unit: str, value: Any, path: str) -> None:
+    """A mapping of dtype to a value, stored as sorted (dtype, value) pairs."""
+    if not isinstance(value, tuple) or not all(isinstance(p, tuple) and len(p) == 2 for p in value):
+        fail(f"expected a mapping of dtype to {_TABLES[unit]}", path)
+    seen: set[str] = set()
+    for dtype, v in value:
+        if dtype not in DTYPES:
+            fail(f"{units.shown(dtype)} is not a dtype memsim knows ({', '.join(DTYPES)})", f"{path}.{dtype}")
+        if dtype in seen:
+            fail("given twice", f"{path}.{dtype}")
+        seen.add(dtype)
+        if unit == "rates":
+            number(v, f"{path}.{dtype}", 1)
+        elif unit == "ratios":
+            _ratio(v, f"{path}.{dtype}")
+        else:
+            number(v, f"{path}.{dtype}", 0, whole=False)
