@@ -185,7 +185,7 @@ def test_a_second_sweep_into_a_locked_folder_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize(("text", "needle"), [
-    ("model: gpt2\nset:\n  batch: [1, 2\n", "not valid YAML"),
+    ("model: gpt2\nset:\n  batch: [1, 2\n", "invalid YAML"),
     ("model: gpt2\nbatch: lots\nset:\n  sram.capacity: [1MiB]\n", "batch: expected an integer"),
     ("model: gpt2\nphase: train\nset:\n  batch: [1]\n", "phase: 'train' is not one of"),
     ("model: gpt2\nset:\n  batch: {a: 1}\n", "set.batch"),
