@@ -27,6 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hypothesis import HealthCheck, Phase, given, seed as hypothesis_seed, settings  # noqa: E402
+from hypothesis.errors import HypothesisException  # noqa: E402
 
 import fuzz_run  # noqa: E402
 from fuzz_inputs import KINDS, Case, Seeds, build_seeds  # noqa: E402
@@ -167,6 +168,9 @@ class Fuzzer:
             one()
         except _Budget:
             pass
+        except HypothesisException as exc:  # a fault of the fuzzer, not of memsim: say so and go on
+            print(f"{kind}: Hypothesis stopped after {self.cases[kind]} cases: {type(exc).__name__}: "
+                  f"{str(exc).splitlines()[0]}", flush=True)
 
     def summary(self, seconds: float) -> int:
         n, bad = sum(self.cases.values()), sum(self.failed.values())

@@ -78,9 +78,12 @@ MODEL_HW = ("h100-sxm", "h100-sxm", "h100-sxm", "wse-3", "sn40l", "xeon-gold-624
 TRACE_HW = ("h100-sxm", "h100-sxm", "sn40l", "wse-3", "xeon-gold-6242")
 
 
-@dataclass
+@dataclass(repr=False)
 class Seeds:
     """Valid inputs of every kind, built once before the cases are drawn."""
+
+    def __repr__(self) -> str:  # Hypothesis prints the strategy's arguments in its messages
+        return f"Seeds({len(self.hw)} presets, {len(self.models)} models, {len(self.traces)} traces)"
 
     hw: dict[str, bytes] = field(default_factory=dict)  # preset -> its YAML, comments and all
     hw_trees: dict[str, Any] = field(default_factory=dict)
@@ -257,8 +260,10 @@ OPTIONS: dict[str, tuple] = {
     "-o": ("{DIR}/t.json", "{DIR}/afile/t.json", "{DIR}", "", "{DIR}/new/dir/t.json", "{DIR}/afile"),
     "--dim": ("seq=4", "seq=0", "seq=-1", "seq=", "=4", "seq=x", "seq=99999999999999999999", "seq=٣", "other=2"),
     "--workers": ("1", "-1", "0", "2", "x"),
-    **{k: INTS for k in ("--batch", "--context", "--prompt", "--generate", "--samples", "--tp", "--pp",
-                         "--microbatches", "--chips", "--group-size", "--ranks", "--tokens")},
+    **{k: INTS for k in ("--batch", "--context", "--prompt", "--generate", "--tp", "--pp", "--microbatches",
+                         "--chips", "--group-size", "--ranks", "--tokens")},
+    # No large valid counts: --samples K with --generate N simulates min(K, N) steps, slow by design.
+    "--samples": ("0", "-1", "1", "2", "3", "8", "abc", "", "1.5", "٣", "+1"),
 }
 FLAGS = ("--help", "--bogus", "--", "-x", "", "extra", "--out=", "--batch=", "=", "--version")
 _STEP = ("--model", "--phase", "--batch", "--context", "--prompt", "--weight-dtype", "--kv-dtype", "--group-size")

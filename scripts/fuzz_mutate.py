@@ -87,8 +87,10 @@ def unit_strings() -> st.SearchStrategy[str]:
 
 
 def values(dictionary: list) -> st.SearchStrategy[Any]:
+    # Copies: a drawn list or mapping goes into a tree that later mutations change in place, and a
+    # shared one would then differ from case to case (Hypothesis calls that a flaky strategy).
     return st.one_of(st.sampled_from(SPECIAL), st.sampled_from(dictionary), unit_strings(), st.integers(),
-                     st.floats(), st.text(max_size=12), st.booleans())
+                     st.floats(), st.text(max_size=12), st.booleans()).map(copy.deepcopy)
 
 
 def _with_number(text: str, new: str) -> str:

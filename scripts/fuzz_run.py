@@ -30,6 +30,7 @@ MEMSIM_DIR = Path(memsim.__file__).resolve().parent
 OUTPUTS = ("summary.json", "ops.csv", "timeline.csv", "hardware.yaml")
 WARNING = re.compile(r"^(.+?):(\d+): (\w*Warning): ")
 FRAME = re.compile(r'File "(.+?)", line (\d+) in (\S+)')
+ORCHESTRATION = {"cli.py", "api.py", "generation.py", "sweep.py"}
 
 
 @dataclass
@@ -261,13 +262,20 @@ def _shape(line: str) -> str:
     return re.sub(r"\d+", "N", line)[:70]
 
 
+def _words(text: str) -> str:
+    """The plain words of an error (no paths, quoted values or field names), to group by."""
+    text = re.sub(r"\S*/\S*|'[^']*'|\"[^\"]*\"|\[[^\]]*\]", " ", text.removeprefix("memsim: error: "))
+    return " ".join(re.findall(r"(?<![^\s(:,])[A-Za-z]{3,}(?![^\s):,.])", text)[:8])
+
+
 def output_paths(args: list[str], folder: Path) -> list[tuple[str, Path]]:
-    """The ``--out`` folder and ``-o`` file of a command, as (option, path); relative to ``folder``."""
-    found = []
+    """The ``--out`` folder and ``-o`` file of a command, as (option, path); relative to ``folder``.
+    As click does, the last of a repeated option counts; an empty one asks for no output."""
+    last = {}
     for i, a in enumerate(args[:-1]):
-        if a in ("--out", "-o", "--output") and args[i + 1]:
-            found.append((a, (folder / args[i + 1]).resolve()))
-    return found
+        if a in ("--out", "-o", "--output"):
+            last["-o" if a == "--output" else a] = args[i + 1]
+    return [(opt, (folder / value).resolve()) for opt, value in last.items() if value]
 
 
 def snapshot(folder: Path) -> set[Path]:
@@ -279,10 +287,13 @@ def judge(args: list[str], o: Outcome, folder: Path, before: set[Path]) -> list[
     cmd = " ".join(args[:2]) if args[:1] == ["import"] else (args[0] if args else "")
     failures = []
     if o.rc is None:
-        frames = FRAME.findall(o.stderr)  # faulthandler's dump: most recent call first
-        ours = [f for f in frames if Path(f[0]).resolve().is_relative_to(MEMSIM_DIR)]
-        where = f" at {_short(*ours[0])}" if ours else ""
-        return [(f"timeout{where} (memsim {cmd})", "no exit within the case timeout")]
+        # faulthandler's dump, most recent call first. A hang is named by the outermost frame in the
+        # pipeline (what was asked), as the innermost one depends on when the timeout struck.
+        frames = [f for f in FRAME.findall(o.stderr) if Path(f[0]).resolve().is_relative_to(MEMSIM_DIR)]
+        outer = [f for f in frames if Path(f[0]).name not in ORCHESTRATION] or frames
+        where = f" in {_short(outer[-1][0], '', outer[-1][2]).replace(': ', ' ')}" if outer else ""
+        stuck = f"stuck at {_short(*frames[0])}" if frames else "no stack"
+        return [(f"timeout{where} (memsim {cmd})", f"no exit within the case timeout; {stuck}")]
     if o.rc < 0:
         return [(f"killed by signal {-o.rc} (memsim {cmd})", o.stderr[-500:])]
     lines = o.stderr.split("\n")[:-1] if o.stderr.endswith("\n") else o.stderr.split("\n") if o.stderr else []
@@ -298,8 +309,8 @@ def judge(args: list[str], o: Outcome, folder: Path, before: set[Path]) -> list[
         failures.append((f"exit code {o.rc} (memsim {cmd}): {last}", o.stderr[-300:]))
     elif o.rc == 2 and (len(lines) != 1 or not lines[0].startswith("memsim: error: ")):
         if not failures:
-            first = _shape(lines[0]) if lines else ""
-            failures.append((f"exit 2 with {len(lines)} stderr lines (memsim {cmd}): {first}", o.stderr[-300:]))
+            failures.append((f"exit 2 with {len(lines)} stderr lines (memsim {cmd}): {_words(o.stderr)}",
+                             o.stderr[-300:]))
     elif o.rc == 0 and lines and not failures:
         failures.append((f"stderr output with exit 0 (memsim {cmd})", o.stderr[-300:]))
     for exc in o.swallowed:
