@@ -1,0 +1,302 @@
+"""Fuzz memsim's loaders and command line: mutate valid inputs and check the error contract.
+
+Hypothesis mutates valid seeds of every input memsim reads (hardware YAML, model JSON, trace
+JSON, sweep YAML, system YAML, command-line arguments, ONNX and Chakra files) and each case
+runs memsim's console entry point in a fresh folder. A case passes when it exits 0, or exits 2
+with exactly one line ``memsim: error: ...`` on stderr and leaves nothing in ``--out``. A fixed
+``--seed`` draws the same cases again.
+
+    python scripts/fuzz.py --cases 10000 --seed 0 --report fuzz_report.jsonl
+    python scripts/fuzz.py --replay fuzz_report.jsonl     # run the failing cases of a report again
+
+Exit code 1 when a case failed.
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import gc
+import json
+import shutil
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from hypothesis import HealthCheck, Phase, given, seed as hypothesis_seed, settings  # noqa: E402
+from hypothesis.errors import HypothesisException  # noqa: E402
+
+import fuzz_run  # noqa: E402
+from fuzz_inputs import KINDS, Case, Seeds, build_seeds  # noqa: E402
+from fuzz_mutate import DIRECTORY, MISSING  # noqa: E402
+
+STEP_TIME = "step time"
+
+
+class _Budget(BaseException):
+    """Stops Hypothesis when the time budget is spent."""
+
+
+class Fuzzer:
+    def __init__(self, work: Path, timeout: float, memory_gb: float, isolate: str, report: Path | None) -> None:
+        self.work, self.timeout, self.isolate = work, timeout, isolate
+        self.memory = int(_vm_size() + memory_gb * 2 ** 30) if memory_gb else 0
+        self.report = report.open("w") if report else None
+        self.cases: Counter = Counter()
+        self.failed: Counter = Counter()
+        self.skipped: Counter = Counter()
+        self.seconds: Counter = Counter()
+        self.exit0: Counter = Counter()  # cases whose (first) command exited 0
+        self.classes: Counter = Counter()  # failure class -> failing cases
+        self.first: dict[str, str] = {}  # failure class -> first case that showed it
+        self.kind_classes: dict[str, set] = defaultdict(set)
+
+    def run_args(self, args: list[str], folder: Path, max_points: int = 0) -> fuzz_run.Outcome:
+        run = fuzz_run.run_forked if self.isolate == "fork" else fuzz_run.run_inprocess
+        return run(args, folder, self.timeout, self.memory, max_points)
+
+    def run_case(self, case: Case) -> list[tuple[str, str, int, fuzz_run.Outcome]]:
+        """Write the case's files into a fresh folder and run its steps; returns its failures."""
+        folder = Path(tempfile.mkdtemp(prefix=f"{case.kind}-", dir=self.work))
+        try:
+            _write_files(folder, case.files)
+            failures: list = []
+            first_stdout = ""
+            for i, template in enumerate(case.steps):
+                args = [a.replace("{DIR}", str(folder)) for a in template]
+                before = fuzz_run.snapshot(folder)
+                outcome = self.run_args(args, folder, case.max_points)
+                if i == 0:
+                    self.exit0[case.kind] += outcome.rc == 0 and not outcome.skipped
+                if outcome.skipped:
+                    return [("skipped", outcome.skipped, i, outcome)]
+                failures += [(c, d, i, outcome) for c, d in fuzz_run.judge(args, outcome, folder, before)]
+                if outcome.rc != 0 or failures:
+                    break
+                first_stdout = first_stdout or outcome.stdout
+            else:
+                if case.roundtrip:
+                    failures += self._roundtrip(case.steps[0], folder, first_stdout)
+            return failures
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def _roundtrip(self, template: list[str], folder: Path, stdout: str) -> list:
+        """The resolved OUT/hardware.yaml loads back to the same step time."""
+        saved = folder / "out" / "hardware.yaml"
+        if not saved.is_file():
+            return []
+        args, i = [], 0
+        while i < len(template):
+            a = template[i]
+            if a in ("--system", "--out"):
+                i += 2
+                continue
+            args.append(str(saved) if i > 0 and template[i - 1] == "--hw" else a.replace("{DIR}", str(folder)))
+            i += 1
+        o = self.run_args(args, folder)
+        failures = [(c, d, 1, o) for c, d in fuzz_run.judge(args, o, folder, fuzz_run.snapshot(folder))]
+        if o.rc != 0 and not failures:
+            failures.append(("OUT/hardware.yaml does not load back", o.stderr.strip()[:300], 1, o))
+        elif o.rc == 0 and _line(o.stdout, STEP_TIME) != _line(stdout, STEP_TIME):
+            failures.append(("OUT/hardware.yaml loads back to another step time",
+                             f"{_line(stdout, STEP_TIME)} -> {_line(o.stdout, STEP_TIME)}", 1, o))
+        return failures
+
+    def record(self, case: Case, index: int) -> list:
+        start = time.monotonic()
+        failures = self.run_case(case)
+        self.seconds[case.kind] += time.monotonic() - start
+        self.cases[case.kind] += 1
+        if failures and failures[0][0] == "skipped":
+            self.skipped[case.kind] += 1
+            return []
+        if not failures:
+            return []
+        self.failed[case.kind] += 1
+        classes = list(dict.fromkeys(c for c, *_ in failures))
+        for c in classes:
+            self.classes[c] += 1
+            self.first.setdefault(c, f"{case.kind}#{index}")
+            self.kind_classes[case.kind].add(c)
+        if self.report:
+            _, detail, step, o = failures[0]
+            self.report.write(json.dumps({
+                "kind": case.kind, "case": index, "class": classes[0], "classes": classes, "detail": detail,
+                "step": step, "steps": case.steps, "exit_code": o.rc, "stderr_tail": o.stderr[-2000:],
+                "exception": o.exception or (o.swallowed[0] if o.swallowed else None), "recipe": case.recipe,
+                "max_points": case.max_points, "roundtrip": case.roundtrip,
+                "files": {name: _encode(data) for name, data in case.files.items()},
+            }) + "\n")
+            self.report.flush()
+        return classes
+
+    def campaign(self, seeds: Seeds, kinds: list[str], total: int, seed: int, budget: float) -> None:
+        start = time.monotonic()
+        shares = {k: total // len(kinds) + (i < total % len(kinds)) for i, k in enumerate(kinds)}
+        for position, kind in enumerate(kinds):
+            left = budget - (time.monotonic() - start) if budget else 0
+            kind_deadline = time.monotonic() + left / (len(kinds) - position) if budget else float("inf")
+            strategy = KINDS[kind](seeds)
+            for attempt in range(8):  # Hypothesis may run out of distinct cases before the share
+                wanted = shares[kind] - self.cases[kind]
+                if wanted <= 0 or time.monotonic() > kind_deadline:
+                    break
+                self._drive(kind, strategy, wanted, seed * 1_000_003 + position * 1009 + attempt, kind_deadline)
+            self._line(kind, self.cases[kind], self.exit0[kind], self.failed[kind], len(self.kind_classes[kind]),
+                       self.seconds[kind])
+
+    @staticmethod
+    def _line(name: str, cases: int, exit0: int, failed: int, classes: int, seconds: float, extra: str = "") -> None:
+        print(f"{name:<7} {cases:6d} cases  {exit0:5d} exit 0  {failed:5d} failed  {classes:3d} classes  "
+              f"{seconds:7.1f} s{extra}", flush=True)
+
+    def _drive(self, kind: str, strategy, wanted: int, seed: int, deadline: float) -> None:
+        @settings(max_examples=wanted, database=None, deadline=None, phases=[Phase.generate],
+                  suppress_health_check=list(HealthCheck), derandomize=False, print_blob=False)
+        @hypothesis_seed(seed)
+        @given(strategy)
+        def one(case: Case) -> None:
+            if time.monotonic() > deadline:
+                raise _Budget
+            self.record(case, self.cases[kind])
+
+        try:
+            one()
+        except _Budget:
+            pass
+        except HypothesisException as exc:  # a fault of the fuzzer, not of memsim: say so and go on
+            print(f"{kind}: Hypothesis stopped after {self.cases[kind]} cases: {type(exc).__name__}: "
+                  f"{str(exc).splitlines()[0]}", flush=True)
+
+    def summary(self, seconds: float) -> int:
+        n, bad = sum(self.cases.values()), sum(self.failed.values())
+        skipped = sum(self.skipped.values())
+        rate = f" ({n / max(seconds, 1e-9):.1f} cases/s)" + (f"; {skipped} skipped (sweeps too big)" if skipped else "")
+        self._line("total", n, sum(self.exit0.values()), bad, len(self.classes), seconds, rate)
+        if self.classes:
+            print("failure classes (failing cases, first case):")
+            for c, count in self.classes.most_common():
+                print(f"  {count:6d}  {c}  [{self.first[c]}]")
+        return 1 if bad else 0
+
+
+def _line(text: str, prefix: str) -> str:
+    return next((ln.strip() for ln in text.splitlines() if ln.strip().startswith(prefix)), "")
+
+
+def _vm_size() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmSize:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def _encode(data) -> dict:
+    if data is DIRECTORY or data is MISSING:
+        return {"special": "directory" if data is DIRECTORY else "missing"}
+    try:
+        return {"text": data.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(data).decode()}
+
+
+def _decode(entry: dict):
+    if "special" in entry:
+        return DIRECTORY if entry["special"] == "directory" else MISSING
+    return entry["text"].encode("utf-8", "surrogatepass") if "text" in entry else base64.b64decode(entry["base64"])
+
+
+def _write_files(folder: Path, files: dict) -> None:
+    for name, data in files.items():
+        if data is DIRECTORY:
+            (folder / name).mkdir()
+        elif data is not MISSING:
+            (folder / name).write_bytes(data)
+
+
+def warm_up(seeds: Seeds, folder: Path) -> None:
+    """Run valid commands of every kind here first, so that each forked case finds memsim's lazy
+    imports done and its caches filled instead of paying for them again."""
+    folder.mkdir()
+    (folder / "sweep.yaml").write_text("model: gpt2\ncontext: 16\nset: {batch: [1, 2]}\n")
+    commands = [["run", "--hw", hw, "--model", "gpt2", "--context", "64", "--out", f"out-{hw}"]
+                for hw in ("h100-sxm", "wse-3", "sn40l", "xeon-gold-6242", "tpu-v4")]
+    commands += [["run", "--model", "gpt2", "--phase", "generate", "--prompt", "16", "--generate", "4", "--samples",
+                  "2", "--tp", "2"],
+                 ["sweep", "--sweep", "sweep.yaml", "--out", "sweep", "--workers", "1", "--no-progress"]]
+    for name, data in (("m.onnx", seeds.onnx.get("symbolic")), ("et.0.et", seeds.chakra.get("ops"))):
+        if data:
+            (folder / name).write_bytes(data)
+            kind = "onnx" if name.endswith("onnx") else "chakra"
+            commands += [["import", kind, name, "-o", f"{kind}.json", *(["--dim", "seq=4"] if kind == "onnx" else [])],
+                         ["run", "--trace", f"{kind}.json"]]
+    for args in commands:
+        outcome = fuzz_run.run_inprocess(args, folder, 600)
+        if outcome.rc != 0:
+            print(f"warm-up failed (exit {outcome.rc}): memsim {' '.join(args)}: {outcome.stderr.strip()[-300:]}")
+
+
+def replay(fuzzer: Fuzzer, report: Path) -> int:
+    """Run the cases of a report again; prints which still fail."""
+    records = [json.loads(line) for line in report.read_text().split("\n") if line.strip()]
+    still = 0
+    for rec in records:
+        case = Case(rec["kind"], {k: _decode(v) for k, v in rec["files"].items()}, rec["steps"], rec["recipe"],
+                    rec.get("max_points", 0), rec.get("roundtrip", False))
+        classes = fuzzer.record(case, rec["case"])
+        still += bool(classes)
+        print(f"{rec['kind']}#{rec['case']}: {'; '.join(classes) if classes else 'passes now'}")
+    print(f"{still} of {len(records)} cases still fail")
+    return 1 if still else 0
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--cases", type=int, default=800, help="cases in all, spread evenly over the kinds")
+    p.add_argument("--seed", type=int, default=0, help="the same seed draws the same cases")
+    p.add_argument("--kinds", default=",".join(KINDS), help=f"comma-separated, from {','.join(KINDS)}")
+    p.add_argument("--report", type=Path, help="write each failing case (JSONL) here")
+    p.add_argument("--time-budget", type=float, default=0, help="seconds for the campaign (0: no limit), "
+                                                                 "shared evenly by the kinds")
+    p.add_argument("--case-timeout", type=float, default=10, help="seconds one command may run")
+    p.add_argument("--memory-gb", type=float, default=4, help="address space a case may add (0: no limit)")
+    p.add_argument("--isolate", choices=("fork", "none"), default="fork",
+                   help="fork: each command in a forked child (survives crashes and hangs); none: in this process")
+    p.add_argument("--replay", type=Path, help="run the cases of a --report file again instead")
+    p.add_argument("--workdir", type=Path, help="folder for the case folders (default: a temporary one)")
+    args = p.parse_args(argv)
+    unknown = set(args.kinds.split(",")) - set(KINDS)
+    if unknown:
+        p.error(f"unknown kinds: {', '.join(sorted(unknown))}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    work = Path(tempfile.mkdtemp(prefix="memsim-fuzz-", dir=args.workdir))
+    fuzzer = Fuzzer(work, args.case_timeout, args.memory_gb, args.isolate, None if args.replay else args.report)
+    try:
+        if args.replay:
+            return replay(fuzzer, args.replay)
+        seeds = build_seeds(work / "seeds", lambda a: fuzz_run.run_inprocess(a, work, 600).rc)
+        kinds = [k for k in args.kinds.split(",") if k != "onnx" or seeds.onnx]
+        if len(kinds) < len(args.kinds.split(",")):
+            print("onnx is not installed: no ONNX cases")
+        warm_up(seeds, work / "warm")
+        gc.freeze()  # forked children then share the parent's pages instead of copying them
+        start = time.monotonic()
+        fuzzer.campaign(seeds, kinds, args.cases, args.seed, args.time_budget)
+        return fuzzer.summary(time.monotonic() - start)
+    finally:
+        gc.unfreeze()
+        if fuzzer.report:
+            fuzzer.report.close()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

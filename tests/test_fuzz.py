@@ -1,0 +1,113 @@
+"""scripts/fuzz.py: its oracle, its reproducibility, and a fixed-seed slice of the campaign (issue 11)."""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SLICE = ["--cases", "150", "--seed", "0", "--case-timeout", "20"]
+
+
+def _load(name: str):
+    sys.path.insert(0, str(ROOT / "scripts"))
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+fuzz = _load("fuzz")
+fuzz_run = sys.modules["fuzz_run"]
+
+
+@pytest.mark.xfail(strict=False, reason="open failures of issue 11 in this slice: non-UTF-8 hardware YAML and "
+                   "model JSON (UnicodeDecodeError in read_yaml, load_model), a sweep YAML syntax error "
+                   "(ScannerError in read_sweep_file), a trace op without its dims (KeyError in graph.dim)")
+def test_fixed_seed_slice(tmp_path, capsys):
+    report = tmp_path / "report.jsonl"
+    code = fuzz.main([*SLICE, "--report", str(report)])
+    out = capsys.readouterr().out
+    assert "total      150 cases" in out
+    failures = [json.loads(line) for line in report.read_text().splitlines()]
+    assert code == 0, "\n".join(f"{r['kind']}#{r['case']}: {r['class']}: {r['detail'][:200]}" for r in failures)
+
+
+@pytest.fixture(scope="module")
+def seeds(tmp_path_factory):
+    work = tmp_path_factory.mktemp("fuzz")
+    return fuzz.build_seeds(work / "seeds", lambda a: fuzz_run.run_inprocess(a, work, 600).rc)
+
+
+def _digests(seeds, seed: int, monkeypatch, tmp_path) -> list[str]:
+    """The cases a campaign draws, without running them."""
+    drawn = []
+
+    def fake(self, case):
+        files = sorted((k, v if isinstance(v, str) else v.hex()) for k, v in case.files.items())
+        drawn.append(hashlib.sha256(json.dumps([case.kind, case.steps, case.recipe, files]).encode()).hexdigest())
+        return []
+
+    monkeypatch.setattr(fuzz.Fuzzer, "run_case", fake)
+    fuzz.Fuzzer(tmp_path, 10, 0, "none", None).campaign(seeds, list(fuzz.KINDS), 48, seed, 0)
+    return drawn
+
+
+def test_a_seed_draws_the_same_cases(seeds, monkeypatch, tmp_path):
+    first, again = _digests(seeds, 7, monkeypatch, tmp_path), _digests(seeds, 7, monkeypatch, tmp_path)
+    assert len(first) == 48 and first == again
+    assert _digests(seeds, 8, monkeypatch, tmp_path) != first
+
+
+def _outcome(rc, stderr="", **kw):
+    return fuzz_run.Outcome(rc=rc, stderr=stderr, **kw)
+
+
+def test_the_oracle(tmp_path):
+    args = ["run", "--hw", "x.yaml", "--out", str(tmp_path / "out")]
+    before = fuzz_run.snapshot(tmp_path)
+    assert fuzz_run.judge(args, _outcome(0), tmp_path, before) == [
+        ("exit 0 but --out lacks files (memsim run)", "summary.json, ops.csv, timeline.csv, hardware.yaml")]
+    assert fuzz_run.judge(args, _outcome(2, "memsim: error: x.yaml: name: missing\n"), tmp_path, before) == []
+    [(two, _)] = fuzz_run.judge(args, _outcome(2, "memsim: error: x.yaml: bad\n  at line 3\n"), tmp_path, before)
+    assert two.startswith("exit 2 with 2 stderr lines (memsim run)")
+    warned = "/a/memsim/x.py:3: RuntimeWarning: overflow\n  y = x * 2\nmemsim: error: x\n"
+    assert fuzz_run.judge(args, _outcome(2, warned), tmp_path, before)[0][0] == "RuntimeWarning at x.py:3"
+    (tmp_path / "out").mkdir()
+    (tmp_path / ".out.abc").mkdir()
+    classes = [c for c, _ in fuzz_run.judge(args, _outcome(2, "memsim: error: x\n"), tmp_path, before)]
+    assert classes == ["temporary left beside --out (memsim run)", "--out written despite exit 2 (memsim run): x"]
+    assert fuzz_run.judge(args, _outcome(None), tmp_path, before)[0][0] == "timeout (memsim run)"
+
+
+def test_a_crash_is_caught_in_the_forked_child(monkeypatch, tmp_path):
+    import memsim.api
+
+    def boom(*a, **k):
+        return 1 / 0
+
+    monkeypatch.setattr(memsim.api, "simulate", boom)
+    o = fuzz_run.run_forked(["run", "--model", "gpt2"], tmp_path, 60, 0)
+    assert o.rc == 1 and o.exception["type"] == "ZeroDivisionError"
+    assert o.exception["location"].startswith("memsim/cli.py:") and "Traceback" in o.stderr
+    [(cls, _)] = fuzz_run.judge(["run", "--model", "gpt2"], o, tmp_path, set())
+    assert cls.startswith("ZeroDivisionError at memsim/cli.py:")
+
+
+def test_replay(monkeypatch, tmp_path, capsys):
+    import memsim.api
+
+    record = {"kind": "hw", "case": 0, "steps": [["run", "--hw", "{DIR}/hw.yaml", "--model", "gpt2", "--context",
+                                                 "16", "--out", "{DIR}/out"]], "recipe": ["a folder"],
+              "files": {"hw.yaml": {"special": "directory"}}}
+    report = tmp_path / "r.jsonl"
+    report.write_text(json.dumps(record) + "\n")
+    assert fuzz.main(["--replay", str(report), "--isolate", "none"]) == 0  # "file not found": one line
+    assert "0 of 1 cases still fail" in capsys.readouterr().out
+    monkeypatch.setattr(memsim.api, "simulate", lambda *a, **k: 1 / 0)
+    assert fuzz.main(["--replay", str(report), "--isolate", "none"]) == 1
+    assert "ZeroDivisionError at memsim/cli.py" in capsys.readouterr().out
