@@ -81,11 +81,13 @@ def system_overrides(path: Path) -> list[tuple[str, str]]:
     """A system YAML (any ``system`` field: ``topology``, ``link``, ``collective``, ...) overrides
     the preset's ``system``. Its fields are checked here, so that an error names this file."""
     raw = read_yaml(path)
+    if not isinstance(raw, dict):
+        raise ConfigError("expected a mapping of system fields", file=str(path))
     try:
         build(SystemSpec, raw, str(path), "")
         mapping.collectives.check_algorithm(raw.get("collective", "auto"))
     except ConfigError as exc:
-        exc.file, exc.field = str(path), (exc.field or "").removeprefix("system.") or None
+        exc.file, exc.field = str(path), str(exc.field or "").removeprefix("system.") or None
         raise
     return [(f"system.{k}", str(v)) for k, v in raw.items()]
 

@@ -13,7 +13,7 @@ class MemsimError(Exception):
 
     def __init__(self, message: str, *, file: str | None = None, field: str | None = None) -> None:
         self.file = file
-        self.field = field
+        self.field = None if field is None else str(field)  # a YAML key may be a number
         self.message = message
         super().__init__(message)
 
@@ -21,7 +21,7 @@ class MemsimError(Exception):
         return self.one_line()
 
     def one_line(self) -> str:
-        where = ": ".join(part for part in (self.file, self.field) if part)
+        where = ": ".join(str(part) for part in (self.file, self.field) if part not in (None, ""))
         return f"{where}: {self.message}" if where else self.message
 
 

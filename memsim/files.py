@@ -51,7 +51,10 @@ def load_yaml(path: Path, error: type[MemsimError] = ConfigError) -> Any:
 
 
 def parse_yaml(text: str, file: str, error: type[MemsimError] = ConfigError) -> Any:
-    loader = _Loader(text)
+    try:
+        loader = _Loader(text)
+    except yaml.YAMLError as exc:  # a character YAML does not allow (the reader checks on construction)
+        raise error(f"invalid YAML: {getattr(exc, 'problem', None) or _first_clause(exc)}", file=file) from None
     try:
         node = loader.get_single_node()
         if node is None:

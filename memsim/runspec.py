@@ -157,6 +157,10 @@ def check(f, value: Any) -> Any:
         return value
     if not isinstance(value, str) or not value.strip():
         raise ConfigError(f"expected a non-empty text, got {value!r}", field=name)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigError(f"not valid text (an undecodable byte): {value!r}", field=name) from None
     if f.metadata["choices"] and value not in f.metadata["choices"]:
         raise ConfigError(f"{value!r} is not one of {', '.join(f.metadata['choices'])}", field=name)
     return value

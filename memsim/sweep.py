@@ -10,6 +10,7 @@ no SRAM at one swept size) records its error in its row and the sweep goes on.
 from __future__ import annotations
 
 import itertools
+import math
 import os
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
@@ -47,7 +48,9 @@ def _expand_one(spec: str) -> list[str]:
         factor = float(step[1:]) if step[0] == "x" else parse(step[1:])
     except (ValueError, units.UnitError) as exc:
         raise ConfigError(f"range {spec!r}: {exc}", field="--set") from None
-    if (step[0] == "x" and factor <= 1) or (step[0] == "+" and factor <= 0) or b < a:
+    if not all(math.isfinite(v) for v in (a, b, factor)):
+        raise ConfigError(f"range {spec!r} is not finite", field="--set")
+    if (step[0] == "x" and (factor <= 1 or a <= 0)) or (step[0] == "+" and factor <= 0) or b < a:
         raise ConfigError(f"range {spec!r} does not advance from {lo} to {hi}", field="--set")
     out, v = [], a
     while v <= b * (1 + 1e-12):
@@ -126,6 +129,10 @@ def parse_sweeps(items: Iterable[str]) -> dict[str, list[str]]:
             raise ConfigError(f"{name} is swept twice", field="--set")
         if name in ("set", "fast_forward"):
             raise ConfigError(f"{name} cannot be swept", field="--set")
+        try:
+            item.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ConfigError(f"{name}: a value that is not valid text (an undecodable byte)", field="--set") from None
         out[name] = expand(spec.strip())
     return out
 

@@ -298,6 +298,9 @@ def judge(args: list[str], o: Outcome, folder: Path, before: set[Path]) -> list[
         return [(f"killed by signal {-o.rc} (memsim {cmd})", o.stderr[-500:])]
     lines = o.stderr.split("\n")[:-1] if o.stderr.endswith("\n") else o.stderr.split("\n") if o.stderr else []
     # only "\n" ends a line: a terminal prints "\x85" or "\u2028" inside the one line
+    lines = [line for line in lines if not line.startswith("memsim: warning: ")]  # input that runs, with a word
+    if any("internal error, please report it" in line for line in lines):  # the CLI's safety net caught a bug
+        failures.append((f"internal error (memsim {cmd}): {_words(lines[0])}", o.stderr[-300:]))
     for line in lines:
         m = WARNING.match(line)
         if m:

@@ -54,6 +54,8 @@ class ModelConfig:
 
 # A shape field past this is a typo, not a model (no config comes near 2^31 layers, heads or tokens).
 MAX_SHAPE = 2**31 - 1
+# Layers: the largest models have a few hundred; a step's DAG holds about a dozen ops a layer.
+MAX_LAYERS = 10_000
 
 
 def load_model(path: Path) -> ModelConfig:
@@ -100,10 +102,14 @@ def load_model(path: Path) -> ModelConfig:
     if experts_per_token > experts:
         raise ConfigError(f"{experts_per_token} experts per token but {experts} experts", file=file,
                           field="num_experts_per_tok")
+    layers = get("num_hidden_layers", "n_layer")
+    if layers > MAX_LAYERS:
+        raise ConfigError(f"expected at most {MAX_LAYERS} layers, got {layers}", file=file,
+                          field="num_hidden_layers" if "num_hidden_layers" in raw else "n_layer")
     return ModelConfig(
         name=path.stem,
         arch=arch,
-        layers=get("num_hidden_layers", "n_layer"),
+        layers=layers,
         hidden=hidden,
         heads=heads,
         kv_heads=kv_heads,

@@ -39,7 +39,11 @@ def import_onnx(path: Path, dims: dict[str, int] | None = None) -> tuple[OpGraph
     except Exception as exc:  # onnx raises several types for malformed files
         raise ConfigError(f"not a readable ONNX model: {exc}", file=str(path)) from None
     with about_file(str(path)):  # an op or tensor that memsim's own checks refuse
-        return _convert(model, str(path), dims or {})
+        try:
+            return _convert(model, str(path), dims or {})
+        except (IndexError, KeyError) as exc:  # a node without the inputs, outputs or shapes its op has
+            raise ConfigError(f"malformed graph: a node lacks an input, output or shape ({exc})",
+                              file=str(path)) from None
 
 
 def _convert(model, file: str, dims: dict[str, int]) -> tuple[OpGraph, ImportReport]:
@@ -93,6 +97,8 @@ def _convert(model, file: str, dims: dict[str, int]) -> tuple[OpGraph, ImportRep
             report.note(report.dropped, op_type)
             continue
         if op_type in ("MatMul", "Gemm"):
+            if len(ins) < 2 or not outs:
+                raise ConfigError(f"{op_type} needs two inputs and an output", file=file, field=name)
             sa, sb = shape_of(ins[0]), shape_of(ins[1])
             if not sa or not sb:
                 raise ConfigError(f"{name}: operand shapes unknown: give them with --dim NAME=VALUE", file=file,
