@@ -148,6 +148,13 @@ def run(spec: RunSpec) -> Result:
             and spec.trace is None
         if parts is None:  # a layer-pipelined chip streams a prefill through its regions in prompt chunks
             parts = min(chip.execution.pipeline_chunks, tokens) if layered else 1
+        if parts == 1 and spec.trace is not None:
+            try:
+                return _run(chip, hw_path, load_workload(spec), shortcuts, shortcuts, spec.pp)
+            except CapacityError as exc:  # the trace fixes batch and context: it is what does not fit
+                if (exc.field or "").startswith("--batch"):
+                    exc.file, exc.field = spec.trace, "ops"
+                raise
         if parts == 1:
             return _run(chip, hw_path, load_workload(spec, step_phase, tokens), shortcuts, shortcuts, spec.pp)
         if spec.trace is not None:

@@ -133,7 +133,10 @@ def tree_mutation(draw, tree: Any, dictionary: list, keys: list[str]) -> tuple[A
         return put(tree, path, new), f"retype {here} = {new!r:.80}"
     if op == "scale" and isinstance(old, (int, float)) and not isinstance(old, bool):
         f = draw(st.sampled_from((-1, 0, 1e-9, 1e9, 1e300, 10 ** 20, 0.5, "+1", "-1")))
-        new = old + int(f) if isinstance(f, str) else old * f
+        try:
+            new = old + int(f) if isinstance(f, str) else old * f
+        except OverflowError:  # a huge integer times a huge float: past float range
+            new = float("inf")
         return put(tree, path, new), f"scale {here} = {new!r:.80}"
     if op in ("unit", "scale") and isinstance(old, str) and old:
         which = draw(st.sampled_from(("number", "unit", "both")))

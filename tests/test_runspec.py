@@ -94,3 +94,11 @@ def test_set_accepts_texts_pairs_or_a_mapping_and_keeps_them_as_pairs():
     as_text = RunSpec(model="gpt2", set=("sram.capacity=1MiB", "hbm.bandwidth = 2 TB/s"))
     as_map = RunSpec(model="gpt2", set={"sram.capacity": "1MiB", "hbm.bandwidth": "2 TB/s"})
     assert as_text.set == as_map.set == (("sram.capacity", "1MiB"), ("hbm.bandwidth", "2 TB/s"))
+
+
+def test_a_trace_that_does_not_fit_is_blamed_on_the_trace(monkeypatch, capsys, tmp_path):
+    trace = tmp_path / "big.json"
+    assert run_cli(monkeypatch, capsys, "trace", "--model", "llama-2-7b", "--batch", "512", "--context", "4000",
+                   "-o", str(trace))[0] == 0
+    code, _, err = run_cli(monkeypatch, capsys, "run", "--trace", str(trace))
+    assert code == 2 and err.startswith(f"memsim: error: {trace}: ops: weights and KV cache need")
