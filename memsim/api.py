@@ -37,11 +37,6 @@ class Result:
         return report.write_outputs(Path(out), self.summary, self.ops, self.timeline, dump_chip(self.chip), extra)
 
 
-def parse_sets(items: Iterable[str]) -> list[tuple[str, str]]:
-    """``--set PATH=VALUE`` items as pairs (a path given twice is an error)."""
-    return list(runspec.overrides(items))
-
-
 def step_of(spec: RunSpec, phase: str, tokens: int) -> workload.StepSpec:
     """The step ``spec`` describes, in ``phase`` with ``tokens`` of context (decode) or prompt (prefill)."""
     return workload.StepSpec.make(phase, batch=spec.batch, context=tokens if phase == "decode" else spec.context,
@@ -50,21 +45,21 @@ def step_of(spec: RunSpec, phase: str, tokens: int) -> workload.StepSpec:
                                   group_size=spec.group_size, tp=spec.tp, expert_parallel=spec.ep)
 
 
-def load_workload(spec: RunSpec, phase: str | None = None, tokens: int | None = None) -> workload.OpGraph:
+def load_workload(spec: RunSpec, phase: str | None = None, tokens: int | None = None,
+                  config: workload.ModelConfig | None = None) -> workload.OpGraph:
     """The operator DAG of one step: the trace, or the model's step (``phase`` and ``tokens``
-    default to the spec's own)."""
+    default to the spec's own; ``config``, the model's, when it is already loaded)."""
     if spec.trace is not None:
         return workload.read_trace(Path(spec.trace))
     phase = phase or spec.phase
     tokens = tokens if tokens is not None else (spec.context if phase == "decode" else spec.prompt)
-    return workload.build_step(workload.model_config(spec.model), step_of(spec, phase, tokens))
+    return workload.build_step(config or workload.model_config(spec.model), step_of(spec, phase, tokens))
 
 
-def micro_graphs(spec: RunSpec, phase: str, tokens: int, parts: int,
+def micro_graphs(spec: RunSpec, config: workload.ModelConfig, phase: str, tokens: int, parts: int,
                  prompt_chunks: bool = False) -> tuple[workload.OpGraph, ...]:
     """The graphs of a step split into ``parts`` micro-batches (equal parts share one graph;
     ``prompt_chunks``: see ``workload.split``)."""
-    config = workload.model_config(spec.model)
     built: dict[workload.StepSpec, workload.OpGraph] = {}
     return tuple(built.setdefault(s, workload.build_step(config, s))
                  for s in workload.split(step_of(spec, phase, tokens), parts, prompt_chunks))
@@ -72,9 +67,18 @@ def micro_graphs(spec: RunSpec, phase: str, tokens: int, parts: int,
 
 def resolve(hw: str = RunSpec.hw, model: str | None = None, **options: Any) -> RunSpec:
     """The run ``simulate`` would do, with the defaults that depend on the model filled in."""
-    spec = RunSpec.make({"hw": hw, "model": model, **options})
-    positions = workload.model_config(spec.model).max_positions if spec.model is not None else None
-    return spec.resolved(positions)
+    return fill_defaults(RunSpec.make({"hw": hw, "model": model, **options}))
+
+
+def fill_defaults(spec: RunSpec, positions: dict[str, int] | None = None) -> RunSpec:
+    """``spec`` with the defaults that depend on its model filled in (``positions``: the models'
+    positions already looked up, which this adds to)."""
+    if spec.model is None:
+        return spec.resolved(None)
+    known = positions if positions is not None else {}
+    if spec.model not in known:
+        known[spec.model] = workload.model_config(spec.model).max_positions
+    return spec.resolved(known[spec.model])
 
 
 def system_overrides(path: Path) -> list[tuple[str, str]]:
@@ -92,10 +96,10 @@ def system_overrides(path: Path) -> list[tuple[str, str]]:
     return [(f"system.{k}", str(v)) for k, v in raw.items()]
 
 
-def _load_chip(hw: str, sets: Iterable[str] | dict[str, str],
+def _load_chip(hw: str, sets: Iterable[str] | Iterable[tuple[str, str]] | dict[str, str],
                system: str | None = None) -> tuple[hardware.ChipSpec, str]:
     """The chip with a system YAML's and ``--set`` overrides applied, and the file it came from."""
-    overrides = list(sets.items()) if isinstance(sets, dict) else parse_sets(sets)
+    overrides = list(runspec.overrides(sets))
     from_system = system_overrides(Path(system)) if system is not None else []
     hw_path = hardware.resolve(hw, "hardware", hardware.HW_SUFFIXES)
     try:
@@ -108,12 +112,14 @@ def _load_chip(hw: str, sets: Iterable[str] | dict[str, str],
 
 
 def _run(chip: hardware.ChipSpec, hw_file: str, graph: workload.OpGraph, fast_forward: bool, memoize: bool,
-         pp: int = 1, micro: tuple[workload.OpGraph, ...] = ()) -> Result:
+         pp: int = 1, micro: tuple[workload.OpGraph, ...] = (), trace: str | None = None) -> Result:
     try:
         plan = mapping.make_plan(graph, chip, pp, micro)
     except (CapacityError, ConfigError) as exc:
         if not (exc.field or "").startswith("--"):  # about the chip (e.g. system.collective), not an option
             exc.file = exc.file or hw_file
+        elif trace is not None and exc.field.startswith("--batch"):  # a trace fixes its batch and context
+            exc.file, exc.field = trace, "ops"
         raise
     result = engine.run(plan, fast_forward=fast_forward, memoize=memoize)
     return Result(report.summarize(graph, plan, result, micro), report.timeline(result),
@@ -139,27 +145,23 @@ def run(spec: RunSpec) -> Result:
     """Simulate a resolved ``RunSpec`` (see ``resolve``)."""
     if spec.context is None or spec.prompt is None:
         spec = spec.resolved(None)
-    chip, hw_path = _load_chip(spec.hw, dict(spec.set), spec.system)
+    chip, hw_path = _load_chip(spec.hw, spec.set, spec.system)
     shortcuts = spec.fast_forward
+    if spec.trace is not None:
+        if spec.microbatches not in (None, 1):
+            raise ConfigError("a trace holds one step: it cannot be split into micro-batches", field="--microbatches")
+        return _run(chip, hw_path, load_workload(spec), shortcuts, shortcuts, spec.pp, trace=spec.trace)
+    config = workload.model_config(spec.model)
 
     def run_step(step_phase: str, tokens: int) -> Result:
         parts = spec.microbatches
-        layered = parts is None and chip.execution.pipeline == "layers" and step_phase == "prefill" \
-            and spec.trace is None
+        layered = parts is None and chip.execution.pipeline == "layers" and step_phase == "prefill"
         if parts is None:  # a layer-pipelined chip streams a prefill through its regions in prompt chunks
             parts = min(chip.execution.pipeline_chunks, tokens) if layered else 1
-        if parts == 1 and spec.trace is not None:
-            try:
-                return _run(chip, hw_path, load_workload(spec), shortcuts, shortcuts, spec.pp)
-            except CapacityError as exc:  # the trace fixes batch and context: it is what does not fit
-                if (exc.field or "").startswith("--batch"):
-                    exc.file, exc.field = spec.trace, "ops"
-                raise
         if parts == 1:
-            return _run(chip, hw_path, load_workload(spec, step_phase, tokens), shortcuts, shortcuts, spec.pp)
-        if spec.trace is not None:
-            raise ConfigError("a trace holds one step: it cannot be split into micro-batches", field="--microbatches")
-        micro = micro_graphs(spec, step_phase, tokens, parts, layered)
+            graph = load_workload(spec, step_phase, tokens, config)
+            return _run(chip, hw_path, graph, shortcuts, shortcuts, spec.pp)
+        micro = micro_graphs(spec, config, step_phase, tokens, parts, layered)
         return _run(chip, hw_path, micro[-1], shortcuts, shortcuts, spec.pp, micro)
 
     if spec.phase != "generate":

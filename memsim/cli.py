@@ -14,6 +14,7 @@ from memsim.errors import MemsimError, MemsimWarning
 from memsim.runspec import RunSpec
 from memsim.units import human_bytes
 
+
 def _spec_options(command: str):
     """Click options generated from ``RunSpec``'s fields that ``memsim COMMAND`` takes."""
     def decorate(fn):
@@ -38,7 +39,7 @@ def _spec_values(kwargs: dict) -> dict:
     for f in fields(RunSpec):
         if f.name in kwargs:
             value = kwargs.pop(f.name)
-            values[f.name] = (not value) if (runspec.flag(f).startswith("--no-")) else value
+            values[f.name] = (not value) if runspec.flag(f).startswith("--no-") else value
     return values
 
 

@@ -13,9 +13,9 @@ from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any, Iterable, Mapping
 
 from memsim.errors import ConfigError
+from memsim.workload.dtypes import KV_DTYPES, WEIGHT_DTYPES
 
 PHASES = ("decode", "prefill", "generate")
-DTYPES = ("bf16", "fp16", "fp8", "int8", "int4")  # weights and KV cache (memsim.workload.dtypes)
 DEFAULT_TOKENS = 2048  # context or prompt when none is given, if the model has room for it
 MAX_STEPS = 10**7  # decode steps: beyond it a generation's per-step arrays alone take gigabytes
 
@@ -46,8 +46,8 @@ class RunSpec:
                                 "model has fewer positions)", kind=int, minimum=0, commands=WORKLOAD)
     prompt: int | None = param(None, "prefill and generate: prompt tokens (default: 2048, or the model's "
                                "positions if fewer)", kind=int, minimum=1, commands=WORKLOAD)
-    weight_dtype: str = param("bf16", "weight format", choices=DTYPES, commands=WORKLOAD)
-    kv_dtype: str = param("bf16", "KV-cache format", choices=DTYPES, commands=WORKLOAD)
+    weight_dtype: str = param("bf16", "weight format", choices=WEIGHT_DTYPES, commands=WORKLOAD)
+    kv_dtype: str = param("bf16", "KV-cache format", choices=KV_DTYPES, commands=WORKLOAD)
     group_size: int = param(128, "int4 weights: weights per scale and zero point", kind=int, minimum=1,
                             commands=WORKLOAD)
     generate: int = param(128, "generate: decode steps after the prefill", kind=int, minimum=1, maximum=MAX_STEPS)

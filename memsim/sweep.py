@@ -88,8 +88,6 @@ def _format(kind: str, value: float) -> str:
 
 def read_sweep_file(path: Path) -> tuple[dict[str, Any], list[str]]:
     """A sweep YAML: run arguments at the top level and ``set: {PATH: [values] or "A..B:x2"}``."""
-    if not path.is_file():
-        raise ConfigError("file not found" if not path.is_dir() else "is a folder, not a sweep file", file=str(path))
     raw = load_yaml(path) or {}
     if not isinstance(raw, dict):
         raise ConfigError("expected a mapping", file=str(path))
@@ -143,10 +141,10 @@ def points(sweeps: dict[str, list[str]]) -> Iterator[dict[str, str]]:
         yield dict(zip(keys, combo))
 
 
-def point_spec(base: dict[str, Any], point: dict[str, str]) -> RunSpec:
+def point_spec(base: dict[str, Any], point: dict[str, str], positions: dict[str, int] | None = None) -> RunSpec:
     """The resolved run of one point: swept run fields replace the base's, swept hardware fields
-    join its overrides."""
-    from memsim.api import resolve
+    join its overrides (``positions``: see ``api.fill_defaults``)."""
+    from memsim.api import fill_defaults
 
     kwargs = dict(base)
     sets = list(runspec.overrides(kwargs.pop("set", ())))
@@ -155,7 +153,7 @@ def point_spec(base: dict[str, Any], point: dict[str, str]) -> RunSpec:
             kwargs[name] = runspec.parse_value(RUN_FIELDS[name], value)
         else:
             sets.append((name, value))
-    return resolve(**kwargs, set=tuple(sets))
+    return fill_defaults(RunSpec.make({**kwargs, "set": tuple(sets)}), positions)
 
 
 def flatten(summary: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -191,10 +189,13 @@ def run_sweep(base: dict[str, Any], sweeps: dict[str, list[str]], out: Path, wor
         raise ConfigError("must be at least 1", field="--workers")
     fields = list(sweeps)
     every = list(points(sweeps))
-    specs = [point_spec(base, p) for p in every]  # a bad value stops here, before anything is written
-    _check_inputs(specs, fields)
-    keys = [sweep_store.run_key(s) for s in specs]
-    experiment = _experiment(specs[0], fields)
+    # Every point's run, each model read once: a bad value or model file stops here, before anything is written.
+    positions: dict[str, int] = {}
+    specs = [point_spec(base, p, positions) for p in every]
+    _check_chips(specs, fields)
+    digests: dict = {}
+    keys = [sweep_store.run_key(s, digests) for s in specs]
+    experiment = _experiment(specs[0], fields, digests)
     Path(out).mkdir(parents=True, exist_ok=True)
     with Lock(Path(out)):
         sweep_store.claim(Path(out), experiment)
@@ -215,19 +216,18 @@ def run_sweep(base: dict[str, Any], sweeps: dict[str, list[str]], out: Path, wor
     return results
 
 
-def _experiment(spec: RunSpec, swept: list[str]) -> dict[str, Any]:
+def _experiment(spec: RunSpec, swept: list[str], digests: dict) -> dict[str, Any]:
     """What every point shares: the unswept run fields, their files' contents, the swept names."""
     fixed = tuple(f for f in runspec.defaults() if f not in swept and f != "set")
-    ident = sweep_store.identity(spec, fixed)
+    ident = sweep_store.identity(spec, fixed, digests)
     ident["set"] = sorted([k, v] for k, v in spec.set if k not in swept)
     ident["swept"] = sorted(swept)
     return ident
 
 
-def _check_inputs(specs: list[RunSpec], swept: list[str]) -> None:
-    """Load every distinct chip (without swept hardware fields) and model once: a file that every
-    point would fail on is one error, not a column of them."""
-    from memsim import workload
+def _check_chips(specs: list[RunSpec], swept: list[str]) -> None:
+    """Load every distinct chip (without swept hardware fields) once: a file that every point would
+    fail on is one error, not a column of them."""
     from memsim.api import _load_chip
 
     hardware_swept = [f for f in swept if f not in RUN_FIELDS]
@@ -236,10 +236,7 @@ def _check_inputs(specs: list[RunSpec], swept: list[str]) -> None:
         chip = (spec.hw, tuple(kv for kv in spec.set if kv[0] not in hardware_swept), spec.system)
         if chip not in seen:
             seen.add(chip)
-            _load_chip(spec.hw, dict(chip[1]), spec.system)
-        if spec.model is not None and spec.model not in seen:
-            seen.add(spec.model)
-            workload.model_config(spec.model)
+            _load_chip(*chip)
 
 
 def _bar(total: int, initial: int, enabled: bool):

@@ -36,10 +36,15 @@ def digest(data: bytes | str) -> str:
     return hashlib.sha256(data.encode() if isinstance(data, str) else data).hexdigest()
 
 
-def file_digest(field: str, value: str | None) -> str | None:
-    """The content hash of the file a run field names (a preset name is resolved first)."""
+def file_digest(field: str, value: str | None, memo: dict | None = None) -> str | None:
+    """The content hash of the file a run field names (a preset name is resolved first);
+    ``memo`` keeps the hashes already taken in one sweep."""
     if value is None:
         return None
+    if memo is not None:
+        if (field, value) not in memo:
+            memo[field, value] = file_digest(field, value)
+        return memo[field, value]
     from memsim.presets import resolve
 
     kind, suffixes = FILE_FIELDS[field]
@@ -50,22 +55,22 @@ def file_digest(field: str, value: str | None) -> str | None:
         raise ConfigError(f"cannot read: {exc.strerror}", file=str(path), field=f"--{field}") from None
 
 
-def identity(spec: RunSpec, fields: tuple[str, ...] | None = None) -> dict[str, Any]:
+def identity(spec: RunSpec, fields: tuple[str, ...] | None = None, memo: dict | None = None) -> dict[str, Any]:
     """What a run's result depends on: its parameters, its files' contents and the memsim version
-    (only ``fields`` of them when given)."""
+    (only ``fields`` of them when given; ``memo``: see ``file_digest``)."""
     values = asdict(spec)
     names = fields if fields is not None else tuple(values)
     ident: dict[str, Any] = {name: values[name] for name in names}
     for name in FILE_FIELDS:
         if name in names:
-            ident[f"{name}_content"] = file_digest(name, values[name])
+            ident[f"{name}_content"] = file_digest(name, values[name], memo)
     ident["set"] = sorted(map(list, values["set"])) if "set" in names else None
     ident["memsim"] = __version__
     return ident
 
 
-def run_key(spec: RunSpec) -> str:
-    return digest(json.dumps(identity(spec), sort_keys=True, default=str))
+def run_key(spec: RunSpec, memo: dict | None = None) -> str:
+    return digest(json.dumps(identity(spec, memo=memo), sort_keys=True, default=str))
 
 
 class Lock:

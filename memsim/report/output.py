@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from memsim.atomic import umask
 from memsim.errors import ConfigError
 from memsim.files import check_file
 
@@ -31,7 +32,7 @@ def write_outputs(out: Path, summary: dict[str, Any], ops: pd.DataFrame, timelin
     _check_target(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     remove_stale(out)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-{os.getpid()}-", dir=out.parent))
+    tmp = _temp_folder(out, "tmp")
     old = None
     try:
         (tmp / MARKER).write_text(json.dumps(summary, indent=2, default=_plain) + "\n")
@@ -41,9 +42,9 @@ def write_outputs(out: Path, summary: dict[str, Any], ops: pd.DataFrame, timelin
         for name, text in (extra or {}).items():
             (tmp / name).write_text(text)
         names = sorted(p.name for p in tmp.iterdir())
-        os.chmod(tmp, 0o777 & ~_umask())
+        os.chmod(tmp, 0o777 & ~umask())
         if out.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-{os.getpid()}-", dir=out.parent))
+            old = _temp_folder(out, "old")
             os.replace(out, old)
         os.replace(tmp, out)
         return [given / n for n in names]
@@ -60,7 +61,7 @@ def check_target(out: Path) -> None:
     _check_target(out)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-{os.getpid()}-", dir=out.parent)).rmdir()
+        _temp_folder(out, "tmp").rmdir()
     except OSError as exc:
         raise ConfigError(f"cannot write here: {exc.strerror or exc}", file=str(out), field="--out") from None
 
@@ -73,6 +74,11 @@ def _check_target(out: Path) -> None:
                           field="--out")
     if out == Path.cwd() or out in Path.cwd().parents:
         raise ConfigError("is the working folder or holds it: give a folder below it", file=str(out), field="--out")
+
+
+def _temp_folder(out: Path, kind: str) -> Path:
+    """A new folder beside ``out`` named for its kind (``tmp``, ``old``) and this process's pid."""
+    return Path(tempfile.mkdtemp(prefix=f".{out.name}.{kind}-{os.getpid()}-", dir=out.parent))
 
 
 def remove_stale(out: Path) -> None:
@@ -91,15 +97,9 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
-        return True
+    except PermissionError:  # another user's process
+        pass
     return True
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def _plain(value: Any) -> Any:
