@@ -246,6 +246,13 @@ def format_summary(s: dict) -> str:
                      f"total {s['total_s']:.4f} s, {s['tokens_per_s']:.1f} tokens/s")
     for cause, sec in sorted(s["stall_s"].items(), key=lambda kv: -kv[1]):
         lines.append(f"  stall {cause:<13} {sec * 1e3:9.4f} ms")
+    e = s["energy_j"]
+    moving = e["dynamic"] - e["compute"]
+    lines.append(f"  energy           {e['total']:12.4f} J   compute {e['compute']:.4f} J, data movement {moving:.4f} J, "
+                 f"static {e['static']:.4f} J")
+    per_token = f", {s['energy_per_token_j']:.4f} J/token" if s.get("energy_per_token_j") else ""
+    cap = f" (cap {s['power_cap_w']:g} W per chip)" if s.get("power_cap_w") else ""
+    lines.append(f"  power            {s['avg_power_w']:12.1f} W avg, {s['peak_power_w']:.1f} W peak{cap}{per_token}")
     return "\n".join(lines)
 
 

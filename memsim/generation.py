@@ -89,6 +89,14 @@ def combine(prefill: dict, decodes: dict[int, dict], prompt: int, steps: int) ->
         "tokens_per_s": batch * (steps + 1) / total,  # every generated token, the prefill's first included
         "decode_samples": [{"context": c, "step_time_s": d["step_time_s"]} for c, d in sorted(decodes.items())],
     })
+    joules = out["energy_j"]["total"]
+    steps_run = [prefill, *decodes.values()]
+    out.update({
+        "avg_power_w": joules / total if total else 0.0,
+        "peak_power_w": max(d["peak_power_w"] for d in steps_run),
+        "power_window_s": max(d["power_window_s"] for d in steps_run),
+        "energy_per_token_j": joules / (batch * (steps + 1)),  # per generated token, as tokens_per_s counts them
+    })
     return out
 
 

@@ -133,6 +133,36 @@ def parse_flops(text: str) -> int:
     raise UnitError(f"{text!r} is not a compute rate (use TFLOP/s, TOPS, ...)")
 
 
+_ENERGY = {"fJ": 1, "pJ": 10**3, "nJ": 10**6}  # in femtojoules, the base unit of energy figures
+_POWER = {"mW": 1, "W": 10**3, "kW": 10**6, "MW": 10**9}  # in milliwatts, the base unit of power
+
+
+def _per(text: str, table: dict[str, int], bases: tuple[str, ...], what: str, example: str) -> int:
+    num, unit = _split(text)
+    head, _, base = unit.partition("/")
+    if head in table and base in bases:
+        return _nonneg_int(num * table[head], text)
+    raise UnitError(f"{text!r} is not {what} (use {example})")
+
+
+def parse_bit_energy(text: str) -> int:
+    """``"3.9 pJ/bit"`` -> 3900 femtojoules per bit moved."""
+    return _per(text, _ENERGY, ("bit", "b"), "an energy per bit", "fJ/bit, pJ/bit, nJ/bit")
+
+
+def parse_flop_energy(text: str) -> int:
+    """``"0.5 pJ/FLOP"`` -> 500 femtojoules per operation."""
+    return _per(text, _ENERGY, ("FLOP", "OP"), "an energy per operation", "fJ/FLOP, pJ/FLOP")
+
+
+def parse_power(text: str) -> int:
+    """``"400 W"`` -> 400000 milliwatts."""
+    num, unit = _split(text)
+    if unit not in _POWER:
+        raise UnitError(f"{text!r} is not a power (use mW, W, kW, MW)")
+    return _nonneg_int(num * _POWER[unit], text)
+
+
 def parse_count(text: str | int) -> int:
     if isinstance(text, bool) or not isinstance(text, (int, str)):
         raise UnitError(f"expected a whole number, got {shown(text)}")
@@ -167,6 +197,9 @@ PARSERS = {
     "flops": parse_flops,
     "count": parse_count,
     "ratio": parse_ratio,
+    "bit_energy": parse_bit_energy,
+    "flop_energy": parse_flop_energy,
+    "power": parse_power,
 }
 
 
@@ -204,6 +237,25 @@ def format_flops(value: int) -> str:
     return f"{value} FLOP/s"
 
 
+def _largest(value: int, table: dict[str, int], suffix: str) -> str:
+    """``value`` in the largest unit of ``table`` that divides it exactly."""
+    name = max((n for n, m in table.items() if value and value % m == 0), key=table.__getitem__,
+               default=min(table, key=table.__getitem__))
+    return f"{value // table[name]} {name}{suffix}"
+
+
+def format_bit_energy(value: int) -> str:
+    return _largest(value, _ENERGY, "/bit")
+
+
+def format_flop_energy(value: int) -> str:
+    return _largest(value, _ENERGY, "/FLOP")
+
+
+def format_power(value: int) -> str:
+    return _largest(value, _POWER, "")
+
+
 FORMATTERS = {
     "bytes": format_bytes,
     "bandwidth": format_bandwidth,
@@ -211,6 +263,9 @@ FORMATTERS = {
     "flops": format_flops,
     "count": int,
     "ratio": float,
+    "bit_energy": format_bit_energy,
+    "flop_energy": format_flop_energy,
+    "power": format_power,
 }
 
 

@@ -5,7 +5,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from memsim import cli, simulate
-from memsim.hardware.spec import ChipSpec, ComputeSpec, ExecutionSpec, LinkSpec, MemoryLevel, SystemSpec
+from memsim.hardware.spec import ChipSpec, ComputeSpec, ExecutionSpec, LinkSpec, MemoryLevel, PowerSpec, SystemSpec
 from memsim.report import TIMELINE_COLUMNS
 from memsim.report.summary import COMBINE
 
@@ -22,7 +22,7 @@ def test_every_cli_flag_is_documented():
 
 def test_every_config_field_is_documented():
     prefixes = {ChipSpec: "", ComputeSpec: "compute.", MemoryLevel: "levels[].", LinkSpec: "links[].",
-                ExecutionSpec: "execution.", SystemSpec: "system."}
+                ExecutionSpec: "execution.", SystemSpec: "system.", PowerSpec: "power."}
     for cls, prefix in prefixes.items():
         for f in fields(cls):
             if f.metadata["unit"] not in ("section", "list"):

@@ -5,12 +5,13 @@ in place, chunk by chunk. ``widen`` keeps the extent of the step's transfer rows
 """
 from __future__ import annotations
 
-from memsim.engine.records import SRAM_CAPACITY, UNPACK, WAIT
+from memsim.engine.records import POWER, SRAM_CAPACITY, UNPACK, WAIT
 from memsim.engine.resources import Server
 
 # Stall keys are (kind, resource, holder); a holder is named where a load or compute queued behind another operator.
 CAPACITY = (SRAM_CAPACITY, "", "")
 UNPACKING = (UNPACK, "", "")
+THROTTLED = (POWER, "", "")  # compute slowed under the power cap
 SRAM = (WAIT, "sram", "")
 
 

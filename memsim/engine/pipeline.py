@@ -24,7 +24,7 @@ from typing import Callable
 
 import simpy
 
-from memsim.engine.chunk import CAPACITY, UNPACKING, Chunk, Port, Stores, widen
+from memsim.engine.chunk import CAPACITY, THROTTLED, UNPACKING, Chunk, Port, Stores, widen
 from memsim.engine.records import COMPUTE, WAIT
 from memsim.engine.resources import PREFETCH, ChipResources, Job, Server, Use
 from memsim.mapping.plan import OpTask, Step
@@ -254,15 +254,17 @@ class StepRun:
 
     def _computed(self, use: Use | None) -> None:
         now = self.env._now
-        stall = self.chunk_stalls
+        stall, step = self.chunk_stalls, self.step
         if use is not None and use.start > use.requested:  # another task held the compute units
             key = (WAIT, COMPUTE, use.blocker.op if use.blocker is not None else "")
             stall[key] = stall.get(key, 0) + use.start - use.requested
+        if step.throttle_ps:  # the part of the compute time the power cap added
+            stall[THROTTLED] = stall.get(THROTTLED, 0) + step.throttle_ps
         stalls = self.stalls
         if stall is not stalls:
             for key, ps in stall.items():
                 stalls[key] = stalls.get(key, 0) + ps
-        self.busy_ps += self.step.compute_ps
+        self.busy_ps += step.compute_ps - step.throttle_ps
         self.computing = False
         self._store(now)
         self.consumed += 1

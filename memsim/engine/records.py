@@ -14,8 +14,8 @@ SYSTEM = -1  # the chip index of links between chips: they belong to the system
 
 # Stall kinds. WAIT names the resource waited on (a level or link; a contended compute unit),
 # and the operator holding it when the wait was contention.
-WAIT, SRAM_CAPACITY, UNPACK, OVERHEAD, DEPENDENCY, BUBBLE = (
-    "wait", "sram_capacity", "dequant", "overhead", "dependency", "bubble")
+WAIT, SRAM_CAPACITY, UNPACK, OVERHEAD, DEPENDENCY, BUBBLE, POWER = (
+    "wait", "sram_capacity", "dequant", "overhead", "dependency", "bubble", "power")
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +32,7 @@ class ResourceId:
 
 @dataclass(frozen=True, slots=True)
 class Cause:
-    kind: str  # WAIT, SRAM_CAPACITY, UNPACK, OVERHEAD, DEPENDENCY or BUBBLE
+    kind: str  # WAIT, SRAM_CAPACITY, UNPACK, OVERHEAD, DEPENDENCY, BUBBLE or POWER
     on: str = ""  # for WAIT: the resource waited on, as named in outputs (``hbm``, ``link:pcie``)
     holder: str = ""  # the operator holding it, when the wait was contention
 
@@ -60,6 +60,7 @@ class Interval(NamedTuple):
     cause: Cause | None = None  # for stalls
     count: int = 1  # chunk intervals this record stands for (a step's chunks are aggregated); bytes and flops are totals
     stream: str = "compute"
+    energy_fj: int = 0  # dynamic energy of the work (compute: its FLOPs; dequant: unpacking; transfer: its bits)
 
 
 def keep(r: Interval) -> bool:

@@ -133,9 +133,10 @@ class Server(BaseResource):
     PutQueue = _PriorityQueue
 
     def __init__(self, env: simpy.Environment, rid: ResourceId, channels: int = 1, channel_bw: int = 1,
-                 latency_ps: int = 0, via: "Server | None" = None) -> None:
+                 latency_ps: int = 0, via: "Server | None" = None, energy_fj_per_bit: int = 0) -> None:
         super().__init__(env, 1)
         self.rid = rid
+        self.energy_fj_per_bit = energy_fj_per_bit  # what each bit it moves costs (its transfer rows carry it)
         self.channels = channels
         self.channel_bw = channel_bw
         self.latency_ps = latency_ps
@@ -293,11 +294,12 @@ class ChipResources:
 def _level(env: simpy.Environment, spec: MemoryLevel, units: int, chip: int, via: Server | None) -> Server:
     bandwidth = spec.effective_bandwidth(units)
     return Server(env, ResourceId(LEVEL, chip, spec.name), spec.channels, max(1, bandwidth // spec.channels),
-                  spec.latency_ps, via)
+                  spec.latency_ps, via, spec.energy_fj_per_bit)
 
 
 def _link(env: simpy.Environment, spec: LinkSpec, chip: int, name: str | None = None) -> Server:
-    return Server(env, ResourceId(LINK, chip, name or spec.name), 1, spec.effective_bandwidth, spec.latency_ps)
+    return Server(env, ResourceId(LINK, chip, name or spec.name), 1, spec.effective_bandwidth, spec.latency_ps,
+                  energy_fj_per_bit=spec.energy_fj_per_bit)
 
 
 def system_link(env: simpy.Environment, spec: LinkSpec, name: str) -> Server:

@@ -97,4 +97,5 @@ def run_collective(env: simpy.Environment, links: SystemLinks, task: OpTask, job
             yield env.timeout(arrival - env.now)
     for port, (first, last, nbytes, n, src, dst) in extent.items():
         rows.append(Interval(first, last, job.chip, port.rid, "transfer", task.op, task.kind, task.layer,
-                             bytes=nbytes, src=src, dst=dst, count=n, stream=job.stream))
+                             bytes=nbytes, src=src, dst=dst, count=n, stream=job.stream,
+                             energy_fj=nbytes * 8 * port.energy_fj_per_bit))

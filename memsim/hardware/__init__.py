@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from memsim.hardware.loader import dump_chip, load_chip
 from memsim.presets import available, resolve
-from memsim.hardware.spec import ChipSpec, ComputeSpec, ExecutionSpec, LinkSpec, MemoryLevel
+from memsim.hardware.spec import ChipSpec, ComputeSpec, ExecutionSpec, LinkSpec, MemoryLevel, PowerSpec
 
 HW_SUFFIXES = (".yaml", ".yml")
 
@@ -18,6 +18,6 @@ def presets() -> list[str]:
 
 
 __all__ = [
-    "ChipSpec", "ComputeSpec", "ExecutionSpec", "LinkSpec", "MemoryLevel",
+    "ChipSpec", "ComputeSpec", "ExecutionSpec", "LinkSpec", "MemoryLevel", "PowerSpec",
     "dump_chip", "load", "load_chip", "presets", "resolve", "HW_SUFFIXES",
 ]

@@ -15,8 +15,9 @@ from memsim.dtypes import DTYPES
 from memsim.errors import ConfigError
 
 # Kinds of whole numbers and their least value when the field declares none.
-_WHOLE = {"count": 0, "bytes": 0, "time": 0, "bandwidth": 1, "flops": 1}
-_TABLES = {"rates": "a compute rate", "ratios": "a fraction in (0, 1]", "ops": "a non-negative number"}
+_WHOLE = {"count": 0, "bytes": 0, "time": 0, "bandwidth": 1, "flops": 1, "bit_energy": 0, "flop_energy": 0, "power": 0}
+_TABLES = {"rates": "a compute rate", "ratios": "a fraction in (0, 1]", "ops": "a non-negative number",
+           "energies": "an energy per FLOP"}
 
 
 def check_fields(spec: Any, where: str) -> None:
@@ -98,6 +99,8 @@ def _table(unit: str, value: Any, path: str) -> None:
         seen.add(dtype)
         if unit == "rates":
             number(v, f"{path}.{dtype}", 1)
+        elif unit == "energies":
+            number(v, f"{path}.{dtype}", 0)
         elif unit == "ratios":
             _ratio(v, f"{path}.{dtype}")
         else:

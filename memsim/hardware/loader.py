@@ -22,14 +22,15 @@ from memsim.hardware.spec import (
     ExecutionSpec,
     LinkSpec,
     MemoryLevel,
+    PowerSpec,
     SystemSpec,
     yaml_fields,
 )
 
-_SECTIONS = {"compute": ComputeSpec, "execution": ExecutionSpec, "system": SystemSpec}
+_SECTIONS = {"compute": ComputeSpec, "execution": ExecutionSpec, "system": SystemSpec, "power": PowerSpec}
 _LISTS = {"levels": MemoryLevel, "links": LinkSpec}
 # Tables of dtype to a value: the kind each value is parsed as (None: a plain number, checked by the spec).
-_TABLES = {"rates": "flops", "ratios": "ratio", "ops": None}
+_TABLES = {"rates": "flops", "ratios": "ratio", "ops": None, "energies": "flop_energy"}
 
 
 def read_yaml(path: Path) -> dict[str, Any]:
@@ -168,6 +169,8 @@ def _dump(obj: Any) -> Any:
                 out[key] = list(value)
         elif unit == "rates":
             out[key] = {k: units.format_flops(v) for k, v in value}
+        elif unit == "energies":
+            out[key] = {k: units.format_flop_energy(v) for k, v in value}
         elif unit in units.FORMATTERS:
             out[key] = units.FORMATTERS[unit](value)
         else:

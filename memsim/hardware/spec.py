@@ -98,6 +98,14 @@ class ComputeSpec:
         "kernel_efficiency", "ratio", "fraction of that microbenchmark rate a serving stack's kernels sustain inside "
         "a model step (calibrated on calibration.csv)", 1.0
     )
+    energy_fj_per_flop: tuple[tuple[str, int], ...] = spec_field(
+        "energy", "energies", "dynamic energy per FLOP of the matrix units per dtype (operand delivery included), "
+        "e.g. {bf16: 0.9 pJ/FLOP}; a dtype without one uses the entry of the dtype it computes at", ()
+    )
+    vector_energy_fj_per_flop: int = spec_field(
+        "vector_energy", "flop_energy", "dynamic energy per FLOP of the vector units (elementwise ops, norms, "
+        "softmax, unpacking weight formats)", 0
+    )
 
     def __post_init__(self) -> None:
         check_fields(self, "compute")
@@ -112,6 +120,13 @@ class ComputeSpec:
     def peak(self, dtype: str) -> int:
         table = dict(self.peak_flops_per_s)
         return table.get(dtype) or table[next(d for d in PEAK_FALLBACK if d in table)]
+
+    def flop_energy(self, dtype: str) -> int:
+        """Femtojoules per FLOP of ``dtype`` on the matrix units (0: not given)."""
+        table = dict(self.energy_fj_per_flop)
+        if dtype in table:
+            return table[dtype]
+        return next((table[d] for d in PEAK_FALLBACK if d in table), 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +150,10 @@ class MemoryLevel:
         None, choices=TENSOR_CLASSES,
     )
     via: str = spec_field("via", "text", "link this level is reached over (e.g. host DDR over `pcie`)", "")
+    energy_fj_per_bit: int = spec_field(
+        "energy", "bit_energy", "dynamic energy per bit read or written: the access, its interface and the on-chip "
+        "path to the compute units' buffers", 0
+    )
 
     def __post_init__(self) -> None:
         check_fields(self, f"levels[{self.name}]")
@@ -161,6 +180,7 @@ class LinkSpec:
         "efficiency", "ratio", "achievable fraction of the bandwidth for bulk transfers (calibrated on ring "
         "all-reduce bus bandwidth)", 1.0
     )
+    energy_fj_per_bit: int = spec_field("energy", "bit_energy", "dynamic energy per bit sent, both ends included", 0)
 
     def __post_init__(self) -> None:  # a spec built in Python is checked as the loader checks YAML
         check_fields(self, f"links[{self.name}]")
@@ -230,6 +250,10 @@ class ExecutionSpec:
         "pipeline_chunks", "count", "with `pipeline: layers`, the token chunks a prefill flows through the regions "
         "in (unless --microbatches says otherwise)", 1, least=1
     )
+    power_cap_mw: int = spec_field(
+        "power_cap", "power", "the power one chip may draw (0: its `power.tdp`); work that would draw more has its "
+        "compute slowed until it fits, and the slowdown is stall cause `power`", 0
+    )
     comm_overlap: int = spec_field(
         "comm_overlap", "count", "at most this many chunks a tensor-parallel all-reduce and the GEMM before it are "
         "cut into, so that chunk i goes over the links while the GEMM computes chunk i+1 (1: off; the count that "
@@ -273,6 +297,19 @@ class SystemSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class PowerSpec:
+    tdp_mw: int = spec_field("tdp", "power", "thermal design power (the board's power limit) of one chip (0: unknown, "
+                             "no cap unless `execution.power_cap` sets one)", 0)
+    static_mw: int = spec_field(
+        "static", "power", "power one chip draws whenever it is on with a model loaded, whatever it does: leakage, "
+        "clocks, idle memory and the board", 0
+    )
+
+    def __post_init__(self) -> None:
+        check_fields(self, "power")
+
+
+@dataclass(frozen=True, slots=True)
 class ChipSpec:
     name: str = spec_field("name", "name", "preset name")
     family: str = spec_field("family", "choice", f"execution model: {', '.join(FAMILIES)}", choices=FAMILIES)
@@ -282,6 +319,7 @@ class ChipSpec:
     execution: ExecutionSpec = spec_field("execution", "section", "execution settings", ExecutionSpec(),
                                           of=ExecutionSpec)
     system: SystemSpec = spec_field("system", "section", "default multi-chip system", SystemSpec(), of=SystemSpec)
+    power: PowerSpec = spec_field("power", "section", "power figures of one chip", PowerSpec(), of=PowerSpec)
     description: str = spec_field("description", "text", "free text", "")
 
     def __post_init__(self) -> None:
@@ -298,6 +336,9 @@ class ChipSpec:
         for name in ex.stage_from:
             _check_named(name, "level", levels, "execution.stage_from")
         _check_named(ex.stage_into, "level", levels, "execution.stage_into")
+        if self.power_cap_mw and self.power_cap_mw <= self.power.static_mw:
+            fail(f"{self.power_cap_mw / 1000:g} W leaves no power for work above the chip's static "
+                 f"{self.power.static_mw / 1000:g} W", "execution.power_cap" if ex.power_cap_mw else "power.tdp")
 
     def level(self, name: str) -> MemoryLevel:
         return _named(self.levels, name)
@@ -315,6 +356,11 @@ class ChipSpec:
         if self.system.link:
             return self.link(self.system.link)
         return self.links[0] if self.links else None
+
+    @property
+    def power_cap_mw(self) -> int:
+        """The power one chip may draw: ``execution.power_cap``, else the TDP (0: no cap)."""
+        return self.execution.power_cap_mw or self.power.tdp_mw
 
     def chip_capacity(self, level: MemoryLevel) -> int:
         return level.capacity_bytes * (self.compute.units if level.scope == "unit" else 1)

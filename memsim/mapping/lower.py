@@ -50,6 +50,13 @@ class Context:
     def vector_rate(self) -> int:
         return max(1, int(self.chip.compute.vector_flops_per_s * self.chip.compute.efficiency * self.compute_share))
 
+    def matrix_energy(self, flops: int, dtype: str) -> int:
+        """Femtojoules ``flops`` of ``dtype`` cost on the matrix units."""
+        return flops * self.chip.compute.flop_energy(dtype)
+
+    def vector_energy(self, flops: int) -> int:
+        return flops * self.chip.compute.vector_energy_fj_per_flop
+
     def bits(self, tensor: str) -> int:
         return BITS[self.graph.tensors[tensor].dtype]
 
@@ -77,12 +84,15 @@ def _ordered(d: dict[Ref, int]) -> tuple[tuple[Ref, int], ...]:
 
 
 def make_step(label: str, loads: dict[Ref, int], stores: dict[Ref, int], busy_ps: int, flops: int,
-              depth: int, sram_bytes: int, tile: dict[str, int] | None = None, unpack_ps: int = 0) -> Step:
-    """Cut a step's totals into ``tiling.CHUNKS`` identical chunks (sizes rounded up, so no byte is lost)."""
+              depth: int, sram_bytes: int, tile: dict[str, int] | None = None, unpack_ps: int = 0, *,
+              energy_fj: int = 0, unpack_fj: int = 0) -> Step:
+    """Cut a step's totals into ``tiling.CHUNKS`` identical chunks (sizes rounded up, so no byte is lost);
+    ``energy_fj`` and ``unpack_fj`` are the dynamic energies of its FLOPs and of unpacking its weights."""
     n = tiling.CHUNKS
     per = lambda d: tuple((k, -(-v // n)) for k, v in _ordered(d))  # noqa: E731
     return Step(label, n, per(loads), per(stores), -(-busy_ps // n), flops, depth, sram_bytes,
-                _ordered(loads), _ordered(stores), tuple(sorted((tile or {}).items())), -(-unpack_ps // n))
+                _ordered(loads), _ordered(stores), tuple(sorted((tile or {}).items())), -(-unpack_ps // n),
+                compute_fj=energy_fj, unpack_fj=unpack_fj)
 
 
 def bandwidth_of(chip: ChipSpec, where: Ref) -> int:
@@ -150,16 +160,17 @@ def lower_matmul(op: Op, cx: Context) -> tuple[Step, ...]:
     dtype = compute_dtype(cx, op.dtype, w_dtype)
     stretch = wave_factor(m, n, groups, cx.chip.compute.units, ex.unit_tile)
     busy = math.ceil(compute_ps(op.flops, cx.matrix_rate(dtype)) * stretch)
-    unpack = 0
+    energy, unpack, unpack_fj = cx.matrix_energy(op.flops, dtype), 0, 0
     if dtype != w_dtype and ex.dequant(w_dtype):
         weight = cx.graph.tensors[b]
         numel = math.prod(weight.shape)
         elements = math.ceil(numel * b_read.bytes / weight.bytes) * refetch_b  # touched weights, scales aside
-        unpack = compute_ps(math.ceil(elements * ex.dequant(w_dtype)), cx.vector_rate())
+        ops = math.ceil(elements * ex.dequant(w_dtype))
+        unpack, unpack_fj = compute_ps(ops, cx.vector_rate()), cx.vector_energy(ops)
         if ex.dequant_kernel == "fused":  # unpacking runs beside the multiply, as the next weights stream in
-            busy, unpack = max(busy, unpack), 0
+            busy, unpack, energy, unpack_fj = max(busy, unpack), 0, energy + unpack_fj, 0
     return (make_step("gemm", loads, stores, busy, op.flops, cx.depth, cx.sram_bytes,
-                      {"tm": tile.tm, "tn": tile.tn}, unpack),)
+                      {"tm": tile.tm, "tn": tile.tn}, unpack, energy_fj=energy, unpack_fj=unpack_fj),)
 
 
 def _streams(op: Op, cx: Context) -> tuple[dict[Ref, int], dict[Ref, int]]:
@@ -179,7 +190,8 @@ def lower_stream(op: Op, cx: Context) -> tuple[Step, ...]:
     """Memory-bound ops stream their inputs through SRAM once: no reuse to tile for."""
     loads, stores = _streams(op, cx)
     busy = compute_ps(op.flops, cx.vector_rate())
-    return (make_step(op.kind, loads, stores, busy, op.flops, cx.depth, cx.sram_bytes),)
+    return (make_step(op.kind, loads, stores, busy, op.flops, cx.depth, cx.sram_bytes,
+                      energy_fj=cx.vector_energy(op.flops)),)
 
 
 @register("compute")
@@ -190,7 +202,8 @@ def lower_compute(op: Op, cx: Context) -> tuple[Step, ...]:
     if extra > 0:  # bytes the op touches beyond its inputs (e.g. a memory node's own traffic)
         _add(loads, cx.home(op.outputs[0]), extra)
     busy = compute_ps(op.flops, cx.matrix_rate(op.dtype))
-    return (make_step("compute", loads, stores, busy, op.flops, cx.depth, cx.sram_bytes),)
+    return (make_step("compute", loads, stores, busy, op.flops, cx.depth, cx.sram_bytes,
+                      energy_fj=cx.matrix_energy(op.flops, op.dtype)),)
 
 
 @register("attention")
@@ -232,8 +245,9 @@ def _fused_attention(op: Op, cx: Context) -> tuple[Step, ...]:
         streamed = max(transfer_ps(b, max(1, int(bandwidth_of(cx.chip, ref) * share)))
                        for ref, b in (*loads.items(), *stores.items()))
         busy = max(math.ceil(busy / share), streamed)
+    energy = cx.matrix_energy(op.flops, op.dtype) + cx.vector_energy(SOFTMAX_FLOPS_PER_SCORE * scores)
     return (make_step("flash", loads, stores, busy, op.flops, cx.depth, cx.sram_bytes,
-                      {"block_rows": tile.block_rows, "passes": tile.passes}),)
+                      {"block_rows": tile.block_rows, "passes": tile.passes}, energy_fj=energy),)
 
 
 def attention_share(cx: Context, items: int, kv_len: int) -> float:
@@ -249,7 +263,8 @@ def attention_share(cx: Context, items: int, kv_len: int) -> float:
     if not cx.grid or ex.unit_tile == 0 or items >= units:
         return 1.0
     split = ex.kv_split or math.ceil(units / items)
-    split = max(1, min(split, kv_len // KV_SPLIT_MIN))
+    # Fractional at the limit: whole splits would let one more key add a split and speed the op up.
+    split = max(1.0, min(split, kv_len / KV_SPLIT_MIN))
     return min(1.0, items * split / units)
 
 
@@ -282,11 +297,12 @@ def _unfused_attention(op: Op, cx: Context) -> tuple[Step, ...]:
     _add(pv_stores, cx.home(out), cx.graph.tensors[out].bytes)
     sm_flops = SOFTMAX_FLOPS_PER_SCORE * batch * heads * q_len * kv_len
     return (
-        make_step("qk", qk_loads, qk_stores, compute_ps(half, rate), half, cx.depth, cx.sram_bytes),
+        make_step("qk", qk_loads, qk_stores, compute_ps(half, rate), half, cx.depth, cx.sram_bytes,
+                  energy_fj=cx.matrix_energy(half, op.dtype)),
         make_step("softmax", {act: score_bytes}, {act: score_bytes}, compute_ps(sm_flops, cx.vector_rate()), 0,
-                  cx.depth, cx.sram_bytes),
+                  cx.depth, cx.sram_bytes, energy_fj=cx.vector_energy(sm_flops)),
         make_step("pv", pv_loads, pv_stores, compute_ps(op.flops - half, rate), op.flops - half, cx.depth,
-                  cx.sram_bytes),
+                  cx.sram_bytes, energy_fj=cx.matrix_energy(op.flops - half, op.dtype)),
     )
 
 

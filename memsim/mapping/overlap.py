@@ -65,8 +65,11 @@ def _part(step: Step, i: int, parts: int) -> Step:
         return tuple((ref, share(b)) for ref, b in pairs if share(b))
 
     loads, stores = totals(step.total_loads), totals(step.total_stores)
+    compute = -(-share(step.compute_ps * step.count) // count)
     return dataclasses.replace(
         step, count=count, loads=tuple((r, -(-b // count)) for r, b in loads),
         stores=tuple((r, -(-b // count)) for r, b in stores),
-        compute_ps=-(-share(step.compute_ps * step.count) // count), flops=share(step.flops), total_loads=loads,
-        total_stores=stores, unpack_ps=-(-share(step.unpack_ps * step.count) // count))
+        compute_ps=compute, throttle_ps=min(compute, -(-share(step.throttle_ps * step.count) // count)),
+        flops=share(step.flops), total_loads=loads,
+        total_stores=stores, unpack_ps=-(-share(step.unpack_ps * step.count) // count),
+        compute_fj=share(step.compute_fj), unpack_fj=share(step.unpack_fj))

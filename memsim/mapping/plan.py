@@ -31,6 +31,9 @@ class Step:
     unpack_ps: int = 0  # per chunk: dequantising the loaded weights, serial with the load stream
     share: float = 1.0  # fraction of each level's channels this step may use (a wafer region's share)
     direct: bool = False  # a copy between levels (DMA staging): SRAM is only the bounce buffer
+    compute_fj: int = 0  # total over all chunks: the dynamic energy of the step's FLOPs (femtojoules)
+    unpack_fj: int = 0  # total over all chunks: the dynamic energy of dequantising its weights
+    throttle_ps: int = 0  # per chunk: the part of ``compute_ps`` that the power cap adds (``mapping.power``)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,11 +7,12 @@ from memsim.engine import EngineResult
 from memsim.hardware.resource import Ref
 from memsim.mapping import Plan
 from memsim.mapping.roofline import peak_bandwidth, peak_rate
+from memsim.report.energy import FJ_PER_J, per_op
 from memsim.units import PS_PER_S, transfer_ps
 from memsim.workload import OpGraph
 
 TIMELINE_COLUMNS = ["start_s", "end_s", "chip", "stream", "resource", "kind", "op", "op_kind", "layer", "bytes",
-                    "flops", "src", "dst", "cause", "holder", "count"]
+                    "flops", "src", "dst", "cause", "holder", "count", "energy_j"]
 
 
 def timeline(result: EngineResult) -> pd.DataFrame:
@@ -25,7 +26,8 @@ def timeline(result: EngineResult) -> pd.DataFrame:
 
     chips = {c: f"chip{c}" for c in {r.chip for r in result.records}}
     rows = [(r.start_ps, r.end_ps, chips[r.chip], r.stream, name(r.resource), r.kind, r.op, r.op_kind, r.layer,
-             r.bytes, r.flops, r.src, r.dst, name(r.cause), r.cause.holder if r.cause else "", r.count)
+             r.bytes, r.flops, r.src, r.dst, name(r.cause), r.cause.holder if r.cause else "", r.count,
+             r.energy_fj / FJ_PER_J)
             for r in result.records]
     df = pd.DataFrame.from_records(rows, columns=["start_ps", "end_ps", *TIMELINE_COLUMNS[2:]])
     df.insert(0, "start_s", df.pop("start_ps") / PS_PER_S)
@@ -40,6 +42,7 @@ def ops(graph: OpGraph, plan: Plan, result: EngineResult) -> pd.DataFrame:
     levels = [Ref.level(lvl.name) for lvl in chip.levels if Ref.level(lvl.name) in used or not lvl.is_scratchpad]
     levels += sorted((ref for ref in used if ref.is_link), key=str)
     rows = []
+    joules = per_op(plan, result)
     for task in plan.tasks:
         op = graph.ops.get(task.graph_op)  # sends between pipeline stages exist only in the plan
         start, end = spans[task.op]
@@ -58,5 +61,8 @@ def ops(graph: OpGraph, plan: Plan, result: EngineResult) -> pd.DataFrame:
         row["roofline_s"] = max(bounds.values())
         row["bound"] = task.bound_name
         row["tile"] = " ".join(f"{k}={v}" for s in task.steps for k, v in s.tile)
+        dynamic, static = joules[task.op]
+        row["dynamic_energy_j"] = dynamic
+        row["energy_j"] = dynamic + static
         rows.append(row)
     return pd.DataFrame(rows)

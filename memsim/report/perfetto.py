@@ -1,8 +1,8 @@
 """Perfetto / Chrome trace JSON: one track per resource, plus counter tracks.
 
 Each chip is a process; compute, every memory level and every link is a thread (track) of
-complete ("X") events. Counter ("C") tracks show each level's bandwidth in use and the SRAM
-held by the running operator's tiles. Past ``limit`` intervals the trace is aggregated to one
+complete ("X") events. Counter ("C") tracks show each level's bandwidth in use, the chip's power
+(dynamic and static) and the SRAM held by the running operator's tiles. Past ``limit`` intervals the trace is aggregated to one
 interval per operator and resource, and its metadata says so.
 """
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 from memsim.engine import EngineResult
 from memsim.engine.records import LEVEL
 from memsim.mapping import Plan
+from memsim.report.energy import profile, static_w
 from memsim.units import PS_PER_S
 
 DEFAULT_LIMIT = 200_000
@@ -54,6 +55,23 @@ def _occupancy(plan: Plan, spans: dict[str, tuple[int, int]]) -> list[tuple[int,
             buffers = step.depth * sum(b for _, b in step.loads)
             held = max(held, min(step.sram_bytes, buffers + tile.get("tm", 0) * tile.get("tn", 0) * acc))
         out += [(start, held), (end, 0)]
+    return out
+
+
+def _power(plan: Plan, records: list, end_ps: int, pids: dict[str, int]) -> list[dict[str, Any]]:
+    """A power counter per chip (per unit of a chip cut into regions): its records' dynamic power,
+    spread as ``report.energy.profile`` spreads it, plus its share of the static power."""
+    by_chip: dict[int, list] = defaultdict(list)
+    for r in records:
+        by_chip[r.chip].append(r)
+    units = [c for c in by_chip if c >= 0] or [0]
+    out = []
+    for chip, rows in sorted(by_chip.items()):
+        static = static_w(plan) / len(units) if chip >= 0 else 0.0
+        times, watts = profile(rows, end_ps)
+        pid = pids[f"chip{chip}"]
+        out += [{"ph": "C", "name": "power", "pid": pid, "ts": _us(int(t)), "args": {"W": round(w + static, 3)}}
+                for t, w in zip(times, watts)]
     return out
 
 
@@ -104,6 +122,7 @@ def perfetto(plan: Plan, result: EngineResult, meta: dict[str, Any], limit: int 
             level = max(0.0, level + delta)
             body.append({"ph": "C", "name": f"{resource} bandwidth", "pid": pid, "ts": _us(ts),
                          "args": {"GB/s": round(level, 3)}})
+    body += _power(plan, records, result.end_ps, pids)
     spans = {op: (s, e) for op, s, e in result.spans}
     for ts, held in _occupancy(plan, spans):
         body.append({"ph": "C", "name": "sram occupancy", "pid": 0, "ts": _us(ts), "args": {"bytes": held}})

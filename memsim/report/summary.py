@@ -6,6 +6,7 @@ from typing import Any
 from memsim.engine import EngineResult
 from memsim.mapping import Plan
 from memsim.mapping.plan import COMPUTE as COMPUTE_STREAM
+from memsim.report import energy
 from memsim.units import PS_PER_S
 from memsim.workload import OpGraph
 
@@ -46,6 +47,13 @@ COMBINE: dict[str, str] = {
     "total_s": RECOMPUTED,
     "tokens_per_s": RECOMPUTED,
     "decode_samples": RECOMPUTED,
+    # Energy (``memsim/report/energy.py``).
+    "energy_j": SUMMED,
+    "avg_power_w": RECOMPUTED,  # the generation's energy over its time
+    "peak_power_w": RECOMPUTED,  # the highest of any step's
+    "power_window_s": RECOMPUTED,
+    "power_cap_w": ONCE,
+    "energy_per_token_j": RECOMPUTED,  # over every generated token
 }
 
 
@@ -103,10 +111,12 @@ def summarize(graph: OpGraph, plan: Plan, result: EngineResult, micro: tuple[OpG
     weights_needed = sum(_read(g, "weight") for g in graphs)
     kv_read = sum(_read(g, "kv") for g in graphs)
     kv_written = sum(g.tensors[t].bytes for g in graphs for op in g for t in op.outputs if g.tensors[t].klass == "kv")
+    workload = _workload(graphs)
+    joules = energy.breakdown(plan, result)
     return {
         "hardware": chip.name,
         "family": chip.family,
-        "workload": _workload(graphs),
+        "workload": workload,
         "step_time_s": step_s,
         "roofline_s": plan.roofline_s,
         "roofline_bound": plan.roofline_bound,
@@ -131,4 +141,11 @@ def summarize(graph: OpGraph, plan: Plan, result: EngineResult, micro: tuple[OpG
         "engine": {"events": result.events, "simulated_ops": result.simulated_tasks,
                    "replayed_ops": result.replayed_tasks,
                    "records": len(result.records)},
+        "energy_j": joules,
+        **energy.power_keys(plan, result, joules, tokens(workload)),
     }
+
+
+def tokens(workload: dict[str, Any]) -> int:
+    """Tokens a step produces (a decode: one per sequence) or takes in (a prefill: its prompts); 0: unknown."""
+    return int(workload.get("batch", 0) or 0) * int(workload.get("tokens", 0) or 0)

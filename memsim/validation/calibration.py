@@ -2,7 +2,8 @@
 
 Decode rows become one decode step, prefill rows (time to first token with one output
 token) the prefill of the prompt, which produces the first token. Tensor-parallel rows run
-with ``tp``. Rows that need something memsim does not model are skipped with the reason.
+with ``tp``, and a row measured under a power cap ("330W cap") runs with ``execution.power_cap``
+set to it. Rows that need something memsim does not model are skipped with the reason.
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ class Case:
     measured_ms: float
     kwargs: dict | None  # None: skipped
     why: str  # what is simulated, or why the row is skipped
+    settings: tuple[tuple[str, str], ...] = ()  # hardware fields the row was measured with (a power cap)
 
 
 def weight_format(text: str) -> tuple[str, int]:
@@ -38,6 +40,12 @@ def weight_format(text: str) -> tuple[str, int]:
 
 def chip_of(text: str) -> str | None:
     return next((preset for key, preset in CHIPS.items() if key in text), None)
+
+
+def power_cap(text: str) -> tuple[tuple[str, str], ...]:
+    """'NVIDIA A100-80GB SXM (330W cap)' -> (("execution.power_cap", "330 W"),); no cap named: ()."""
+    cap = re.search(r"(\d+(?:\.\d+)?)\s*W cap", text)
+    return (("execution.power_cap", f"{cap.group(1)} W"),) if cap else ()
 
 
 def measured_ms(row: dict) -> float:
@@ -57,7 +65,7 @@ def case(row: dict) -> Case:
     model, chip = MODELS.get(row["model"]), chip_of(row["accelerator"])
     dtype, group = weight_format(row["weight_precision"])
     label = f"{row['model']} {row['phase']} {row['weight_precision'].split()[0]}"
-    base = Case(row["id"], source_of(row), label, measured_ms(row), None, "")
+    base = Case(row["id"], source_of(row), label, measured_ms(row), None, "", power_cap(row["accelerator"]))
     tp = re.fullmatch(r"TP(\d+)", row["parallelism"].strip())
     if tp is None or int(tp.group(1)) != int(row["n_accelerators"]):
         return _skip(base, f"parallelism {row['parallelism']} on {row['n_accelerators']} chips is not modelled")
@@ -72,13 +80,13 @@ def case(row: dict) -> Case:
         # gpt-fast attends over its whole static cache: prompt plus the generated tokens.
         new = int(re.search(r"\d+", row["output_len_or_kv_ctx"]).group())
         return Case(base.id, base.source, label, base.measured_ms,
-                    {**kwargs, "phase": "decode", "context": prompt + new}, "decode step")
+                    {**kwargs, "phase": "decode", "context": prompt + new}, "decode step", base.settings)
     return Case(base.id, base.source, f"{label} {prompt}", base.measured_ms,
-                {**kwargs, "phase": "prefill", "prompt": prompt}, "prefill")
+                {**kwargs, "phase": "prefill", "prompt": prompt}, "prefill", base.settings)
 
 
 def _skip(base: Case, why: str) -> Case:
-    return Case(base.id, base.source, base.label, base.measured_ms, None, why)
+    return Case(base.id, base.source, base.label, base.measured_ms, None, why, base.settings)
 
 
 def load(path: Path) -> list[Case]:
@@ -87,6 +95,7 @@ def load(path: Path) -> list[Case]:
 
 
 def simulate_ms(c: Case, overrides: dict[str, str] | None = None) -> float:
-    """The row's step time in ms, with hardware fields overridden (``{"compute.kernel_efficiency": "0.8"}``)."""
-    result = api.simulate(**c.kwargs, set=dict(overrides or {}))
+    """The row's step time in ms, with hardware fields overridden (``{"compute.kernel_efficiency": "0.8"}``)
+    on top of those the row was measured with (its power cap)."""
+    result = api.simulate(**c.kwargs, set={**dict(c.settings), **(overrides or {})})
     return result.summary["step_time_s"] * 1e3

@@ -75,9 +75,10 @@ def test_flash_decoding_split_keeps_the_units_busy_at_long_context():
 
     # 8 KV heads at batch 1 leave 124 of 132 SMs idle without a split: the KV stream crawls
     assert step(32768, "1") > 3 * step(32768, "0")
-    # a split never hurts, and at a short context there is nothing to split
+    # a split never hurts, and below two blocks of keys there is next to nothing to split
     assert step(2048, "0") <= step(2048, "1")
-    assert step(105, "0") == step(105, "1")
+    assert step(32, "0") == step(32, "1")
+    assert step(105, "0") <= step(105, "1")
 
 
 def test_attention_share_counts_items_and_splits():
@@ -92,6 +93,10 @@ def test_attention_share_counts_items_and_splits():
     auto = Context(hardware.load("h100-sxm"), OpGraph(), {}, grid=True)
     assert attention_share(auto, 8, 100 * KV_SPLIT_MIN) == 1.0  # 17 splits of 8 items fill 132 units
     assert attention_share(auto, 8, 2 * KV_SPLIT_MIN) == pytest.approx(16 / 132)  # only two splits fit
+    assert attention_share(auto, 8, 3 * KV_SPLIT_MIN - 1) < attention_share(auto, 8, 3 * KV_SPLIT_MIN)
+    # a split count limited by the keys grows with them, so one more key never speeds attention up
+    shares = [attention_share(auto, 8, kv) for kv in range(64, 400)]
+    assert all(kv / a <= (kv + 1) / b for kv, a, b in zip(range(64, 400), shares, shares[1:]))
     wafer = Context(hardware.load("wse-3"), OpGraph(), {})
     assert attention_share(wafer, 1, 1) == 1.0
 
