@@ -39,3 +39,19 @@ def test_sram_cliff(tmp_path, monkeypatch, capsys):
     assert off[0] > 0 and off[-1] == 0
     assert times[-2] > 10 * times[-1]  # the cliff: weights fit on the wafer at 32 GB
     assert "cliff" in capsys.readouterr().out
+
+
+def test_energy_wall(tmp_path, monkeypatch, capsys):
+    wall = _load("energy_wall")
+    monkeypatch.setattr(sys, "argv", ["wall", "--out", str(tmp_path), "--workers", "2"])
+    assert wall.main() == 0
+    df = pd.read_csv(tmp_path / "energy_wall.csv")
+    for phase, group in df.groupby("phase"):
+        energy, hbm = group["energy_per_token_mj"].tolist(), group["hbm_gb"].tolist()
+        # more SRAM: fewer HBM re-reads and less energy per token, never more
+        assert energy == sorted(energy, reverse=True) and hbm == sorted(hbm, reverse=True), phase
+        assert energy[0] > energy[-1] and hbm[0] > hbm[-1], phase
+        assert ((group["data_movement_share"] + group["compute_share"]) - 1).abs().max() < 1e-9
+    prefill = df[df.phase == "prefill"]
+    assert prefill["data_movement_share"].iloc[0] > 3 * prefill["data_movement_share"].iloc[-1]
+    assert "less) as SRAM grows" in capsys.readouterr().out
