@@ -124,7 +124,7 @@ def plot_sweep(results, x_field, output):
 @plot.command("run")
 @click.argument("folder", type=click.Path(file_okay=False))
 def plot_run(folder):
-    """Gantt chart, roofline chart and stall breakdown of a run's --out folder."""
+    """Gantt chart, roofline chart, stall breakdown and energy breakdown of a run's --out folder."""
     from memsim.report.run_plots import plot_run as draw
 
     for path in _writing("FOLDER", folder, lambda: draw(Path(folder))):

@@ -85,7 +85,7 @@ def test_merged_dequant_and_link_rows_reach_the_trace_and_the_figures(tiny_model
     if importlib.util.find_spec("matplotlib") is not None:
         from memsim.report.run_plots import plot_run
 
-        assert len(plot_run(tmp_path / "out")) == 3
+        assert len(plot_run(tmp_path / "out")) == 4
 
 
 def _tid(trace: dict, name: str) -> int:
