@@ -61,7 +61,7 @@ def budget_mw(chip: ChipSpec, share: float = 1.0) -> int:
 def throttle(chip: ChipSpec, step: Step, budget: int, extra_fj: int = 0) -> Step:
     """``step`` with its compute slowed so that a chunk draws at most ``budget`` milliwatts, counting
     ``extra_fj`` spent beside it (the copy engine fetching its weights) as its own."""
-    if not budget or not step.compute_ps or step.throttle_ps:
+    if not budget or not step.compute_ps:
         return step
     need = -(-(step_energy(chip, step) + extra_fj) // (step.count * budget))  # fJ / mW = ps
     if need <= chunk_pace(chip, step):

@@ -27,6 +27,11 @@ def static_w(plan: Plan) -> float:
     return plan.chip.power.static_mw * plan.chips / 1000
 
 
+def static_j(plan: Plan, result: EngineResult) -> float:
+    """The static energy of all the run's chips over the step, in joules."""
+    return static_w(plan) * result.end_ps / PS_PER_S
+
+
 def breakdown(plan: Plan, result: EngineResult) -> dict[str, Any]:
     """``energy_j``: the total, dynamic and static parts, and the dynamic energy of compute, each
     level and each link (links between chips under their link's name)."""
@@ -45,7 +50,7 @@ def breakdown(plan: Plan, result: EngineResult) -> dict[str, Any]:
             name = r.resource.name.split("[")[0]  # a link between chips is named link[src>dst]
             links[name] = links.get(name, 0) + r.energy_fj
     dynamic = compute + sum(levels.values()) + sum(links.values())
-    static = static_w(plan) * result.end_ps / PS_PER_S
+    static = static_j(plan, result)
     return {"total": dynamic / FJ_PER_J + static, "dynamic": dynamic / FJ_PER_J, "static": static,
             "compute": compute / FJ_PER_J, "levels": {k: v / FJ_PER_J for k, v in levels.items()},
             "links": {k: v / FJ_PER_J for k, v in links.items()}}
@@ -59,7 +64,7 @@ def per_op(plan: Plan, result: EngineResult) -> dict[str, tuple[float, float]]:
         dynamic[r.op] = dynamic.get(r.op, 0) + r.energy_fj
         if r.resource.kind == COMPUTE:
             held[r.op] = held.get(r.op, 0) + r.end_ps - r.start_ps
-    static = static_w(plan) * result.end_ps / PS_PER_S
+    static = static_j(plan, result)
     total_held = sum(held.values())
     ops = [t.op for t in plan.tasks]
     out = {}
