@@ -68,7 +68,7 @@ def microbench_report(path: Path) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calibration", type=Path, default=SHARED / "calibration.csv")
-    ap.add_argument("--microbench", type=Path, default=SHARED / "microbench.csv")
+    ap.add_argument("--microbench", type=Path, default=ROOT / "memsim" / "validation" / "data" / "microbench.csv")
     ap.add_argument("--check", action="store_true", help="exit 1 unless the bounds in the docstring hold")
     args = ap.parse_args()
     out = calibration_report(args.calibration)
