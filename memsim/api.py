@@ -7,7 +7,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from memsim import engine, generation, hardware, mapping, report, runspec, workload
+from memsim import engine, generation, hardware, mapping, report, runspec, speculative, workload
 from memsim.errors import CapacityError, ConfigError
 from memsim.hardware.loader import build, dump_chip, load_chip, read_yaml
 from memsim.hardware.spec import SystemSpec
@@ -38,11 +38,13 @@ class Result:
 
 
 def step_of(spec: RunSpec, phase: str, tokens: int) -> workload.StepSpec:
-    """The step ``spec`` describes, in ``phase`` with ``tokens`` of context (decode) or prompt (prefill)."""
+    """The step ``spec`` describes, in ``phase`` with ``tokens`` of context (decode) or prompt (prefill);
+    with a ``draft``, a decode step is the target's verify step of ``draft_k + 1`` tokens."""
+    verified = spec.draft_k + 1 if spec.draft is not None and phase == "decode" else 1
     return workload.StepSpec.make(phase, batch=spec.batch, context=tokens if phase == "decode" else spec.context,
                                   prompt=tokens if phase == "prefill" else spec.prompt,
                                   weight_dtype=spec.weight_dtype, kv_dtype=spec.kv_dtype,
-                                  group_size=spec.group_size, tp=spec.tp, expert_parallel=spec.ep)
+                                  group_size=spec.group_size, tp=spec.tp, expert_parallel=spec.ep, tokens=verified)
 
 
 def load_workload(spec: RunSpec, phase: str | None = None, tokens: int | None = None,
@@ -164,6 +166,8 @@ def run(spec: RunSpec) -> Result:
         micro = micro_graphs(spec, config, step_phase, tokens, parts, layered)
         return _run(chip, hw_path, micro[-1], shortcuts, shortcuts, spec.pp, micro)
 
+    if spec.draft is not None:  # each decode step drafts and verifies (memsim.speculative)
+        run_step = speculative.stepper(spec, run_step, run)
     if spec.phase != "generate":
         return run_step(spec.phase, spec.context if spec.phase == "decode" else spec.prompt)
     prefill, summary, first = generation.generate(run_step, spec.prompt, spec.generate, spec.samples)

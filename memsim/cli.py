@@ -244,6 +244,8 @@ def format_summary(s: dict) -> str:
     if "ttft_s" in s:
         lines.append(f"  generation       ttft {s['ttft_s'] * 1e3:.3f} ms, tpot {s['tpot_s'] * 1e3:.3f} ms, "
                      f"total {s['total_s']:.4f} s, {s['tokens_per_s']:.1f} tokens/s")
+    if s.get("speculative"):
+        lines.extend(_speculative_lines(s["speculative"]))
     for cause, sec in sorted(s["stall_s"].items(), key=lambda kv: -kv[1]):
         lines.append(f"  stall {cause:<13} {sec * 1e3:9.4f} ms")
     e = s["energy_j"]
@@ -254,6 +256,15 @@ def format_summary(s: dict) -> str:
     cap = f" (cap {s['power_cap_w']:g} W per chip)" if s.get("power_cap_w") else ""
     lines.append(f"  power            {s['avg_power_w']:12.1f} W avg, {s['peak_power_w']:.1f} W peak{cap}{per_token}")
     return "\n".join(lines)
+
+
+def _speculative_lines(sp: dict) -> list[str]:
+    cost = f" (cost {sp['draft_cost']:g})" if sp.get("draft_cost") is not None else ""
+    return [f"  speculative      draft {sp['draft']}{cost}, K={sp['draft_k']}, accept {sp['accept']:g}: "
+            f"{sp['tokens_per_step']:.3f} tokens/step, {sp['time_per_token_s'] * 1e3:.4f} ms/token, "
+            f"{sp['tokens_per_s_per_sequence']:.1f} tokens/s per sequence",
+            f"                   a step: draft {sp['draft_k']} x {sp['draft_step_s'] * 1e3:.4f} ms + "
+            f"verify {sp['verify_step_s'] * 1e3:.4f} ms = {sp['step_s'] * 1e3:.4f} ms"]
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:

@@ -18,13 +18,16 @@ from memsim.workload.dtypes import KV_DTYPES, WEIGHT_DTYPES
 PHASES = ("decode", "prefill", "generate")
 DEFAULT_TOKENS = 2048  # context or prompt when none is given, if the model has room for it
 MAX_STEPS = 10**7  # decode steps: beyond it a generation's per-step arrays alone take gigabytes
+SELF_DRAFT = "self"  # --draft self: the target drafts for itself (draft heads, n-gram lookup) at --draft-cost
 
 
 def param(default: Any, help: str, *, flag: str | None = None, kind: type = str, choices: tuple = (),
-          minimum: int | None = None, maximum: int = 2**31 - 1, sweepable: bool = True, commands: tuple[str, ...] = ("run", "sweep")) -> Any:
-    """A run parameter: its default, CLI flag, value type, allowed values and where it appears."""
+          minimum: float | None = None, maximum: float = 2**31 - 1, below: float | None = None, sweepable: bool = True,
+          commands: tuple[str, ...] = ("run", "sweep")) -> Any:
+    """A run parameter: its default, CLI flag, value type (str, int, float or bool), allowed values
+    (``below``: an exclusive upper bound, for a probability) and where it appears."""
     meta = {"help": help, "flag": flag, "kind": kind, "choices": choices, "minimum": minimum, "maximum": maximum,
-            "sweepable": sweepable, "commands": commands}
+            "below": below, "sweepable": sweepable, "commands": commands}
     return field(default=default, metadata=meta)
 
 
@@ -59,6 +62,15 @@ class RunSpec:
     microbatches: int | None = param(None, "micro-batches the step flows through the pipeline in (default 1; a "
                                      "layer-pipelined chip splits a prefill into execution.pipeline_chunks)",
                                      kind=int, minimum=1)
+    draft: str | None = param(None, "speculative decoding (decode, generate): the draft model (a name in "
+                              "configs/models or a path to a HF config.json; it runs on the target's chips, tp "
+                              "and pp), or 'self' for a draft of --draft-cost (draft heads, n-gram lookup)")
+    draft_k: int | None = param(None, "--draft: tokens drafted per step (K); the target verifies K+1 in one step",
+                                kind=int, minimum=1, maximum=MAX_STEPS)
+    accept: float | None = param(None, "--draft: probability that the target accepts a drafted token, in [0, 1)",
+                                 kind=float, minimum=0, below=1)
+    draft_cost: float | None = param(None, "--draft self: one drafted token's time, bytes and energy as a fraction "
+                                     "of the target's one-token decode step", kind=float, minimum=0)
     ep: bool = param(False, "mixture of experts: spread experts over the tp ranks (all-to-all)", kind=bool)
     system: str | None = param(None, "system YAML overriding the preset's system fields (topology, link, "
                                "collective, ...)")
@@ -83,6 +95,25 @@ class RunSpec:
                 raise ConfigError("a trace holds one step; --phase generate needs --model", field="--phase")
         if self.chips is not None and self.chips != self.tp * self.pp:
             raise ConfigError(f"{self.chips} must equal --tp x --pp ({self.tp * self.pp})", field="--chips")
+        self._check_speculative()
+
+    def _check_speculative(self) -> None:
+        """Speculative decoding's options, given together and only where they mean something."""
+        given = ["--" + name.replace("_", "-") for name in ("draft_k", "accept", "draft_cost")
+                 if getattr(self, name) is not None]
+        if self.draft is None:
+            if given:
+                raise ConfigError("applies to speculative decoding only: give --draft", field=given[0])
+            return
+        if self.trace is not None:
+            raise ConfigError("a trace holds one step; speculative decoding needs --model", field="--draft")
+        if self.phase == "prefill":
+            raise ConfigError("a prefill drafts nothing: --draft needs --phase decode or generate", field="--draft")
+        for name in ("draft_k", "accept"):
+            if getattr(self, name) is None:
+                raise ConfigError("must be given with --draft", field=f"--{name.replace('_', '-')}")
+        if (self.draft == SELF_DRAFT) != (self.draft_cost is not None):
+            raise ConfigError("--draft self needs --draft-cost, and only it takes one", field="--draft-cost")
 
     @classmethod
     def make(cls, values: Mapping[str, Any]) -> "RunSpec":
@@ -123,6 +154,11 @@ def parse_value(f, text: str) -> Any:
             return int(str(text).strip())
         except ValueError:
             raise ConfigError(f"expected an integer, got {text!r}", field=f.name) from None
+    if kind is float:
+        try:
+            return float(str(text).strip())
+        except ValueError:
+            raise ConfigError(f"expected a number, got {text!r}", field=f.name) from None
     if kind is bool:
         lowered = str(text).strip().lower()
         if lowered in ("true", "1", "yes", "on"):
@@ -150,11 +186,11 @@ def check(f, value: Any) -> Any:
                 value = int(value)
             else:
                 raise ConfigError(f"expected an integer, got {value!r}", field=name)
-        if f.metadata["minimum"] is not None and value < f.metadata["minimum"]:
-            raise ConfigError(f"must be at least {f.metadata['minimum']}, got {value}", field=name)
-        if value > f.metadata["maximum"]:
-            raise ConfigError(f"must be at most {f.metadata['maximum']}, got {value}", field=name)
-        return value
+        return _in_range(f, value, name)
+    if kind is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ConfigError(f"expected a finite number, got {value!r}", field=name)
+        return _in_range(f, float(value), name)
     if not isinstance(value, str) or not value.strip():
         raise ConfigError(f"expected a non-empty text, got {value!r}", field=name)
     try:
@@ -163,6 +199,17 @@ def check(f, value: Any) -> Any:
         raise ConfigError(f"not valid text (an undecodable byte): {value!r}", field=name) from None
     if f.metadata["choices"] and value not in f.metadata["choices"]:
         raise ConfigError(f"{value!r} is not one of {', '.join(f.metadata['choices'])}", field=name)
+    return value
+
+
+def _in_range(f, value: float, name: str) -> Any:
+    meta = f.metadata
+    if meta["minimum"] is not None and value < meta["minimum"]:
+        raise ConfigError(f"must be at least {meta['minimum']}, got {value}", field=name)
+    if value > meta["maximum"]:
+        raise ConfigError(f"must be at most {meta['maximum']}, got {value}", field=name)
+    if meta["below"] is not None and value >= meta["below"]:
+        raise ConfigError(f"must be below {meta['below']}, got {value}", field=name)
     return value
 
 

@@ -47,6 +47,9 @@ COMBINE: dict[str, str] = {
     "total_s": RECOMPUTED,
     "tokens_per_s": RECOMPUTED,
     "decode_samples": RECOMPUTED,
+    # Speculative decoding's own key (``memsim/speculative.py``), in its runs only: its step times
+    # averaged over the generation's tokens, its time per token the generation's tpot.
+    "speculative": RECOMPUTED,
     # Energy (``memsim/report/energy.py``).
     "energy_j": SUMMED,
     "avg_power_w": RECOMPUTED,  # the generation's energy over its time

@@ -2,8 +2,10 @@
 
 A step processes ``tokens`` new tokens per sequence for ``batch`` sequences on top of a
 KV cache holding ``context`` tokens (decode: tokens=1, context=C; prefill: tokens=P,
-context=0). Decoders (GPT-2, Llama family with grouped-query attention) and encoders
-(BERT) are supported.
+context=0). A speculative verify step is a decode step of K+1 tokens on the cache: its
+queries attend to the cache and to each other causally, and every one of them gets logits
+(the target checks each drafted token), where a prefill computes logits for its last.
+Decoders (GPT-2, Llama family with grouped-query attention) and encoders (BERT) are supported.
 """
 from __future__ import annotations
 
@@ -39,7 +41,8 @@ class StepSpec:
     @classmethod
     def make(cls, phase: str, batch: int = 1, context: int = 0, prompt: int = 0,
              weight_dtype: str = "bf16", kv_dtype: str = "bf16", group_size: int = 128, tp: int = 1,
-             expert_parallel: bool = False) -> "StepSpec":
+             expert_parallel: bool = False, tokens: int = 1) -> "StepSpec":
+        """``tokens``: a decode step's new tokens per sequence (K+1 for a speculative verify step)."""
         if phase not in ("decode", "prefill"):
             raise ConfigError(f"unknown phase {phase!r} for one step (decode, prefill)", field="--phase")
         if weight_dtype not in WEIGHT_DTYPES:
@@ -47,7 +50,7 @@ class StepSpec:
         if kv_dtype not in KV_DTYPES:
             raise ConfigError(f"{kv_dtype!r} is not one of {', '.join(KV_DTYPES)}", field="--kv-dtype")
         for value, option in ((batch, "--batch"), (context, "--context"), (prompt, "--prompt"),
-                              (group_size, "--group-size"), (tp, "--tp")):
+                              (group_size, "--group-size"), (tp, "--tp"), (tokens, "--draft-k")):
             if value > MAX_SHAPE:
                 raise ConfigError(f"must be at most {MAX_SHAPE}", field=option)
         if batch < 1:
@@ -59,7 +62,9 @@ class StepSpec:
         if phase == "decode":
             if context < 0:
                 raise ConfigError("must not be negative", field="--context")
-            return cls(phase, batch, 1, context, weight_dtype, kv_dtype, group_size=group_size, tp=tp,
+            if tokens < 1:
+                raise ConfigError("a decode step takes at least 1 token", field="--draft-k")
+            return cls(phase, batch, tokens, context, weight_dtype, kv_dtype, group_size=group_size, tp=tp,
                        expert_parallel=expert_parallel)
         if prompt < 1:
             raise ConfigError("prefill needs --prompt of at least 1 token", field="--prompt")
@@ -200,20 +205,21 @@ class _Builder:
         if m.is_encoder or not s.logits:
             return self.g
         x = self.norm("final_norm", -1, x)
-        # Only the last position of each sequence needs logits.
-        last = x
-        if s.tokens > 1:
+        # A prefill needs logits at the last position of each sequence only; a decode step (a
+        # speculative verify step of several tokens) at every new position.
+        last, rows = x, self.rows if s.phase == "decode" else s.batch
+        if rows < self.rows:
             last = self.act("final_norm.last", h, s.batch)
             self.g.add_op(Op("take_last", "elementwise", -1, s.act_dtype, 0,
                              (Read(x, nbytes(s.batch * h, s.act_dtype)),), (last,), (("elements", s.batch * h),)))
         if m.tie_embeddings:  # the LM head reads this rank's shard of the embedding table
-            self.act("logits", vocab, s.batch)
-            self.op("lm_head", "matmul", -1, 2 * s.batch * vocab * h, self.full(last, "embed.weight"),
-                    ("logits",), m=s.batch, n=vocab, k=h)
+            self.act("logits", vocab, rows)
+            self.op("lm_head", "matmul", -1, 2 * rows * vocab * h, self.full(last, "embed.weight"),
+                    ("logits",), m=rows, n=vocab, k=h)
         else:
-            self.matmul("lm_head", -1, last, vocab, "logits", rows=s.batch)
+            self.matmul("lm_head", -1, last, vocab, "logits", rows=rows)
         if s.tp > 1:
-            gathered = self.act("logits.gathered", vocab * s.tp, s.batch)
+            gathered = self.act("logits.gathered", vocab * s.tp, rows)
             self.op("logits_allgather", "allgather", -1, 0, self.full("logits"), (gathered,),
                     bytes=self.g.tensors[gathered].bytes, ranks=s.tp)
         return self.g

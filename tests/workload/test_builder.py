@@ -342,3 +342,34 @@ def test_invalid_json_and_missing_file(tmp_path):
         load_model(tmp_path / "absent.json")
     with pytest.raises(ConfigError):
         model_config("no-such-model")
+
+
+def test_a_verify_step_is_k_plus_1_tokens_on_the_cache_with_logits_at_each(tiny_model_path):
+    """Speculative decoding's verify step: K+1 = 5 tokens per sequence on a cache of 32: its
+    attention reads the cache once and attends causally among the new tokens, it appends 5
+    tokens of KV and computes logits at all 5 positions, not only the last."""
+    m = load_model(tiny_model_path)
+    one = build_step(m, StepSpec.make("decode", batch=2, context=32))
+    five = build_step(m, StepSpec.make("decode", batch=2, context=32, tokens=5))
+    hd, kvh = m.head_dim, m.kv_heads
+    assert (five.meta["tokens"], five.meta["context"]) == (5, 32)
+    attn = five.ops["L0.attn"]
+    assert (attn.dim("q_len"), attn.dim("kv_len"), attn.dim("pairs")) == (5, 37, 5 * 32 + 5 * 6 // 2)
+    assert attn.flops == 4 * 2 * m.heads * (5 * 32 + 15) * hd
+    assert five.tensors["L0.attn.k_cache"].bytes == one.tensors["L0.attn.k_cache"].bytes == nbytes(2 * kvh * 32 * hd,
+                                                                                                       "bf16")
+    assert five.tensors["L0.attn.k_new"].bytes == 5 * one.tensors["L0.attn.k_new"].bytes == nbytes(2 * kvh * 5 * hd,
+                                                                                                       "bf16")
+    kv_read = lambda g: sum(r.bytes for op in g for r in op.inputs if g.tensors[r.tensor].klass == "kv")  # noqa: E731
+    assert kv_read(five) == kv_read(one)  # the cache is read once for the 5 tokens
+    assert "take_last" not in five.ops and five.tensors["logits"].shape == (2 * 5, m.vocab)
+    assert five.ops["lm_head"].dim("m") == 10
+    # Every projection, the LM head included, does 5 rows' work; the weights are the same.
+    matmul = lambda g: sum(op.flops for op in g if op.kind == "matmul")  # noqa: E731
+    assert matmul(five) == 5 * matmul(one)
+    assert five.bytes_of("weight") == one.bytes_of("weight")
+    # A prefill of several tokens still takes logits at its last position only.
+    assert "take_last" in build_step(m, StepSpec.make("prefill", batch=2, prompt=5)).ops
+    with pytest.raises(ConfigError) as info:
+        StepSpec.make("decode", context=32, tokens=0)
+    assert info.value.field == "--draft-k"
