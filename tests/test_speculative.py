@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from memsim import CapacityError, ConfigError, RunSpec, simulate, simulate_graph, workload
 from memsim import sweep as sweeping
+from memsim import sweep_store
 from memsim.speculative import expected_tokens
 from tests.conftest import TINY_MODEL
 from tests.test_cli import run_cli
@@ -180,6 +181,12 @@ def test_acceptance_is_swept_as_a_number(tiny_model_path):
     with pytest.raises(ConfigError):
         sweeping.point_spec({"model": str(tiny_model_path), "draft": "self", "draft_k": 2, "draft_cost": 0.1},
                             {"accept": "1"})
+    # A point is keyed by the draft model file's content, as by the target's; "self" names no file.
+    assert sweep_store.identity(spec)["draft_content"] is None
+    drafted = RunSpec(model="gpt2", draft=str(tiny_model_path), draft_k=2, accept=0.5)
+    before = sweep_store.run_key(drafted)
+    tiny_model_path.write_text(json.dumps({**TINY_MODEL, "num_hidden_layers": 1}))
+    assert sweep_store.run_key(drafted) != before
 
 
 def test_both_models_must_fit_on_the_chip_together(tiny_chip_path, tmp_path):
