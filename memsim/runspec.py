@@ -21,10 +21,14 @@ MAX_STEPS = 10**7  # decode steps: beyond it a generation's per-step arrays alon
 
 
 def param(default: Any, help: str, *, flag: str | None = None, kind: type = str, choices: tuple = (),
-          minimum: int | None = None, maximum: int = 2**31 - 1, sweepable: bool = True, commands: tuple[str, ...] = ("run", "sweep")) -> Any:
-    """A run parameter: its default, CLI flag, value type, allowed values and where it appears."""
+          minimum: int | None = None, maximum: int = 2**31 - 1, sweepable: bool = True,
+          commands: tuple[str, ...] = ("run", "sweep"), cli_default: Any = MISSING) -> Any:
+    """A run parameter: its default, CLI flag, value type, allowed values and where it appears.
+    ``cli_default``: what ``memsim run`` uses when the flag is not given, where a person at the
+    console wants more than a program calling the API does (declared here, beside the field)."""
     meta = {"help": help, "flag": flag, "kind": kind, "choices": choices, "minimum": minimum, "maximum": maximum,
-            "sweepable": sweepable, "commands": commands}
+            "sweepable": sweepable, "commands": commands,
+            "cli_default": default if cli_default is MISSING else cli_default}
     return field(default=default, metadata=meta)
 
 
@@ -64,6 +68,10 @@ class RunSpec:
                                "collective, ...)")
     set: tuple[tuple[str, str], ...] = param((), "override a hardware field: PATH=VALUE, repeatable",
                                              sweepable=False, commands=("run",))
+    sensitivity: int = param(0, "name the N estimated preset values the result is most sensitive to, with the "
+                             "step time and energy at the ends of their ranges (two reruns for each estimate the run "
+                             "depends on; 0: only list them)", kind=int, minimum=0, maximum=100, sweepable=False,
+                             commands=("run",), cli_default=3)
     fast_forward: bool = param(True, "fast-forward off: simulate every chunk and every layer instead of replaying "
                                "repeated ones (slow; for checking)", kind=bool,
                                flag="--no-fast-forward", sweepable=False, commands=("run",))
