@@ -7,9 +7,12 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from memsim import engine, generation, hardware, mapping, report, runspec, speculative, workload
+import dataclasses
+
+from memsim import engine, generation, hardware, mapping, report, runspec, sensitivity, speculative, workload
 from memsim.errors import CapacityError, ConfigError
-from memsim.hardware.loader import build, dump_chip, load_chip, read_yaml
+from memsim.hardware.estimates import Estimate
+from memsim.hardware.loader import build, dump_chip, estimates_of, load_chip, read_yaml
 from memsim.hardware.spec import SystemSpec
 from memsim.runspec import RunSpec
 
@@ -101,16 +104,31 @@ def system_overrides(path: Path) -> list[tuple[str, str]]:
 def _load_chip(hw: str, sets: Iterable[str] | Iterable[tuple[str, str]] | dict[str, str],
                system: str | None = None) -> tuple[hardware.ChipSpec, str]:
     """The chip with a system YAML's and ``--set`` overrides applied, and the file it came from."""
+    chip, hw_path, _ = _load_chip_raw(hw, sets, system)
+    return chip, hw_path
+
+
+def _load_chip_raw(hw: str, sets: Iterable[str] | Iterable[tuple[str, str]] | dict[str, str],
+                   system: str | None = None) -> tuple[hardware.ChipSpec, str, dict]:
+    """``_load_chip``, and the raw mapping the chip was built from."""
     overrides = list(runspec.overrides(sets))
     from_system = system_overrides(Path(system)) if system is not None else []
     hw_path = hardware.resolve(hw, "hardware", hardware.HW_SUFFIXES)
     try:
-        chip, _ = load_chip(hw_path, from_system + overrides)
+        chip, raw = load_chip(hw_path, from_system + overrides)
     except ConfigError as exc:  # a system field that names no link of this chip: the system file's fault
         if exc.field in {k for k, _ in from_system} - {k for k, _ in overrides}:
             exc.file, exc.field = system, exc.field.removeprefix("system.")
         raise
-    return chip, str(hw_path)
+    return chip, str(hw_path), raw
+
+
+def estimates(hw: str, sets: Iterable[str] | Iterable[tuple[str, str]] | dict[str, str] = (),
+              system: str | None = None) -> tuple[Estimate, ...]:
+    """The estimated values of a chip (with its overrides applied: a value set is no longer an
+    estimate), each with its range."""
+    _, hw_path, raw = _load_chip_raw(hw, sets, system)
+    return estimates_of(raw, hw_path)
 
 
 def _run(chip: hardware.ChipSpec, hw_file: str, graph: workload.OpGraph, fast_forward: bool, memoize: bool,
@@ -131,9 +149,11 @@ def _run(chip: hardware.ChipSpec, hw_file: str, graph: workload.OpGraph, fast_fo
 def simulate_graph(hw: str, graph: workload.OpGraph, *, set: Iterable[str] | dict[str, str] = (),
                    fast_forward: bool = True, memoize: bool = True) -> Result:
     """Simulate an operator DAG built in Python (or by an importer) on a chip."""
-    chip, hw_path = _load_chip(hw, set)
+    chip, hw_path, raw = _load_chip_raw(hw, set)
     graph.validate()
-    return _run(chip, hw_path, graph, fast_forward, memoize)
+    result = _run(chip, hw_path, graph, fast_forward, memoize)
+    used = sensitivity.report(result.summary, estimates_of(raw, hw_path))
+    return dataclasses.replace(result, summary={**result.summary, "estimates": used})
 
 
 def simulate(hw: str = RunSpec.hw, model: str | None = None, **options: Any) -> Result:
@@ -144,7 +164,23 @@ def simulate(hw: str = RunSpec.hw, model: str | None = None, **options: Any) -> 
 
 
 def run(spec: RunSpec) -> Result:
-    """Simulate a resolved ``RunSpec`` (see ``resolve``)."""
+    """Simulate a resolved ``RunSpec`` (see ``resolve``). The summary's ``estimates`` names the
+    estimated preset values the result rests on and, with ``spec.sensitivity``, how far the step
+    moves across their ranges (``memsim.sensitivity``)."""
+    if spec.context is None or spec.prompt is None:
+        spec = spec.resolved(None)
+    result = _simulate(spec)
+    found = estimates(spec.hw, spec.set, spec.system)
+
+    def rerun(path: str, value: str) -> dict:
+        return _simulate(dataclasses.replace(spec, set=spec.set + ((path, value),))).summary
+
+    moved = sensitivity.report(result.summary, found, spec.sensitivity, rerun)
+    return dataclasses.replace(result, summary={**result.summary, "estimates": moved})
+
+
+def _simulate(spec: RunSpec) -> Result:
+    """``run`` without the estimates: the step or generation itself."""
     if spec.context is None or spec.prompt is None:
         spec = spec.resolved(None)
     chip, hw_path = _load_chip(spec.hw, spec.set, spec.system)
@@ -167,7 +203,7 @@ def run(spec: RunSpec) -> Result:
         return _run(chip, hw_path, micro[-1], shortcuts, shortcuts, spec.pp, micro)
 
     if spec.draft is not None:  # each decode step drafts and verifies (memsim.speculative)
-        run_step = speculative.stepper(spec, run_step, run)
+        run_step = speculative.stepper(spec, run_step, _simulate)
     if spec.phase != "generate":
         return run_step(spec.phase, spec.context if spec.phase == "decode" else spec.prompt)
     prefill, summary, first = generation.generate(run_step, spec.prompt, spec.generate, spec.samples)

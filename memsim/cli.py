@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from memsim import __version__, api, hardware, report, runspec, workload
+from memsim import __version__, api, hardware, report, runspec, sensitivity, workload
 from memsim.errors import MemsimError, MemsimWarning
 from memsim.runspec import RunSpec
 from memsim.units import human_bytes
@@ -26,7 +26,8 @@ def _spec_options(command: str):
                 opt = click.option(flag, f.name, multiple=True, metavar="PATH=VALUE", help=meta["help"])
             else:
                 kind = click.Choice(meta["choices"]) if meta["choices"] else meta["kind"]
-                opt = click.option(flag, f.name, type=kind, default=f.default, show_default=f.default is not None,
+                default = meta["cli_default"]
+                opt = click.option(flag, f.name, type=kind, default=default, show_default=default is not None,
                                    help=meta["help"])
             fn = opt(fn)
         return fn
@@ -255,6 +256,7 @@ def format_summary(s: dict) -> str:
     per_token = f", {s['energy_per_token_j']:.4f} J/token" if s.get("energy_per_token_j") else ""
     cap = f" (cap {s['power_cap_w']:g} W per chip)" if s.get("power_cap_w") else ""
     lines.append(f"  power            {s['avg_power_w']:12.1f} W avg, {s['peak_power_w']:.1f} W peak{cap}{per_token}")
+    lines += sensitivity.lines(s.get("estimates", {}))
     return "\n".join(lines)
 
 

@@ -23,11 +23,14 @@ SELF_DRAFT = "self"  # --draft self: the target drafts for itself (draft heads, 
 
 def param(default: Any, help: str, *, flag: str | None = None, kind: type = str, choices: tuple = (),
           minimum: float | None = None, maximum: float = 2**31 - 1, below: float | None = None, sweepable: bool = True,
-          commands: tuple[str, ...] = ("run", "sweep")) -> Any:
+          commands: tuple[str, ...] = ("run", "sweep"), cli_default: Any = MISSING) -> Any:
     """A run parameter: its default, CLI flag, value type (str, int, float or bool), allowed values
-    (``below``: an exclusive upper bound, for a probability) and where it appears."""
+    (``below``: an exclusive upper bound, for a probability) and where it appears. ``cli_default``:
+    what ``memsim run`` uses when the flag is not given, where a person at the console wants more
+    than a program calling the API does (declared here, beside the field)."""
     meta = {"help": help, "flag": flag, "kind": kind, "choices": choices, "minimum": minimum, "maximum": maximum,
-            "below": below, "sweepable": sweepable, "commands": commands}
+            "below": below, "sweepable": sweepable, "commands": commands,
+            "cli_default": default if cli_default is MISSING else cli_default}
     return field(default=default, metadata=meta)
 
 
@@ -76,6 +79,10 @@ class RunSpec:
                                "collective, ...)")
     set: tuple[tuple[str, str], ...] = param((), "override a hardware field: PATH=VALUE, repeatable",
                                              sweepable=False, commands=("run",))
+    sensitivity: int = param(0, "name the N estimated preset values the result is most sensitive to, with the "
+                             "step time and energy at the ends of their ranges (two reruns for each estimate the run "
+                             "depends on; 0: only list them)", kind=int, minimum=0, maximum=100, sweepable=False,
+                             commands=("run",), cli_default=3)
     fast_forward: bool = param(True, "fast-forward off: simulate every chunk and every layer instead of replaying "
                                "repeated ones (slow; for checking)", kind=bool,
                                flag="--no-fast-forward", sweepable=False, commands=("run",))

@@ -15,6 +15,8 @@ from typing import Any
 from memsim import units
 from memsim.errors import ConfigError, about_file
 from memsim.files import load_yaml
+from memsim.hardware import estimates
+from memsim.hardware.estimates import Estimate
 from memsim.hardware.spec import (
     FAMILY_EXECUTION,
     ChipSpec,
@@ -76,14 +78,21 @@ def _value(key: str, unit: str, raw: Any, file: str, path: str) -> Any:
         if not isinstance(raw, dict):
             raise ConfigError("expected a mapping of dtype to a value", file=file, field=path)
         kind = _TABLES[unit]
-        pairs = ((str(k), v if kind is None else _parse(kind, v, file, f"{path}.{k}")) for k, v in raw.items())
+        pairs = ((str(k), _parse(kind, v, file, f"{path}.{k}")) for k, v in raw.items())
         return tuple(sorted(pairs, key=lambda pair: pair[0]))
     if unit in units.PARSERS:
         return _parse(unit, raw, file, path)
+    if estimates.is_estimate(raw):
+        raise ConfigError("only a quantity can be an estimate", file=file, field=path)
     return raw  # names, choices and text: the spec checks them
 
 
-def _parse(unit: str, raw: Any, file: str, path: str) -> Any:
+def _parse(unit: str | None, raw: Any, file: str, path: str) -> Any:
+    """A quantity of kind ``unit`` (None: a plain number), written plainly or as an estimate."""
+    if estimates.is_estimate(raw):
+        return estimates.parse(raw, str(unit), _parser(unit), file, path).value
+    if unit is None:
+        return raw
     try:
         value = units.PARSERS[unit](raw)
     except units.UnitError as exc:
@@ -91,6 +100,43 @@ def _parse(unit: str, raw: Any, file: str, path: str) -> Any:
     if unit in ("bandwidth", "flops") and value <= 0:
         raise ConfigError(f"{units.shown(raw)} must be positive", file=file, field=path)
     return value
+
+
+def _parser(unit: str | None):
+    return units.PARSERS[unit] if unit is not None else _number
+
+
+def _number(raw: Any) -> Any:
+    return units.check_number(raw, 0, whole=False)
+
+
+def estimates_of(raw: dict[str, Any], file: str = "") -> tuple[Estimate, ...]:
+    """Every value of a chip's raw mapping written as an estimate, with its range, in YAML order
+    (the loader has checked them when it built the chip)."""
+    found: list[Estimate] = []
+
+    def walk(cls: type, node: Any, where: str) -> None:
+        if not isinstance(node, dict):
+            return
+        for key, f in yaml_fields(cls).items():
+            if key not in node:
+                continue
+            unit, value, path = f.metadata["unit"], node[key], _join(where, key)
+            if unit == "section":
+                walk(_SECTIONS[key], value, path)
+            elif unit == "list" and isinstance(value, list):
+                for i, item in enumerate(value):
+                    walk(_LISTS[key], item, f"{path}[{_label(item, i)}]")
+            elif unit in _TABLES and isinstance(value, dict):
+                for k, v in value.items():
+                    if estimates.is_estimate(v):
+                        found.append(estimates.parse(v, str(_TABLES[unit]), _parser(_TABLES[unit]), file,
+                                                     f"{path}.{k}"))
+            elif unit in units.PARSERS and estimates.is_estimate(value):
+                found.append(estimates.parse(value, unit, units.PARSERS[unit], file, path))
+
+    walk(ChipSpec, raw, "")
+    return tuple(found)
 
 
 def _label(item: Any, index: int) -> str:

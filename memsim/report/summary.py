@@ -57,6 +57,8 @@ COMBINE: dict[str, str] = {
     "power_window_s": RECOMPUTED,
     "power_cap_w": ONCE,
     "energy_per_token_j": RECOMPUTED,  # over every generated token
+    # Added by ``memsim.api.run`` to the whole run's summary (``memsim/sensitivity.py``), not per step.
+    "estimates": ONCE,
 }
 
 

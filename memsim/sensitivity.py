@@ -1,0 +1,132 @@
+"""How far a run's result moves across the ranges of the estimated preset values it rests on.
+
+A preset value nobody publishes is an estimate with a range (``memsim.hardware.estimates``).
+After a run, this module says which estimates the result depends on and, for the ones that
+can change the step time, reruns the step with each at the low and the high end of its range
+(one at a time, everything else as it was): the estimates the result is most sensitive to are
+named with the step time and energy at both ends. Orchestration only: every rerun goes through
+the ordinary pipeline.
+
+An estimate can only matter if the run uses what it describes. Before anything is rerun, the
+run's own summary rules out the others, exactly:
+- a memory level's or a link's figures, when the run moved no byte there (a level's capacity
+  is always kept: it decides where tensors live);
+- the system's figures, on one chip;
+- an energy per FLOP or per bit, or the static power, when the run stays under its power cap
+  even with that value at the high end of its range (the peak power can rise at most by that
+  factor, or by that many watts): then the step time does not depend on it, and the energy at
+  the ends follows without a rerun, energy being linear in those figures;
+- the power cap (the TDP) when even its low end is above the run's peak power.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from memsim.hardware.estimates import Estimate
+
+ENERGY_UNITS = ("bit_energy", "flop_energy")
+
+
+def _moved(summary: dict, section: str) -> bool:
+    """Whether the run moved bytes through ``levels[X]`` or ``links[Y]``."""
+    kind, _, name = section.partition("[")
+    name = name.rstrip("]")
+    if kind == "levels":
+        return summary["bytes_per_level"].get(name, {}).get("total", 0) > 0
+    return any(key.split("[")[0] == name and v.get("total", 0) > 0 for key, v in summary["bytes_per_link"].items())
+
+
+def _peak_per_chip(summary: dict) -> float:
+    return summary.get("peak_power_w", 0.0) / max(1, summary.get("chips", 1))
+
+
+def _capped(summary: dict) -> float | None:
+    """The cap per chip in watts, or None when there is none."""
+    return summary.get("power_cap_w") or None
+
+
+def affects_time(e: Estimate, summary: dict) -> bool:
+    """Whether the step time can depend on ``e``: False only where it provably cannot."""
+    if e.section.startswith(("levels[", "links[")) and e.key != "capacity" and not _moved(summary, e.section):
+        return False
+    if e.section == "system" and summary.get("chips", 1) <= 1:
+        return False
+    cap, peak = _capped(summary), _peak_per_chip(summary)
+    if e.unit in ENERGY_UNITS:
+        return cap is not None and e.value > 0 and peak * e.high / e.value > cap
+    if e.path == "power.static":
+        return cap is not None and peak + (e.high - e.value) / 1000 > cap
+    if e.path in ("power.tdp", "execution.power_cap"):
+        return peak > e.low / 1000
+    return True
+
+
+def energy_at(e: Estimate, summary: dict) -> tuple[float, float] | None:
+    """The run's energy with ``e`` at its low and high ends, when the step time does not depend on
+    it (energy is linear in energies per FLOP and per bit and in static power); None otherwise."""
+    joules = summary["energy_j"]
+    total = joules["total"]
+    if e.path == "power.static":
+        seconds, chips = summary["step_time_s"], summary.get("chips", 1)
+        return tuple(total + (end - e.value) / 1000 * chips * seconds for end in (e.low, e.high))  # type: ignore
+    if e.unit not in ENERGY_UNITS or not e.value:
+        return None
+    kind, _, name = e.section.partition("[")
+    name = name.rstrip("]")
+    if kind == "levels":
+        part = joules["levels"].get(name, 0.0)
+    elif kind == "links":
+        part = joules["links"].get(name, 0.0)
+    else:  # compute: matrix or vector energy per FLOP, both in the compute share
+        part = joules["compute"]
+    return tuple(total + part * (end / e.value - 1) for end in (e.low, e.high))  # type: ignore
+
+
+def shown(e: Estimate) -> dict[str, Any]:
+    return {"field": e.path, "value": e.written[0], "range": [e.written[1], e.written[2]]}
+
+
+def report(summary: dict, found: tuple[Estimate, ...], top: int = 0,
+           rerun: Callable[[str, str], dict] | None = None) -> dict[str, Any]:
+    """The ``estimates`` key of a run's summary: every estimate the result rests on and, with
+    ``top`` > 0, the ``top`` it is most sensitive to with the step time and energy at both ends
+    of their ranges. ``rerun(path, value)`` gives the summary of the same run with one more
+    ``--set`` (two reruns for each estimate that can change the step time)."""
+    used = [e for e in found if affects_time(e, summary) or energy_at(e, summary) is not None]
+    out: dict[str, Any] = {"count": len(found), "used": [e.path for e in used], "sensitive": []}
+    if top <= 0 or not used or rerun is None:
+        return out
+    base_s, base_j = summary["step_time_s"], summary["energy_j"]["total"]
+    rows = []
+    for e in used:
+        energy = energy_at(e, summary)
+        if energy is not None and not affects_time(e, summary):
+            times = (base_s, base_s)
+        else:
+            ends = [rerun(e.set_path, text) for text in (e.written[1], e.written[2])]
+            times = tuple(s["step_time_s"] for s in ends)
+            energy = tuple(s["energy_j"]["total"] for s in ends)
+        swing_s = max(abs(t - base_s) for t in times) / base_s if base_s else 0.0
+        swing_j = max(abs(j - base_j) for j in energy) / base_j if base_j else 0.0
+        rows.append(((swing_s, swing_j), {**shown(e), "step_time_s": list(times), "energy_j": list(energy),
+                                          "step_swing": swing_s, "energy_swing": swing_j}))
+    rows.sort(key=lambda r: r[0], reverse=True)
+    out["sensitive"] = [row for _, row in rows[:top]]
+    return out
+
+
+def lines(estimates: dict[str, Any]) -> list[str]:
+    """The console lines for a summary's ``estimates`` key."""
+    if not estimates or not estimates.get("used"):
+        return []
+    out = [f"  estimates        the result rests on {len(estimates['used'])} estimated preset values "
+           f"(of {estimates['count']}){'; most sensitive:' if estimates['sensitive'] else ''}"]
+    for row in estimates["sensitive"]:
+        lo, hi = row["step_time_s"]
+        span = f"{lo * 1e3:.4g} to {hi * 1e3:.4g} ms" if row["step_swing"] else "step time unchanged"
+        out.append(f"    {row['field']:<28} {row['value']} [{row['range'][0]} .. {row['range'][1]}]: {span}, "
+                   f"energy {row['energy_j'][0]:.4g} to {row['energy_j'][1]:.4g} J")
+    if not estimates["sensitive"]:
+        out.append("    (--sensitivity N reruns the step at the ends of their ranges)")
+    return out
+

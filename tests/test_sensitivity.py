@@ -1,0 +1,76 @@
+"""The estimates a run rests on, and its step time and energy at the ends of their ranges."""
+from __future__ import annotations
+
+import pytest
+
+import memsim
+from memsim import sensitivity
+from memsim.api import estimates
+from tests.conftest import TINY_CHIP
+
+CHIP = (TINY_CHIP
+        .replace("latency: 200 ns", "latency: {estimate: 200 ns, range: [100 ns, 600 ns]}")
+        .replace("  op_overhead: 1 us", "  op_overhead: {estimate: 1 us, range: [0.5 us, 4 us]}")
+        .replace("{name: pcie, bandwidth: 16 GB/s, latency: 1 us}",
+                 "{name: pcie, bandwidth: 16 GB/s, latency: {estimate: 1 us, range: [0.5 us, 2 us]}}")
+        .replace("channels: 2, efficiency: 0.9}",
+                 "channels: 2, efficiency: 0.9, energy: {estimate: 7 pJ/bit, range: [4 pJ/bit, 10 pJ/bit]}}")
+        + "system:\n  step_latency: {estimate: 1 us, range: [0.2 us, 3 us]}\n"
+        + "power:\n  tdp: 100 W\n  static: 10 W\n")
+
+
+@pytest.fixture()
+def chip_path(tmp_path):
+    path = tmp_path / "estimated.yaml"
+    path.write_text(CHIP)
+    return str(path)
+
+
+def _run(chip_path, model, **kw):
+    return memsim.simulate(chip_path, model, phase="decode", context=32, **kw)
+
+
+def test_a_run_names_only_the_estimates_its_result_can_depend_on(chip_path, tiny_model_path):
+    s = _run(chip_path, str(tiny_model_path)).summary["estimates"]
+    assert s["count"] == 5
+    # The PCIe link moved nothing and the system has one chip: their figures cannot matter.
+    assert set(s["used"]) == {"levels[hbm].latency", "execution.op_overhead", "levels[hbm].energy"}
+    assert s["sensitive"] == []  # reruns only when asked
+
+
+def test_the_ends_of_a_range_are_the_runs_with_those_values(chip_path, tiny_model_path):
+    base = _run(chip_path, str(tiny_model_path), sensitivity=3).summary
+    rows = {r["field"]: r for r in base["estimates"]["sensitive"]}
+    over = rows["execution.op_overhead"]
+    for end, value in zip(over["step_time_s"], ("0.5 us", "4 us")):
+        alone = _run(chip_path, str(tiny_model_path), set={"execution.op_overhead": value}).summary
+        assert end == pytest.approx(alone["step_time_s"], rel=1e-12)
+    assert over["step_time_s"][0] < base["step_time_s"] < over["step_time_s"][1]
+    swings = [r["step_swing"] for r in base["estimates"]["sensitive"]]
+    assert swings == sorted(swings, reverse=True)
+
+
+def test_energy_at_the_ends_follows_without_a_rerun_where_time_cannot_change(chip_path, tiny_model_path):
+    base = _run(chip_path, str(tiny_model_path), sensitivity=3).summary
+    row = next(r for r in base["estimates"]["sensitive"] if r["field"] == "levels[hbm].energy")
+    assert row["step_time_s"] == [base["step_time_s"]] * 2
+    for end, value in zip(row["energy_j"], ("4 pJ/bit", "10 pJ/bit")):
+        alone = _run(chip_path, str(tiny_model_path), set={"hbm.energy": value}).summary
+        assert alone["step_time_s"] == base["step_time_s"]
+        assert end == pytest.approx(alone["energy_j"]["total"], rel=1e-9)
+
+
+def test_an_energy_that_could_reach_the_cap_is_rerun(chip_path):
+    e = next(e for e in estimates(chip_path) if e.path == "levels[hbm].energy")
+    summary = {"bytes_per_level": {"hbm": {"total": 1}}, "bytes_per_link": {}, "chips": 1, "power_cap_w": 100.0,
+               "peak_power_w": 80.0}
+    assert sensitivity.affects_time(e, summary)  # 80 W x 10/7 > 100 W
+    assert not sensitivity.affects_time(e, {**summary, "peak_power_w": 60.0})  # 60 W x 10/7 < 100 W
+    assert not sensitivity.affects_time(e, {**summary, "power_cap_w": None})
+
+
+def test_the_console_names_the_sensitive_estimates(chip_path, tiny_model_path):
+    s = _run(chip_path, str(tiny_model_path), sensitivity=1).summary
+    text = "\n".join(sensitivity.lines(s["estimates"]))
+    assert "rests on 3 estimated preset values (of 5)" in text
+    assert s["estimates"]["sensitive"][0]["field"] in text
