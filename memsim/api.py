@@ -7,7 +7,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from memsim import engine, generation, hardware, mapping, report, runspec, workload
+from memsim import engine, generation, hardware, mapping, powercap, report, runspec, workload
 from memsim.errors import CapacityError, ConfigError
 from memsim.hardware.loader import build, dump_chip, load_chip, read_yaml
 from memsim.hardware.spec import SystemSpec
@@ -113,15 +113,15 @@ def _load_chip(hw: str, sets: Iterable[str] | Iterable[tuple[str, str]] | dict[s
 
 def _run(chip: hardware.ChipSpec, hw_file: str, graph: workload.OpGraph, fast_forward: bool, memoize: bool,
          pp: int = 1, micro: tuple[workload.OpGraph, ...] = (), trace: str | None = None) -> Result:
-    try:
-        plan = mapping.make_plan(graph, chip, pp, micro)
+    try:  # at the highest clock the power cap allows
+        plan, result = powercap.run(chip, lambda at: mapping.make_plan(graph, at, pp, micro),
+                                    lambda p: engine.run(p, fast_forward=fast_forward, memoize=memoize))
     except (CapacityError, ConfigError) as exc:
         if not (exc.field or "").startswith("--"):  # about the chip (e.g. system.collective), not an option
             exc.file = exc.file or hw_file
         elif trace is not None and exc.field.startswith("--batch"):  # a trace fixes its batch and context
             exc.file, exc.field = trace, "ops"
         raise
-    result = engine.run(plan, fast_forward=fast_forward, memoize=memoize)
     return Result(report.summarize(graph, plan, result, micro), report.timeline(result),
                   report.ops(graph, plan, result), chip, graph, plan, result)
 

@@ -94,6 +94,10 @@ def combine(prefill: dict, decodes: dict[int, dict], prompt: int, steps: int) ->
     out.update({
         "avg_power_w": joules / total if total else 0.0,
         "peak_power_w": max(d["peak_power_w"] for d in steps_run),
+        "chip_power_w": max(d["chip_power_w"] for d in steps_run),
+        "clock": min(d["clock"] for d in steps_run),
+        "clock_mhz": None if prefill["clock_mhz"] is None else min(d["clock_mhz"] for d in steps_run),
+        "power_limited": any(d["power_limited"] for d in steps_run),
         "power_window_s": max(d["power_window_s"] for d in steps_run),
         "energy_per_token_j": joules / (batch * (steps + 1)),  # per generated token, as tokens_per_s counts them
     })
