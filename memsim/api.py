@@ -9,7 +9,7 @@ import pandas as pd
 
 import dataclasses
 
-from memsim import engine, generation, hardware, mapping, report, runspec, sensitivity, speculative, workload
+from memsim import engine, generation, hardware, mapping, powercap, report, runspec, sensitivity, speculative, workload
 from memsim.errors import CapacityError, ConfigError
 from memsim.hardware.estimates import Estimate
 from memsim.hardware.loader import build, dump_chip, estimates_of, load_chip, read_yaml
@@ -133,15 +133,15 @@ def estimates(hw: str, sets: Iterable[str] | Iterable[tuple[str, str]] | dict[st
 
 def _run(chip: hardware.ChipSpec, hw_file: str, graph: workload.OpGraph, fast_forward: bool, memoize: bool,
          pp: int = 1, micro: tuple[workload.OpGraph, ...] = (), trace: str | None = None) -> Result:
-    try:
-        plan = mapping.make_plan(graph, chip, pp, micro)
+    try:  # at the highest clock the power cap allows
+        plan, result = powercap.run(chip, lambda at: mapping.make_plan(graph, at, pp, micro),
+                                    lambda p: engine.run(p, fast_forward=fast_forward, memoize=memoize))
     except (CapacityError, ConfigError) as exc:
         if not (exc.field or "").startswith("--"):  # about the chip (e.g. system.collective), not an option
             exc.file = exc.file or hw_file
         elif trace is not None and exc.field.startswith("--batch"):  # a trace fixes its batch and context
             exc.file, exc.field = trace, "ops"
         raise
-    result = engine.run(plan, fast_forward=fast_forward, memoize=memoize)
     return Result(report.summarize(graph, plan, result, micro), report.timeline(result),
                   report.ops(graph, plan, result), chip, graph, plan, result)
 

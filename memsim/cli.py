@@ -256,6 +256,9 @@ def format_summary(s: dict) -> str:
     per_token = f", {s['energy_per_token_j']:.4f} J/token" if s.get("energy_per_token_j") else ""
     cap = f" (cap {s['power_cap_w']:g} W per chip)" if s.get("power_cap_w") else ""
     lines.append(f"  power            {s['avg_power_w']:12.1f} W avg, {s['peak_power_w']:.1f} W peak{cap}{per_token}")
+    if s.get("power_limited"):  # the cap lowered the clock
+        mhz = f" ({s['clock_mhz']:g} MHz)" if s.get("clock_mhz") else ""
+        lines.append(f"  clock            {s['clock']:12.3f} of max{mhz}, lowered to fit the cap: {s['chip_power_w']:.1f} W a chip")
     lines += sensitivity.lines(s.get("estimates", {}))
     return "\n".join(lines)
 

@@ -95,6 +95,10 @@ def recomputed(out: dict, runs: list[dict], tokens: float) -> dict[str, Any]:
         "engine": {k: sum(r["engine"][k] for r in runs) for k in runs[0]["engine"]},
         "avg_power_w": joules / total if total else 0.0,
         "peak_power_w": max(r["peak_power_w"] for r in runs),
+        "chip_power_w": max(r["chip_power_w"] for r in runs),
+        "clock": min(r["clock"] for r in runs),
+        "clock_mhz": None if runs[0]["clock_mhz"] is None else min(r["clock_mhz"] for r in runs),
+        "power_limited": any(r["power_limited"] for r in runs),
         "power_window_s": max(r["power_window_s"] for r in runs),
         "energy_per_token_j": joules / tokens if tokens else None,
     }

@@ -135,6 +135,7 @@ def parse_flops(text: str) -> int:
 
 _ENERGY = {"fJ": 1, "pJ": 10**3, "nJ": 10**6}  # in femtojoules, the base unit of energy figures
 _POWER = {"mW": 1, "W": 10**3, "kW": 10**6, "MW": 10**9}  # in milliwatts, the base unit of power
+_FREQUENCY = {"Hz": 1, "kHz": 10**3, "MHz": 10**6, "GHz": 10**9}  # in hertz
 
 
 def _per(text: str, table: dict[str, int], bases: tuple[str, ...], what: str, example: str) -> int:
@@ -161,6 +162,14 @@ def parse_power(text: str) -> int:
     if unit not in _POWER:
         raise UnitError(f"{text!r} is not a power (use mW, W, kW, MW)")
     return _nonneg_int(num * _POWER[unit], text)
+
+
+def parse_frequency(text: str) -> int:
+    """``"1410 MHz"`` -> 1410000000 hertz."""
+    num, unit = _split(text)
+    if unit not in _FREQUENCY:
+        raise UnitError(f"{text!r} is not a frequency (use Hz, kHz, MHz, GHz)")
+    return _nonneg_int(num * _FREQUENCY[unit], text)
 
 
 def parse_count(text: str | int) -> int:
@@ -200,6 +209,7 @@ PARSERS = {
     "bit_energy": parse_bit_energy,
     "flop_energy": parse_flop_energy,
     "power": parse_power,
+    "frequency": parse_frequency,
 }
 
 
@@ -256,6 +266,10 @@ def format_power(value: int) -> str:
     return _largest(value, _POWER, "")
 
 
+def format_frequency(value: int) -> str:
+    return _largest(value, _FREQUENCY, "")
+
+
 FORMATTERS = {
     "bytes": format_bytes,
     "bandwidth": format_bandwidth,
@@ -266,6 +280,7 @@ FORMATTERS = {
     "bit_energy": format_bit_energy,
     "flop_energy": format_flop_energy,
     "power": format_power,
+    "frequency": format_frequency,
 }
 
 

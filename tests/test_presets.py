@@ -38,6 +38,7 @@ def test_every_preset_runs_a_llama_3_1_8b_decode_step(preset):
     assert s["step_time_s"] > 0
     assert s["step_over_roofline"] >= 1
     assert s["chips"] == int(options.get("tp", 1)) * int(options.get("pp", 1))
+    assert s["clock"] == 1 and "power" not in s["stall_s"]  # a decode runs well under every chip's cap
     # Everything persistent sits in the first level that can hold weights; no level past it (host
     # DDR over PCIe, MemoryX, an RDU's staging DDR) moves a byte.
     chip = r.chip

@@ -191,7 +191,7 @@ def test_format_flops_round_trips(value):
     assert units.parse_flops(units.format_flops(value)) == value
 
 
-@pytest.mark.parametrize("kind", ["bytes", "bandwidth", "time", "flops", "count"])
+@pytest.mark.parametrize("kind", ["bytes", "bandwidth", "time", "flops", "count", "power", "frequency"])
 def test_formatters_and_parsers_agree_by_kind(kind):
     for value in (1, 1000, 1024, 3_350_000_000_000, 30096 * 1024):
         assert units.PARSERS[kind](units.FORMATTERS[kind](value)) == value

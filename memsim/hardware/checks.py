@@ -7,7 +7,7 @@ YAML path (``levels[hbm].capacity``); the loader adds the file.
 """
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import MISSING, field, fields
 from typing import Any
 
 from memsim import units
@@ -15,7 +15,8 @@ from memsim.dtypes import DTYPES
 from memsim.errors import ConfigError
 
 # Kinds of whole numbers and their least value when the field declares none.
-_WHOLE = {"count": 0, "bytes": 0, "time": 0, "bandwidth": 1, "flops": 1, "bit_energy": 0, "flop_energy": 0, "power": 0}
+_WHOLE = {"count": 0, "bytes": 0, "time": 0, "bandwidth": 1, "flops": 1, "bit_energy": 0, "flop_energy": 0, "power": 0,
+          "frequency": 0}
 _TABLES = {"rates": "a compute rate", "ratios": "a fraction in (0, 1]", "ops": "a non-negative number",
            "energies": "an energy per FLOP"}
 
@@ -105,3 +106,14 @@ def _table(unit: str, value: Any, path: str) -> None:
             _ratio(v, f"{path}.{dtype}")
         else:
             number(v, f"{path}.{dtype}", 0, whole=False)
+
+
+def spec_field(key: str, unit: str, help: str, default: Any = MISSING, *, least: int | None = None,
+               choices: Any = None, of: type | None = None) -> Any:
+    """A dataclass field read from YAML key ``key`` as a quantity of kind ``unit``; ``least``,
+    ``choices`` (a tuple, or a function returning one) and ``of`` (the class of a section or
+    list entry) are what its constructor checks beyond the kind."""
+    meta = {"key": key, "unit": unit, "help": help, "least": least, "choices": choices, "of": of}
+    if default is MISSING:
+        return field(metadata=meta)
+    return field(default=default, metadata=meta)

@@ -8,10 +8,11 @@ of a section or list) drives the checks every constructor runs (``memsim.hardwar
 """
 from __future__ import annotations
 
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
-from memsim.hardware.checks import check_fields, fail
+from memsim.hardware.checks import check_fields, fail, spec_field
+from memsim.hardware.power import PowerSpec
 
 FAMILIES = ("gpu", "wafer", "rdu", "cpu")  # execution models, one mapping strategy each
 LEVEL_KINDS = ("sram", "l2", "l3", "hbm", "ddr", "gddr", "lpddr", "external")
@@ -63,17 +64,6 @@ def _topologies() -> tuple[str, ...]:
     from memsim.hardware import topologies  # registered on first use; topologies do not import specs
 
     return topologies.names()
-
-
-def spec_field(key: str, unit: str, help: str, default: Any = MISSING, *, least: int | None = None,
-               choices: Any = None, of: type | None = None) -> Any:
-    """A dataclass field read from YAML key ``key`` as a quantity of kind ``unit``; ``least``,
-    ``choices`` (a tuple, or a function returning one) and ``of`` (the class of a section or
-    list entry) are what its constructor checks beyond the kind."""
-    meta = {"key": key, "unit": unit, "help": help, "least": least, "choices": choices, "of": of}
-    if default is MISSING:
-        return field(metadata=meta)
-    return field(default=default, metadata=meta)
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,8 +241,9 @@ class ExecutionSpec:
         "in (unless --microbatches says otherwise)", 1, least=1
     )
     power_cap_mw: int = spec_field(
-        "power_cap", "power", "the power one chip may draw (0: its `power.tdp`); work that would draw more has its "
-        "compute slowed until it fits, and the slowdown is stall cause `power`", 0
+        "power_cap", "power", "the power one chip may draw (0: its `power.tdp`), as its mean over `power.window`; a "
+        "chip that would draw more runs at a lower clock and voltage, and the compute time that adds is stall cause "
+        "`power`", 0
     )
     comm_overlap: int = spec_field(
         "comm_overlap", "count", "at most this many chunks a tensor-parallel all-reduce and the GEMM before it are "
@@ -294,19 +285,6 @@ class SystemSpec:
 
     def __post_init__(self) -> None:
         check_fields(self, "system")
-
-
-@dataclass(frozen=True, slots=True)
-class PowerSpec:
-    tdp_mw: int = spec_field("tdp", "power", "thermal design power (the board's power limit) of one chip (0: unknown, "
-                             "no cap unless `execution.power_cap` sets one)", 0)
-    static_mw: int = spec_field(
-        "static", "power", "power one chip draws whenever it is on with a model loaded, whatever it does: leakage, "
-        "clocks, idle memory and the board", 0
-    )
-
-    def __post_init__(self) -> None:
-        check_fields(self, "power")
 
 
 @dataclass(frozen=True, slots=True)

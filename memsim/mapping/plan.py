@@ -33,7 +33,7 @@ class Step:
     direct: bool = False  # a copy between levels (DMA staging): SRAM is only the bounce buffer
     compute_fj: int = 0  # total over all chunks: the dynamic energy of the step's FLOPs (femtojoules)
     unpack_fj: int = 0  # total over all chunks: the dynamic energy of dequantising its weights
-    throttle_ps: int = 0  # per chunk: the part of ``compute_ps`` that the power cap adds (``mapping.power``)
+    throttle_ps: int = 0  # per chunk: the part of ``compute_ps`` the clock lowered under the power cap adds (``mapping.power``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +85,7 @@ class Plan:
     tp: int = 1
     staging_bytes: int = 0  # per chip (per region): SRAM set aside for prefetched weights
     regions: int = 1  # pipeline stages within a chip: a task's ``chip`` is then its region's index
+    clock: float = 1.0  # the fraction of its maximum clock ``chip`` runs at (below 1: lowered by the power cap)
 
     def chip_of(self, unit: int) -> int:
         """The chip a task's unit (a chip, or a region of one) belongs to."""

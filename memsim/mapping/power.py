@@ -1,29 +1,41 @@
-"""The power cap: a step's compute slowed until what it draws fits under its chip's cap.
+"""A chip at a lower clock: what dynamic voltage and frequency scaling (DVFS) does to its figures.
 
-A chip draws its static power (``power.static``) whenever it is on. On top of it, each chunk of
-a step spends dynamic energy: its FLOPs (``Step.compute_fj``, ``Step.unpack_fj``) and the bits
-it moves, at each level's and link's energy per bit (a level reached over a link costs both).
-At its own pace (the longer of its compute and its busiest level or link at full bandwidth), a
-chunk draws that energy over that time. When this exceeds what the cap leaves above the static
-power (a region's share of it, on a chip cut into regions), the chunk's compute is slowed until
-the chunk lasts energy / budget, as a GPU's power management lowers its clocks under a power
-limit. The slowdown is kept apart (``Step.throttle_ps``) and shown as stall cause ``power``.
+A chip's power limiter keeps it under its cap by lowering the core clock, and the core voltage
+with it. The core clock domain holds the compute units and the on-chip memories and fabric, so
+the chip at clock fraction f (``at_clock``) has:
 
-The energy per FLOP is kept as the clocks come down. Lowering the voltage with them (DVFS) would
-also lower it, so this slowdown is an upper bound on the real one. Memory clocks are left as
-they are: a bandwidth-bound step is only throttled once its traffic alone draws more than the cap.
+- its compute peaks, matrix and vector, x f;
+- its on-chip levels' (SRAM, L2, L3) and on-chip fabric's (``execution.fabric``) bandwidth x f
+  and latency / f: they move a fixed number of bytes a cycle;
+- its dynamic energy per FLOP and per on-chip bit x (V(f) / V(1))^2: a transition charges a
+  switched capacitance to the supply voltage, C V^2 whatever the clock;
+- off-chip memory (HBM, DDR, GDDR, LPDDR, external) and chip links as they are: they run on
+  clocks and voltages of their own. A DRAM level's energy per bit keeps the ~2 pJ/bit of its
+  path across the die (configs/energy.md, rule M), an upper bound on that part;
+- static power as it is: the presets' static figures are idle powers, drawn at the floor
+  voltage, and the leakage above them at a higher voltage is inside the dynamic energies
+  (configs/energy.md, rule C), which scale with V^2 (leakage power falls faster than V: its
+  current falls with V through drain-induced barrier lowering).
+
+The voltage (``voltage``) stays at its floor up to a ridge clock and rises linearly in the clock
+above it, the shape GPU V/f curves have (Schoonhoven et al., "Going green", PMBS 2022, fit it
+to measured GPU power against clock; TechPowerUp's tables of GeForce cards give the numbers,
+configs/energy.md, rule D); the preset's ``power`` section gives the clocks and the floor. ``clocks`` is the grid the limiter sets the clock on,
+and ``throttled`` marks, in a plan made for the chip at a lower clock, the compute time the lower
+clock added (``Step.throttle_ps``, stall cause ``power``).
 """
 from __future__ import annotations
 
 import dataclasses
+import math
+from fractions import Fraction
 
 from memsim.hardware.resource import Ref
-from memsim.hardware.spec import ChipSpec
-from memsim.mapping.lower import bandwidth_of
-from memsim.mapping.plan import Step
-from memsim.units import transfer_ps
+from memsim.hardware.spec import ChipSpec, PowerSpec
+from memsim.mapping.plan import Plan, Step
 
-BITS_PER_BYTE = 8
+ON_CHIP = ("sram", "l2", "l3")  # level kinds in the core clock domain
+GRID_STEPS = 64  # clock steps of a chip that gives no clock step of its own
 
 
 def bit_energy(chip: ChipSpec, where: Ref) -> int:
@@ -35,50 +47,71 @@ def bit_energy(chip: ChipSpec, where: Ref) -> int:
     return level.energy_fj_per_bit + via
 
 
-def step_energy(chip: ChipSpec, step: Step) -> int:
-    """Femtojoules of dynamic energy all of a step's chunks spend: FLOPs, unpacking and bits moved."""
-    moved = sum(b * BITS_PER_BYTE * bit_energy(chip, where) for where, b in step.total_loads + step.total_stores)
-    return step.compute_fj + step.unpack_fj + moved
+def clocks(spec: PowerSpec) -> tuple[Fraction, ...]:
+    """The clocks the limiter may set, as fractions of ``max_clock``, ascending; the last is 1."""
+    top = spec.max_clock_hz or GRID_STEPS
+    step = Fraction(spec.clock_step_hz) if spec.clock_step_hz else Fraction(top, GRID_STEPS)
+    low = Fraction(spec.min_clock_hz) if spec.min_clock_hz else step
+    grid = []
+    while low < top:
+        grid.append(low / top)
+        low += step
+    return (*grid, Fraction(1))
 
 
-def chunk_pace(chip: ChipSpec, step: Step) -> int:
-    """Picoseconds one chunk takes at full clocks: its compute, or its busiest level or link."""
-    busy: dict[Ref, int] = {}
-    for where, b in step.loads + step.stores:
-        busy[where] = busy.get(where, 0) + transfer_ps(b, max(1, int(bandwidth_of(chip, where) * step.share)))
-    memory = max(busy.values(), default=0) + step.unpack_ps  # unpacking is serial with the load stream
-    return max(step.compute_ps, memory)
+def voltage(spec: PowerSpec, f: Fraction) -> float:
+    """The core voltage at clock fraction ``f``, as a fraction of the voltage at the maximum clock."""
+    if spec.floor_voltage >= 1:
+        return 1.0
+    ridge = Fraction(spec.ridge_clock_hz, spec.max_clock_hz) if spec.ridge_clock_hz else clocks(spec)[0]
+    if ridge >= 1:
+        return 1.0
+    if f <= ridge:
+        return spec.floor_voltage
+    return spec.floor_voltage + (1 - spec.floor_voltage) * float((f - ridge) / (1 - ridge))
 
 
-def budget_mw(chip: ChipSpec, share: float = 1.0) -> int:
-    """Milliwatts of dynamic power a chip (or a region, its ``share`` of it) may draw; 0: no cap."""
-    cap = chip.power_cap_mw
-    if not cap:
-        return 0
-    return max(1, int((cap - chip.power.static_mw) * share))
+def at_clock(chip: ChipSpec, f: Fraction) -> ChipSpec:
+    """``chip`` with its core clock at fraction ``f`` of the maximum (see the module's docstring)."""
+    if f == 1:
+        return chip
+    squared = voltage(chip.power, f) ** 2
+
+    def rate(value: int) -> int:
+        return max(1, math.floor(value * f))
+
+    def energy(fj: int) -> int:
+        return round(fj * squared)
+
+    def slower(latency_ps: int) -> int:
+        return math.ceil(latency_ps / f)
+
+    c = chip.compute
+    compute = dataclasses.replace(
+        c, peak_flops_per_s=tuple((d, rate(p)) for d, p in c.peak_flops_per_s), vector_flops_per_s=rate(c.vector_flops_per_s),
+        energy_fj_per_flop=tuple((d, energy(e)) for d, e in c.energy_fj_per_flop),
+        vector_energy_fj_per_flop=energy(c.vector_energy_fj_per_flop))
+    levels = tuple(dataclasses.replace(lvl, bandwidth_bytes_per_s=rate(lvl.bandwidth_bytes_per_s),
+                                       latency_ps=slower(lvl.latency_ps), energy_fj_per_bit=energy(lvl.energy_fj_per_bit))
+                   if lvl.kind in ON_CHIP else lvl for lvl in chip.levels)
+    links = tuple(dataclasses.replace(lk, bandwidth_bytes_per_s=rate(lk.bandwidth_bytes_per_s),
+                                      latency_ps=slower(lk.latency_ps), energy_fj_per_bit=energy(lk.energy_fj_per_bit))
+                  if lk.name == chip.execution.fabric else lk for lk in chip.links)
+    return dataclasses.replace(chip, compute=compute, levels=levels, links=links)
 
 
-def throttle(chip: ChipSpec, step: Step, budget: int, extra_fj: int = 0) -> Step:
-    """``step`` with its compute slowed so that a chunk draws at most ``budget`` milliwatts, counting
-    ``extra_fj`` spent beside it (the copy engine fetching its weights) as its own."""
-    if not budget or not step.compute_ps:
-        return step
-    need = -(-(step_energy(chip, step) + extra_fj) // (step.count * budget))  # fJ / mW = ps
-    if need <= chunk_pace(chip, step):
-        return step
-    extra = need - step.compute_ps
-    return dataclasses.replace(step, compute_ps=need, throttle_ps=extra)
+def throttled(plan: Plan, f: Fraction) -> Plan:
+    """``plan``, made for its chip at clock ``f``, with the compute time the lower clock added to each
+    step marked as the power cap's (``Step.throttle_ps``): its compute at full clock takes ``f`` of it."""
+    if f == 1:
+        return plan
+    slowed: dict[Step, Step] = {}
 
+    def slow(step: Step) -> Step:
+        if step not in slowed:
+            full = math.ceil(step.compute_ps * f)
+            slowed[step] = dataclasses.replace(step, throttle_ps=step.compute_ps - full) if step.compute_ps else step
+        return slowed[step]
 
-def limit(chip: ChipSpec, steps: tuple[Step, ...], share: float = 1.0, beside: tuple[Step, ...] = ()) -> tuple[Step, ...]:
-    """An operator's steps under the chip's power cap (a region's ``share`` of it). ``beside`` are
-    the steps of the copy that prefetched its weights: that energy is spent while the operators
-    before it compute, and is charged to this one, so that over the run the chip's average power
-    stays under the cap (each joule is charged to one operator's compute time)."""
-    budget = budget_mw(chip, share)
-    if not budget:
-        return steps
-    extra = sum(step_energy(chip, s) for s in beside)
-    weights = [s.compute_ps * s.count for s in steps]
-    total = sum(weights)
-    return tuple(throttle(chip, s, budget, extra * w // total if total else 0) for s, w in zip(steps, weights))
+    tasks = tuple(dataclasses.replace(t, steps=tuple(slow(s) for s in t.steps)) for t in plan.tasks)
+    return dataclasses.replace(plan, tasks=tasks, clock=float(f))

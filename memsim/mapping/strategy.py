@@ -20,7 +20,7 @@ from memsim.mapping.plan import BRANCH, COMPUTE, OpTask, Plan, Step
 from memsim.mapping.prefetch import Prefetcher, staging_bytes
 from memsim.mapping.roofline import staged_roofline
 from memsim.units import PS_PER_S, transfer_ps
-from memsim.mapping import collectives, overlap, power, system
+from memsim.mapping import collectives, overlap, system
 from memsim.workload.graph import COLLECTIVE_KINDS, Op, OpGraph
 
 STRATEGIES: dict[str, Callable[[OpGraph, ChipSpec, Layout], Plan]] = {}
@@ -140,7 +140,6 @@ def _micro_tasks(cx: Context, shape: Shaper, stage_of: dict[str, int], tp: int, 
         if op_cx.compute_share < 1:  # a region: its share of each level's channels, whatever the family
             steps = tuple(s if s.share <= op_cx.compute_share else dataclasses.replace(s, share=op_cx.compute_share)
                           for s in steps)
-        steps = power.limit(chip, steps, op_cx.compute_share, prefetch.steps if prefetch is not None else ())
         bound = bounds.get(steps)
         if bound is None:
             bound = bounds[steps] = _bound(chip, steps)

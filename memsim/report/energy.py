@@ -5,11 +5,14 @@ at the chip's energy per FLOP, its bits at the level's or link's energy per bit)
 power of every chip is drawn for the whole step. A run's energy is their sum; each operator
 gets its records' dynamic energy and a share of the static energy in proportion to the time it
 holds a compute stream (computing or stalled), so the operators' energies add up to the total.
-Power over time spreads each record's energy evenly over its interval.
+Power over time spreads each record's energy evenly over its interval (a transfer's over its
+own, so a copy engine's prefetch is power drawn while it runs). The power cap limits each chip's
+mean power over the sliding window its limiter averages over (``power.window``), its regions
+together: ``chip_power`` is what ``memsim.powercap`` holds under the cap.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -19,7 +22,6 @@ from memsim.mapping import Plan
 from memsim.units import PS_PER_S
 
 FJ_PER_J = 10**15
-PEAK_WINDOW_PS = 10**9  # peak power is the highest mean over any 1 ms (the whole step when shorter)
 
 
 def static_w(plan: Plan) -> float:
@@ -74,30 +76,38 @@ def per_op(plan: Plan, result: EngineResult) -> dict[str, tuple[float, float]]:
     return out
 
 
-def _spans(records) -> list[tuple[int, int, int]]:
-    """(start, end, femtojoules) of the records that spent energy. A step's compute row is laid out
-    before its stall rows (its chunks' busy time, then their stalls), so its energy is spread over
-    the step's whole compute timeline, those stalls included (under a power cap, its throttling);
-    a transfer in no time is spread over 1 ps."""
+class Spans(NamedTuple):
+    """The records that spent energy, as arrays: each one's interval (ps), femtojoules and unit."""
+
+    start: np.ndarray
+    end: np.ndarray
+    fj: np.ndarray
+    unit: np.ndarray
+
+
+def spans(records) -> Spans:
+    """The records that spent energy. A step's compute row is laid out before its stall rows (its
+    chunks' busy time, then their stalls), so its energy is spread over the step's whole compute
+    timeline, those stalls included (under a power cap, the time its lowered clock added); a
+    transfer in no time is spread over 1 ps."""
     extent: dict[tuple, list[int]] = {}
     for r in records:
         if r.resource.kind == COMPUTE:
             e = extent.setdefault((r.chip, r.op, r.stream), [r.start_ps, r.end_ps])
             e[0], e[1] = min(e[0], r.start_ps), max(e[1], r.end_ps)
-    out = []
-    for r in records:
-        if r.energy_fj:
-            start, end = extent[(r.chip, r.op, r.stream)] if r.resource.kind == COMPUTE else (r.start_ps, r.end_ps)
-            out.append((start, max(end, start + 1), r.energy_fj))
-    return out
+    rows = [(*extent[(r.chip, r.op, r.stream)], r.energy_fj, r.chip) if r.resource.kind == COMPUTE else
+            (r.start_ps, r.end_ps, r.energy_fj, r.chip) for r in records if r.energy_fj]
+    start, end, fj, unit = (np.array(col, dtype=np.int64) for col in zip(*rows)) if rows else \
+        (np.zeros(0, dtype=np.int64) for _ in range(4))
+    return Spans(start, np.maximum(end, start + 1), fj, unit)
 
 
-def profile(records, end_ps: int) -> tuple[np.ndarray, np.ndarray]:
-    """The dynamic power as a step function: times (ps) and the watts drawn from each until the next."""
-    spans = _spans(records)
-    if not spans:
+def profile(records, end_ps: int, of: Spans | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The dynamic power as a step function: times (ps) and the watts drawn from each until the
+    next (``of``: the records' spans, when already made)."""
+    starts, ends, energy, _ = of if of is not None else spans(records)
+    if not len(starts):
         return np.array([0, max(end_ps, 1)]), np.zeros(2)
-    starts, ends, energy = (np.array(col, dtype=np.int64) for col in zip(*spans))
     rate = energy / (ends - starts) / 1000  # fJ/ps = mW; in W
     times = np.concatenate([starts, ends, [0, max(end_ps, int(ends.max()))]])
     deltas = np.concatenate([rate, -rate, [0.0, 0.0]])
@@ -108,30 +118,62 @@ def profile(records, end_ps: int) -> tuple[np.ndarray, np.ndarray]:
     return times[keep], np.maximum(np.cumsum(summed), 0.0)
 
 
-def peak_power(plan: Plan, result: EngineResult, window_ps: int = PEAK_WINDOW_PS) -> float:
-    """The highest mean power over any ``window_ps`` of the step (all chips, static included)."""
-    end = result.end_ps
-    if end <= 0:
-        return static_w(plan)
-    times, watts = profile(result.records, end)
+def window_ps(plan: Plan, result: EngineResult) -> int:
+    """The window power is averaged over: the chip's limiter's, or the whole step when shorter."""
+    window = plan.chip.power.window_ps
+    return min(window, result.end_ps) if window else result.end_ps
+
+
+def _highest_mean(of: Spans, end: int, window: int) -> float:
+    """The highest mean dynamic power (W) of ``of`` over any ``window`` of [0, end]."""
+    times, watts = profile((), end, of)
     # Energy drawn from the start up to each breakpoint (joules); linear in between.
     cumulative = np.concatenate([[0.0], np.cumsum(watts[:-1] * np.diff(times) / PS_PER_S)])
-    window = min(window_ps, end)
     # The window's energy is piecewise linear in its start: its maxima lie where an edge meets a breakpoint.
     starts = np.clip(np.concatenate([times, times - window]), 0, end - window)
     inside = np.interp(starts + window, times, cumulative) - np.interp(starts, times, cumulative)
+    return float(inside.max() * PS_PER_S / window)
+
+
+def peak_power(plan: Plan, result: EngineResult, of: Spans | None = None) -> float:
+    """The highest mean power over any window of the step (all chips, static included)."""
+    if result.end_ps <= 0:
+        return static_w(plan)
+    of = of if of is not None else spans(result.records)
     # Rounded to a microwatt: records cut differently (fast-forward on or off) sum in another order.
-    return round(float(inside.max() * PS_PER_S / window) + static_w(plan), 6)
+    return round(_highest_mean(of, result.end_ps, window_ps(plan, result)) + static_w(plan), 6)
+
+
+def chip_power(plan: Plan, result: EngineResult, of: Spans | None = None) -> float:
+    """The highest mean power any one chip (its regions together) draws over any window of the
+    step, static included: what its power cap limits. Each record counts for the chip whose unit
+    issued it (a link between chips: the sender's, whose ``energy`` includes both ends)."""
+    static = plan.chip.power.static_mw / 1000
+    if result.end_ps <= 0:
+        return static
+    of = of if of is not None else spans(result.records)
+    unit = np.maximum(of.unit, 0)  # links between chips (SYSTEM): their sender's
+    chips = (unit // plan.tp // plan.regions) * plan.tp + unit % plan.tp  # Plan.chip_of, on arrays
+    window = window_ps(plan, result)
+    highest = max((_highest_mean(Spans(*(col[chips == c] for col in of)), result.end_ps, window)
+                   for c in np.unique(chips)), default=0.0)
+    return round(highest + static, 6)
 
 
 def power_keys(plan: Plan, result: EngineResult, energy: dict[str, Any], tokens: int) -> dict[str, Any]:
     """The summary's power keys, from ``energy`` (``breakdown``) and the tokens the step produced."""
     step_s = result.end_ps / PS_PER_S
     cap = plan.chip.power_cap_mw
+    top = plan.chip.power.max_clock_hz
+    of = spans(result.records)
     return {
         "avg_power_w": energy["total"] / step_s if step_s else 0.0,
-        "peak_power_w": peak_power(plan, result),
-        "power_window_s": min(PEAK_WINDOW_PS, result.end_ps) / PS_PER_S,
+        "peak_power_w": peak_power(plan, result, of),
+        "chip_power_w": chip_power(plan, result, of),
+        "power_window_s": window_ps(plan, result) / PS_PER_S,
         "power_cap_w": cap / 1000 if cap else None,
+        "clock": plan.clock,
+        "clock_mhz": round(plan.clock * top / 10**6, 3) if top else None,
+        "power_limited": plan.clock < 1,
         "energy_per_token_j": energy["total"] / tokens if tokens else None,
     }

@@ -54,8 +54,12 @@ COMBINE: dict[str, str] = {
     "energy_j": SUMMED,
     "avg_power_w": RECOMPUTED,  # the generation's energy over its time
     "peak_power_w": RECOMPUTED,  # the highest of any step's
+    "chip_power_w": RECOMPUTED,  # the highest of any step's
     "power_window_s": RECOMPUTED,
     "power_cap_w": ONCE,
+    "clock": RECOMPUTED,  # the lowest any step ran at
+    "clock_mhz": RECOMPUTED,
+    "power_limited": RECOMPUTED,  # any step
     "energy_per_token_j": RECOMPUTED,  # over every generated token
     # Added by ``memsim.api.run`` to the whole run's summary (``memsim/sensitivity.py``), not per step.
     "estimates": ONCE,
@@ -112,6 +116,7 @@ def summarize(graph: OpGraph, plan: Plan, result: EngineResult, micro: tuple[OpG
     busy = compute_busy_seconds(result)
     dtypes = {op.dtype for op in graph}
     peak = max(chip.compute.peak(d) for d in dtypes) if dtypes else max(v for _, v in chip.compute.peak_flops_per_s)
+    peak /= plan.clock  # utilisation of the chip's peak at full clock, whatever clock the cap left it
     dominant = max(stalls, key=stalls.__getitem__) if stalls else "compute"
     weights_needed = sum(_read(g, "weight") for g in graphs)
     kv_read = sum(_read(g, "kv") for g in graphs)

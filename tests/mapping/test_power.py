@@ -1,93 +1,98 @@
-"""The power cap: a pure throttle on a step's compute, and its effect on whole runs."""
+"""A chip at a lower clock: the clock grid, the voltage curve, the scaled figures and the throttle marks."""
 from __future__ import annotations
 
 import dataclasses
+import math
+from fractions import Fraction
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, strategies as st
 
-from memsim import hardware, simulate
+from memsim import hardware
 from memsim.errors import ConfigError
-from memsim.hardware.resource import Ref
-from memsim.mapping import power
-from memsim.mapping.plan import Step
+from memsim.hardware.spec import PowerSpec
+from memsim.mapping import make_plan, power
+from memsim.workload import StepSpec, build_step, model_config
 
-GPUS = [p for p in hardware.presets() if hardware.load(p).family == "gpu"]
+PRESETS = hardware.presets()
 A100 = hardware.load("a100-80gb-sxm")
 
 
-def _step(compute_ps: int, hbm_bytes: int, compute_fj: int, count: int = 4) -> Step:
-    per = ((Ref.level("hbm"), hbm_bytes // count),)
-    return Step("gemm", count, per, (), compute_ps, 0, 2, 0, ((Ref.level("hbm"), hbm_bytes),), (),
-                compute_fj=compute_fj)
+@pytest.mark.parametrize("preset", PRESETS)
+def test_the_clock_grid_rises_from_the_lowest_clock_to_the_maximum(preset):
+    spec = hardware.load(preset).power
+    grid = power.clocks(spec)
+    assert list(grid) == sorted(set(grid)) and grid[-1] == 1 and grid[0] > 0
+    if spec.min_clock_hz:
+        assert grid[0] == Fraction(spec.min_clock_hz, spec.max_clock_hz)
+    step = spec.clock_step_hz or spec.max_clock_hz / power.GRID_STEPS
+    assert all(b - a <= Fraction(step) / spec.max_clock_hz for a, b in zip(grid, grid[1:]))
 
 
-@given(compute_ps=st.integers(1, 10**9), hbm=st.integers(0, 10**9), fj=st.integers(0, 10**15),
-       budget=st.integers(1, 10**6))
-def test_a_throttled_chunk_draws_at_most_the_budget_and_is_never_sped_up(compute_ps, hbm, fj, budget):
-    step = _step(compute_ps, hbm * 4, fj)
-    out = power.throttle(A100, step, budget)
-    assert out.compute_ps >= step.compute_ps
-    assert out.compute_ps - out.throttle_ps == step.compute_ps
-    pace = power.chunk_pace(A100, out)
-    assert power.step_energy(A100, out) / out.count <= budget * pace  # fJ <= mW x ps
-    if out.throttle_ps:  # slowed no more than it takes to fit
-        assert power.step_energy(A100, out) / out.count > budget * (pace - 1)
+def test_a100_clocks_are_nvidia_s_15_mhz_steps_from_210_to_1410_mhz():
+    grid = power.clocks(A100.power)
+    assert len(grid) == 81 and [int(f * 1410) for f in grid[:2]] == [210, 225]
 
 
-def test_no_cap_and_no_compute_mean_no_throttle():
-    step = _step(1000, 10**6, 10**12)
-    assert power.throttle(A100, step, 0) is step
-    copy = dataclasses.replace(step, compute_ps=0)
-    assert power.throttle(A100, copy, 1) is copy
-    uncapped = dataclasses.replace(A100, power=hardware.PowerSpec())
-    assert power.budget_mw(uncapped) == 0
-    assert power.budget_mw(A100) == 400_000 - 80_000
-    assert power.budget_mw(A100, 0.25) == 80_000
+def test_a_chip_without_clocks_steps_in_sixty_fourths():
+    assert power.clocks(PowerSpec()) == tuple(Fraction(k, 64) for k in range(1, 65))
+    assert power.voltage(PowerSpec(), Fraction(1, 2)) == 1.0
 
 
-def test_a_cap_at_or_below_static_power_is_refused_naming_the_field():
-    with pytest.raises(ConfigError, match="execution.power_cap.*static"):
-        simulate("a100-80gb-sxm", "gpt2", set={"execution.power_cap": "80 W"})
-    with pytest.raises(ConfigError, match="power.tdp"):
-        simulate("a100-80gb-sxm", "gpt2", set={"power.tdp": "50 W"})
+@pytest.mark.parametrize("preset", PRESETS)
+def test_the_voltage_is_its_floor_up_to_the_ridge_then_rises_to_one(preset):
+    spec = hardware.load(preset).power
+    grid = power.clocks(spec)
+    volts = [power.voltage(spec, f) for f in grid]
+    assert volts == sorted(volts) and volts[-1] == pytest.approx(1.0)
+    ridge = Fraction(spec.ridge_clock_hz, spec.max_clock_hz)
+    assert all(v == spec.floor_voltage for f, v in zip(grid, volts) if f <= ridge)
+    assert all(v > spec.floor_voltage for f, v in zip(grid, volts) if f > ridge)
 
 
-@pytest.mark.parametrize("preset", GPUS)
-def test_a_bandwidth_bound_decode_is_not_throttled_at_the_tdp(preset):
-    at_tdp = simulate(preset, "llama-2-7b", phase="decode", batch=1, context=2048).summary
-    assert "power" not in at_tdp["stall_s"]
-    assert at_tdp["avg_power_w"] < at_tdp["power_cap_w"]
-    free = simulate(preset, "llama-2-7b", phase="decode", batch=1, context=2048,
-                    set={"execution.power_cap": "1 MW"}).summary
-    assert free["step_time_s"] == at_tdp["step_time_s"]
-
-
-CASES = [("a100-80gb-sxm", "prefill", 1), ("h100-sxm", "decode", 1), ("h100-sxm", "prefill", 2),
-         ("sn40l", "prefill", 1), ("wse-3", "prefill", 1)]
-
-
-@settings(max_examples=6, deadline=None)
-@given(case=st.sampled_from(CASES), fractions=st.lists(st.floats(0.05, 1.0), min_size=2, max_size=4))
-def test_lowering_the_cap_never_speeds_a_run_up_and_average_power_stays_under_it(case, fractions):
-    preset, phase, tp = case
+@given(preset=st.sampled_from(PRESETS), k=st.integers(0, 10**6))
+def test_a_lower_clock_slows_the_core_and_cheapens_its_work_and_leaves_the_rest(preset, k):
     chip = hardware.load(preset)
-    static, tdp = chip.power.static_mw / 1000, chip.power.tdp_mw / 1000
-    times = []
-    for f in sorted(set(fractions), reverse=True):  # from the highest cap down
-        cap = static + 1 + f * (tdp - static)
-        s = simulate(preset, "llama-3.2-1b", phase=phase, batch=4, context=512, prompt=512, tp=tp,
-                     set={"execution.power_cap": f"{cap:.3f} W"}).summary
-        assert s["avg_power_w"] / s["chips"] <= cap * (1 + 1e-9), (cap, s["avg_power_w"])
-        times.append(s["step_time_s"])
-    assert times == sorted(times)
+    grid = power.clocks(chip.power)
+    f = grid[k % len(grid)]
+    slow = power.at_clock(chip, f)
+    squared = power.voltage(chip.power, f) ** 2
+    for (d, p), (_, q) in zip(chip.compute.peak_flops_per_s, slow.compute.peak_flops_per_s):
+        assert q == max(1, math.floor(p * f)) and q <= p
+    for (d, e), (_, g) in zip(chip.compute.energy_fj_per_flop, slow.compute.energy_fj_per_flop):
+        assert g == round(e * squared) and g <= e
+    for lvl, low in zip(chip.levels, slow.levels):
+        if lvl.kind in power.ON_CHIP:
+            assert low.bandwidth_bytes_per_s <= lvl.bandwidth_bytes_per_s and low.latency_ps >= lvl.latency_ps
+            assert low.energy_fj_per_bit == round(lvl.energy_fj_per_bit * squared)
+        else:  # off-chip memory keeps its own clock and voltage
+            assert low == lvl
+    for link, low in zip(chip.links, slow.links):
+        assert (low == link) == (link.name != chip.execution.fabric or f == 1)
+    assert slow.power == chip.power and slow.execution == chip.execution
+    assert power.at_clock(chip, Fraction(1)) is chip
 
 
-def test_a_capped_prefill_is_throttled_and_says_so():
-    full = simulate("a100-80gb-sxm", "llama-2-7b", phase="prefill", batch=1, prompt=2048).summary
-    capped = simulate("a100-80gb-sxm", "llama-2-7b", phase="prefill", batch=1, prompt=2048,
-                      set={"execution.power_cap": "200 W"}).summary
-    assert capped["stall_s"]["power"] > 0
-    assert capped["step_time_s"] > full["step_time_s"] * 1.3
-    assert capped["avg_power_w"] <= 200 and capped["peak_power_w"] <= 200 * 1.001
-    assert capped["compute_busy_s"] == pytest.approx(full["compute_busy_s"], rel=1e-6)
+@given(k=st.integers(0, 80))
+def test_a_throttled_plan_marks_the_compute_time_its_clock_added(k):
+    f = power.clocks(A100.power)[k]
+    graph = build_step(model_config("gpt2"), StepSpec.make("prefill", batch=1, prompt=64))
+    full = make_plan(graph, A100)
+    slow = power.throttled(make_plan(graph, power.at_clock(A100, f)), f)
+    assert slow.clock == float(f)
+    for fast_task, task in zip(full.tasks, slow.tasks):
+        for fast, step in zip(fast_task.steps, task.steps):
+            assert step.compute_ps - step.throttle_ps == math.ceil(step.compute_ps * f)
+            assert step.compute_ps >= fast.compute_ps  # a lower clock never computes faster
+    assert power.throttled(full, Fraction(1)) is full
+
+
+def test_clock_fields_are_checked_naming_the_field():
+    with pytest.raises(ConfigError, match="power.max_clock"):
+        PowerSpec(ridge_clock_hz=10**9)
+    with pytest.raises(ConfigError, match="power.min_clock"):
+        PowerSpec(max_clock_hz=10**9, min_clock_hz=2 * 10**9)
+    with pytest.raises(ConfigError, match="power.ridge_clock"):
+        PowerSpec(max_clock_hz=10**9, min_clock_hz=5 * 10**8, ridge_clock_hz=10**8)
+    with pytest.raises(ConfigError, match="power.floor_voltage"):
+        dataclasses.replace(A100.power, floor_voltage=0.0)

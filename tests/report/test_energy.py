@@ -77,12 +77,22 @@ def test_the_power_counter_integrates_to_the_energy_and_peaks_where_the_summary_
 
 
 def test_peak_power_over_a_window_is_at_least_the_mean_and_at_most_the_highest_instant():
-    r = simulate("h100-sxm", "llama-2-7b", phase="prefill", batch=1, prompt=1024)
+    r = simulate("h100-sxm", "llama-2-7b", phase="prefill", batch=1, prompt=1024, set={"power.window": "1 ms"})
     s = r.summary
     times, watts = profile(r.engine.records, r.engine.end_ps)
     assert s["power_window_s"] == pytest.approx(1e-3)
     assert s["avg_power_w"] <= s["peak_power_w"] * (1 + 1e-9)
     assert s["peak_power_w"] <= watts.max() + static_w(r.plan) + 1e-6
+    assert s["chip_power_w"] == s["peak_power_w"]  # one chip
+
+
+def test_a_chip_s_power_is_its_own_and_a_wafer_s_regions_share_one_budget():
+    tp = simulate("h100-sxm", "llama-3.2-1b", phase="prefill", batch=1, prompt=512, tp=2)
+    static = tp.chip.power.static_mw / 1000
+    # the ranks of a stage are simulated once; each draws its own records' power and its static power
+    assert tp.summary["chip_power_w"] == pytest.approx(tp.summary["peak_power_w"] - static, rel=1e-9)
+    wafer = simulate("wse-3", "llama-3.2-1b", phase="prefill", batch=1, prompt=64).summary
+    assert wafer["chips"] == 1 and wafer["chip_power_w"] == wafer["peak_power_w"]
 
 
 def test_generation_energy_is_its_steps_energy_and_per_generated_token():
