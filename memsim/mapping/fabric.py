@@ -92,7 +92,8 @@ class Fabric:
     def shape(self, group: Sequence[int]) -> collectives.Shape:
         """How ``group`` sits on the system: ring channels that share no link where its members
         are fully connected (both directions of a ring where they form one), the torus
-        dimensions it spans on a grid, and its nodes (``system.group``)."""
+        dimensions it spans on a grid, its nodes (``system.group``), and whether its direct
+        algorithms end with a barrier."""
         key = tuple(group)
         if key not in self._shapes:
             self._shapes[key] = self._shape(key)
@@ -105,7 +106,9 @@ class Fabric:
             rings = disjoint_rings(n)
         elif n > 2 and all((group[i], group[(i + 1) % n]) in self.links for i in range(n)):
             rings = (tuple(range(n)), tuple(range(n))[::-1])
-        return collectives.Shape(rings, self._dims(group), self.chip.system.group)
+        # A runtime kernel synchronizes its members with flags; a compiled program is scheduled.
+        barrier = self.chip.execution.collective_launch == "kernel"
+        return collectives.Shape(rings, self._dims(group), self.chip.system.group, barrier)
 
     def _dims(self, group: Sequence[int]) -> tuple[int, ...]:
         """The grid dimensions a group of consecutive chips fills, whole dimensions from the

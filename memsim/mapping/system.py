@@ -82,7 +82,8 @@ def overlap_chunks(op: Op, chip: ChipSpec, tp: int, gemm_s: float, chips: int) -
     if limit < 2:
         return 1
     # The chunks are one kernel: the first pays the launch, as in the engine.
-    return overlap.chunk_count(limit, gemm_s, lambda k: system.cost(algorithm.name, group, -(-nbytes // k), launch=False))
+    return overlap.chunk_count(limit, gemm_s,
+                               lambda k: system.cost(algorithm.name, group, -(-nbytes // k), launch=False))
 
 
 def send_task(last: Op, graph: OpGraph, chip: ChipSpec, src: int, dst: int, tp: int, dep: str,

@@ -76,7 +76,8 @@ def test_a_chip_never_uses_more_links_than_it_has(name, n):
 def test_links_per_peer_sets_every_cable_and_too_few_links_are_a_config_error():
     g = topologies.get("fully_connected").build(4, Wiring(count=7, per_peer=1))
     assert {d["links"] for _, _, d in g.edges(data=True)} == {1}
-    assert {d["links"] for _, _, d in topologies.get("fully_connected").build(4, Wiring(count=7)).edges(data=True)} == {2}
+    spread = topologies.get("fully_connected").build(4, Wiring(count=7))
+    assert {d["links"] for _, _, d in spread.edges(data=True)} == {2}
     with pytest.raises(ConfigError) as info:
         topologies.get("torus2d").build(16, Wiring(count=2))
     assert info.value.field == "system.topology" and "2 links per chip cannot reach the 4 neighbours" in str(info.value)

@@ -32,7 +32,7 @@ def test_the_registries_cover_every_collective_op_kind():
 def shapes(n: int) -> list[Shape]:
     """The ways a group of n can sit on a system: flat, ring channels over a full mesh, every
     2D torus and node size that divides it, and a 3D torus where one fits."""
-    out = [Shape(), Shape(rings=disjoint_rings(n))]
+    out = [Shape(), Shape(rings=disjoint_rings(n)), Shape(barrier=True)]
     out += [Shape(dims=(a, n // a), node=a) for a in range(2, n) if n % a == 0]
     out += [Shape(dims=(a, b, n // a // b)) for a in (2, 3) for b in (2, 3) if n % (a * b) == 0 and n > a * b]
     return out

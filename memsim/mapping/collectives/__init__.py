@@ -52,10 +52,15 @@ class Shape:
     0..n-1) of the ring channels a ring runs at once, over different links where the system has
     them (default: one, in group order); ``dims``: the sizes of the torus dimensions the group
     spans, the last varying fastest (default: one of n); ``node``: members per node, which the
-    hierarchical all-reduce works within (default: all, one node)."""
+    hierarchical all-reduce works within (default: all, one node); ``barrier``: members that
+    read and write each other's buffers directly synchronize when they are done, before any
+    reuses its buffers (runtime kernels such as vLLM's custom all-reduce, whose
+    ``cross_device_reduce_1stage`` ends with ``barrier_at_end``; a statically scheduled program
+    needs none)."""
     rings: tuple[tuple[int, ...], ...] = ()
     dims: tuple[int, ...] = ()
     node: int = 0
+    barrier: bool = False
 
     def channels(self, n: int) -> tuple[tuple[int, ...], ...]:
         return self.rings or (tuple(range(n)),)
@@ -171,7 +176,8 @@ def split(pieces: Pieces, parts: int) -> list[Pieces]:
 
 def parallel(*phases: Moves) -> Moves:
     """Phases that run at once on disjoint members or links: their i-th rounds together."""
-    return [[m for phase in phases if i < len(phase) for m in phase[i]] for i in range(max(map(len, phases), default=0))]
+    rounds = max(map(len, phases), default=0)
+    return [[m for phase in phases if i < len(phase) for m in phase[i]] for i in range(rounds)]
 
 
 def ring_reduce_scatter(order: Sequence[int], pieces: Pieces) -> tuple[Moves, dict[int, Pieces]]:
@@ -198,6 +204,13 @@ def direct_reduce_scatter(members: Sequence[int], pieces: Pieces) -> tuple[Moves
     blocks = split(pieces, len(members))
     moves = [[Move(a, b, blocks[j], True) for a in members for j, b in enumerate(members) if a != b]]
     return moves, {b: blocks[j] for j, b in enumerate(members)}
+
+
+def barrier(n: int, shape: Shape) -> Moves:
+    """A round of flags among all n members (no bytes), where the shape asks for one."""
+    if not shape.barrier or n < 2:
+        return []
+    return [[Move(a, b, (), False) for a in range(n) for b in range(n) if a != b]]
 
 
 def direct_all_gather(members: Sequence[int], owned: dict[int, Pieces]) -> Moves:

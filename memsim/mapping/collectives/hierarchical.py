@@ -5,11 +5,11 @@ A direct reduce-scatter inside each node leaves every member the sum of one part
 members in the same place of every node then all-reduce that part directly (reduce-scatter
 and all-gather among themselves); a direct all-gather inside each node spreads the parts. Four
 rounds, and only a node's share of the message crosses between nodes. With one node it is a
-two-shot.
+two-shot. As a runtime kernel it ends with a barrier (``Shape.barrier``).
 """
 from __future__ import annotations
 
-from memsim.mapping.collectives import (LinkCost, Moves, Shape, allreduce_algorithm, direct_all_gather,
+from memsim.mapping.collectives import (LinkCost, Moves, Shape, allreduce_algorithm, barrier, direct_all_gather,
                                         direct_reduce_scatter, parallel)
 
 
@@ -20,7 +20,7 @@ def hierarchical_cost(n: int, nbytes: float, link: LinkCost, shape: Shape = Shap
         return 0.0
     k = shape.node_size(n)
     m, size = n // k, -(-nbytes // n)
-    total = link.launch_s
+    total = link.launch_s + link.step_s * shape.barrier
     for parts, pieces in ((k, m), (m, 1)):
         if parts > 1:
             total += 2 * ((parts - 1) * pieces * size / link.bandwidth_bytes_per_s + link.step_s)
@@ -43,4 +43,4 @@ def hierarchical(n: int, shape: Shape) -> tuple[int, Moves]:
         across.append(moves + direct_all_gather(peers, got))
     for node in nodes:
         gather.append(direct_all_gather(node, owned))
-    return n, parallel(*inside) + parallel(*across) + parallel(*gather)
+    return n, parallel(*inside) + parallel(*across) + parallel(*gather) + barrier(n, shape)
