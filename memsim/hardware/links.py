@@ -25,16 +25,16 @@ class LinkSpec:
     name: str = spec_field("name", "name", "link name, e.g. `nvlink` or `pcie`")
     bandwidth_bytes_per_s: int = spec_field("bandwidth", "bandwidth", "bandwidth of one physical link, per direction")
     latency_ps: int = spec_field("latency", "time", "one-way latency of one hop")
-    count: int = spec_field(
-        "count", "count", "physical links of this kind on one chip: the chip's bandwidth over them is count x "
-        "bandwidth per direction; between chips the system spreads them over its neighbours (`system.links_per_peer`)",
-        1, least=1
-    )
     efficiency: float = spec_field(
         "efficiency", "ratio", "achievable fraction of the bandwidth for bulk transfers (calibrated on ring "
         "all-reduce bus bandwidth)", 1.0
     )
     energy_fj_per_bit: int = spec_field("energy", "bit_energy", "dynamic energy per bit sent, both ends included", 0)
+    count: int = spec_field(
+        "count", "count", "physical links of this kind on one chip: the chip's bandwidth over them is count x "
+        "bandwidth per direction; between chips the system spreads them over its neighbours (`system.links_per_peer`)",
+        1, least=1
+    )
 
     def __post_init__(self) -> None:  # a spec built in Python is checked as the loader checks YAML
         check_fields(self, f"links[{self.name}]")
