@@ -61,7 +61,8 @@ class SystemSpec:
     link: str = spec_field("link", "text", "the chip link that joins chips (default: the first link)", "")
     # Checked by the mapping, where the algorithms are registered (hardware does not import mapping).
     collective: str = spec_field("collective", "choice", "all-reduce algorithm registered in "
-                                 "memsim.mapping.collectives, or auto (the cheapest for the message)", "auto")
+                                 "memsim.mapping.collectives, or auto (the one that costs least on the system for "
+                                 "the message)", "auto")
     step_latency_ps: int = spec_field(
         "step_latency", "time", "protocol latency every step of a collective (and every send) between chips pays "
         "on top of the link latencies of its route: the handshake with its peer (calibrated on small all-reduces)", 0

@@ -231,9 +231,10 @@ class ExecutionSpec:
         "compute slowed until it fits, and the slowdown is stall cause `power`", 0
     )
     collective_launch: str = spec_field(
-        "collective_launch", "choice", "`kernel`: a collective is a kernel of its own and pays the launch "
-        "(`op_overhead` or `eager_overhead`), as NCCL's on a GPU; `fused`: it runs inside the compiled program (a "
-        "fused dataflow kernel, a statically scheduled program) and pays none", "kernel", choices=COLLECTIVE_LAUNCH
+        "collective_launch", "choice", "`kernel`: a collective is a kernel of its own: it pays the launch "
+        "(`op_overhead` or `eager_overhead`) and its direct all-reduces end with a barrier, as NCCL's and vLLM's on a "
+        "GPU; `fused`: it runs inside the compiled program (a fused dataflow kernel, a statically scheduled program) "
+        "and pays neither", "kernel", choices=COLLECTIVE_LAUNCH
     )
     fused_kernel: str = spec_field(
         "fused_kernel", "choice", "rdu family: what one fused kernel, launched once at `op_overhead`, runs: `layer` "

@@ -6,7 +6,6 @@ of point-to-point transfers among all ranks, which the engine routes over the to
 """
 from __future__ import annotations
 
-from memsim.errors import ConfigError
 from memsim.hardware.resource import Ref
 from memsim.hardware import topologies
 from memsim.hardware.spec import ChipSpec
