@@ -1,11 +1,12 @@
 """The links of a multi-chip system and collectives run over them.
 
-Each direction of each topology edge is a ``Server`` with the interconnect's achievable
-bandwidth (its bandwidth times its efficiency) and latency. A transfer requests every link on
-its route at once (cut-through) and arrives when the slowest has finished plus one latency per
-hop and, between chips, the protocol's step latency (``system.step_latency``). A collective
-runs its rounds one after another: a round starts when the slowest transfer of the previous one
-has arrived. This is what ``memsim.mapping.collectives`` costs an algorithm at.
+Each direction of each cable of the system as built (``memsim.mapping.fabric``) is a
+``Server`` with the achievable bandwidth of the parallel links it bundles (their bandwidth
+times their efficiency) and the link's latency. A transfer requests every link on its route at
+once (cut-through) and arrives when the slowest has finished plus one latency per hop and,
+between chips, the protocol's step latency (``system.step_latency``). A collective runs its
+rounds one after another: a round starts when the slowest transfer of the previous one has
+arrived. This is what ``memsim.mapping.fabric`` costs a collective's rounds at.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import simpy
 
 from memsim.engine.records import Interval
 from memsim.engine.resources import COMMUNICATION, Job, Server, system_link
-from memsim.hardware import topologies
+from memsim.mapping.fabric import fabric
 from memsim.mapping.plan import OpTask, Plan
 from memsim.mapping.system import region_link
 
@@ -25,11 +26,10 @@ class SystemLinks:
     def __init__(self, env: simpy.Environment, plan: Plan) -> None:
         chip = plan.chip
         self.env, self.plan = env, plan
-        self.topology = topologies.get(chip.system.topology)
-        self.graph = self.topology.build(plan.chips)
+        self.fabric = fabric(chip, plan.chips) if plan.chips > 1 else None
         link = chip.interconnect
-        self.ports = {(a, b): system_link(env, link, f"{link.name}[{a}>{b}]") for a, b in self.graph.edges} \
-            if plan.chips > 1 else {}
+        self.ports = {(a, b): system_link(env, link, f"{link.name}[{a}>{b}]", rate)
+                      for (a, b), rate in self.fabric.rate.items()} if self.fabric is not None else {}
         self._routes: dict[tuple[int, int], list[Server]] = {}
         self._latency: dict[tuple[int, int], int] = {}
 
@@ -43,7 +43,8 @@ class SystemLinks:
                 self.ports[key] = port
                 self._routes[key] = [port]
             else:
-                self._routes[key] = [self.ports[e] for e in self.topology.route(self.graph, a, b)]
+                assert self.fabric is not None
+                self._routes[key] = [self.ports[e] for e in self.fabric.route(a, b)]
         return self._routes[key]
 
     def latency_ps(self, src: int, dst: int) -> int:

@@ -7,7 +7,7 @@ YAML path (``levels[hbm].capacity``); the loader adds the file.
 """
 from __future__ import annotations
 
-from dataclasses import MISSING, field, fields
+from dataclasses import fields
 from typing import Any
 
 from memsim import units
@@ -106,14 +106,3 @@ def _table(unit: str, value: Any, path: str) -> None:
             _ratio(v, f"{path}.{dtype}")
         else:
             number(v, f"{path}.{dtype}", 0, whole=False)
-
-
-def spec_field(key: str, unit: str, help: str, default: Any = MISSING, *, least: int | None = None,
-               choices: Any = None, of: type | None = None) -> Any:
-    """A dataclass field read from YAML key ``key`` as a quantity of kind ``unit``; ``least``,
-    ``choices`` (a tuple, or a function returning one) and ``of`` (the class of a section or
-    list entry) are what its constructor checks beyond the kind."""
-    meta = {"key": key, "unit": unit, "help": help, "least": least, "choices": choices, "of": of}
-    if default is MISSING:
-        return field(metadata=meta)
-    return field(default=default, metadata=meta)

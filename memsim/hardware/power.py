@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memsim.hardware.checks import check_fields, fail, spec_field
+from memsim.hardware.checks import check_fields, fail
+from memsim.hardware.fields import spec_field
 
 
 @dataclass(frozen=True, slots=True)

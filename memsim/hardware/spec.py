@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-from memsim.hardware.checks import check_fields, fail, spec_field
+from memsim.hardware.checks import check_fields, fail
+from memsim.hardware.fields import spec_field
+from memsim.hardware.links import LinkSpec, SystemSpec
 from memsim.hardware.power import PowerSpec
 
 FAMILIES = ("gpu", "wafer", "rdu", "cpu")  # execution models, one mapping strategy each
@@ -30,6 +32,12 @@ DEQUANT_KERNELS = ("serial", "fused")
 # (DMA) engine, communication.
 STREAMS = ("compute", "branch", "copy", "comm")
 PIPELINES = ("none", "layers")
+# Whether a collective is a kernel of its own, launched at ``op_overhead`` (NCCL on a GPU), or
+# runs inside the compiled program (a fused dataflow kernel, a statically scheduled program).
+COLLECTIVE_LAUNCH = ("kernel", "fused")
+# What one fused kernel of the rdu family runs: a decoder layer, or every decoder layer as one
+# call whose pipelined outer loop runs them (kernel looping).
+FUSED_KERNEL = ("layer", "step")
 # Beyond a few dozen chunks a collective's pieces are too small to hide anything and each
 # pays the algorithm's latencies again.
 MAX_COMM_OVERLAP = 64
@@ -38,19 +46,23 @@ FAMILY_EXECUTION: dict[str, dict[str, Any]] = {
     # CUDA/HIP streams with copy engines and a collective stream; kernels see weights in HBM.
     # Serving stacks (vLLM, TensorRT-LLM) run a tensor-parallel all-reduce after its GEMM;
     # overlapping them (Megatron/TransformerEngine userbuffers, Flux, T3) is an opt-in.
-    "gpu": {"streams": ["compute", "copy", "comm"], "weight_prefetch": 0, "pipeline": "none", "comm_overlap": 1},
+    "gpu": {"streams": ["compute", "copy", "comm"], "weight_prefetch": 0, "pipeline": "none", "comm_overlap": 1,
+            "collective_launch": "kernel"},
     # Framework CPU kernels: one op at a time, no separate copy or communication engine.
-    "cpu": {"streams": ["compute"], "weight_prefetch": 0, "pipeline": "none", "comm_overlap": 1},
+    "cpu": {"streams": ["compute"], "weight_prefetch": 0, "pipeline": "none", "comm_overlap": 1,
+            "collective_launch": "kernel"},
     # Dataflow RDU / LPU: the next operators' weights stream in while the current ones compute,
     # and the compiler schedules a GEMM's output out over the chip network as it is produced.
     # No family runs a ``branch`` stream by default: frameworks issue a parallel block's attention
     # and MLP one after the other, and on one chip the two share its compute units and memory
     # (measured: GPT-J on sn40l and h100-sxm gains at most 5%, and a prefill can lose).
-    "rdu": {"streams": ["compute", "copy", "comm"], "weight_prefetch": 2, "pipeline": "none", "comm_overlap": 4},
+    # A collective is part of the fused kernel that computes its input: it pays no launch.
+    "rdu": {"streams": ["compute", "copy", "comm"], "weight_prefetch": 2, "pipeline": "none", "comm_overlap": 4,
+            "collective_launch": "fused"},
     # Wafer: layers are regions that run as a pipeline; a prefill flows through it in chunks.
     # Its parallelism is the pipeline of regions, not tensor-parallel collectives.
     "wafer": {"streams": ["compute", "copy", "comm"], "weight_prefetch": 2, "pipeline": "layers",
-              "pipeline_chunks": 32, "comm_overlap": 1},
+              "pipeline_chunks": 32, "comm_overlap": 1, "collective_launch": "fused"},
 }
 
 
@@ -58,12 +70,6 @@ FAMILY_EXECUTION: dict[str, dict[str, Any]] = {
 # activation dtype, an fp32 op of an imported graph on a chip that lists no fp32 peak) computes at
 # the first of these rates the chip declares; a chip must declare one of them.
 PEAK_FALLBACK = ("bf16", "fp16", "fp32")
-
-
-def _topologies() -> tuple[str, ...]:
-    from memsim.hardware import topologies  # registered on first use; topologies do not import specs
-
-    return topologies.names()
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,25 +168,6 @@ class MemoryLevel:
 
 
 @dataclass(frozen=True, slots=True)
-class LinkSpec:
-    name: str = spec_field("name", "name", "link name, e.g. `nvlink` or `pcie`")
-    bandwidth_bytes_per_s: int = spec_field("bandwidth", "bandwidth", "bandwidth per direction")
-    latency_ps: int = spec_field("latency", "time", "one-way latency of one hop")
-    efficiency: float = spec_field(
-        "efficiency", "ratio", "achievable fraction of the bandwidth for bulk transfers (calibrated on ring "
-        "all-reduce bus bandwidth)", 1.0
-    )
-    energy_fj_per_bit: int = spec_field("energy", "bit_energy", "dynamic energy per bit sent, both ends included", 0)
-
-    def __post_init__(self) -> None:  # a spec built in Python is checked as the loader checks YAML
-        check_fields(self, f"links[{self.name}]")
-
-    @property
-    def effective_bandwidth(self) -> int:
-        return max(1, int(self.bandwidth_bytes_per_s * self.efficiency))
-
-
-@dataclass(frozen=True, slots=True)
 class ExecutionSpec:
     op_overhead_ps: int = spec_field(
         "op_overhead", "time", "fixed cost per kernel (launch and sync) when launches are graph-captured", 2_000_000
@@ -245,6 +232,18 @@ class ExecutionSpec:
         "chip that would draw more runs at a lower clock and voltage, and the compute time that adds is stall cause "
         "`power`", 0
     )
+    collective_launch: str = spec_field(
+        "collective_launch", "choice", "`kernel`: a collective is a kernel of its own: it pays the launch "
+        "(`op_overhead` or `eager_overhead`) and its direct all-reduces end with a barrier, as NCCL's and vLLM's on a "
+        "GPU; `fused`: it runs inside the compiled program (a fused dataflow kernel, a statically scheduled program) "
+        "and pays neither", "kernel", choices=COLLECTIVE_LAUNCH
+    )
+    fused_kernel: str = spec_field(
+        "fused_kernel", "choice", "rdu family: what one fused kernel, launched once at `op_overhead`, runs: `layer` "
+        "a decoder layer (a launch per layer); `step` every decoder layer, as one call whose pipelined outer loop "
+        "runs them (kernel looping); operators outside the layers are kernels of their own", "layer",
+        choices=FUSED_KERNEL
+    )
     comm_overlap: int = spec_field(
         "comm_overlap", "count", "at most this many chunks a tensor-parallel all-reduce and the GEMM before it are "
         "cut into, so that chunk i goes over the links while the GEMM computes chunk i+1 (1: off; the count that "
@@ -269,22 +268,10 @@ class ExecutionSpec:
     def kernel_overhead_ps(self) -> int:
         return self.eager_overhead_ps if self.launch == "eager" else self.op_overhead_ps
 
-
-@dataclass(frozen=True, slots=True)
-class SystemSpec:
-    topology: str = spec_field("topology", "choice", "how chips are joined: a topology registered in "
-                               "memsim.hardware.topologies", "switch", choices=_topologies)
-    link: str = spec_field("link", "text", "the chip link that joins chips (default: the first link)", "")
-    # Checked by the mapping, where the algorithms are registered (hardware does not import mapping).
-    collective: str = spec_field("collective", "choice", "all-reduce algorithm registered in "
-                                 "memsim.mapping.collectives, or auto (the cheapest for the message)", "auto")
-    step_latency_ps: int = spec_field(
-        "step_latency", "time", "protocol latency every step of a collective (and every send) between chips pays "
-        "on top of the link latencies of its route: the handshake with its peer (calibrated on small all-reduces)", 0
-    )
-
-    def __post_init__(self) -> None:
-        check_fields(self, "system")
+    @property
+    def collective_launch_ps(self) -> int:
+        """What a collective pays at its start: a kernel's launch, or nothing inside a fused program."""
+        return self.kernel_overhead_ps if self.collective_launch == "kernel" else 0
 
 
 @dataclass(frozen=True, slots=True)

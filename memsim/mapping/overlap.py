@@ -37,9 +37,10 @@ def chunk_count(limit: int, gemm_s: float, comm_s: Callable[[int], float]) -> in
 
 
 def chunk_bytes(nbytes: int, parts: int, members: int) -> list[int]:
-    """A collective's message cut into ``parts`` chunks whose per-member shares (a ring sends
-    ⌈bytes / members⌉ a round) add up to the whole message's exactly, so the chunks move the
-    same bytes over every link as the whole. Needs ``parts <= ⌈nbytes / members⌉``."""
+    """A collective's message cut into ``parts`` chunks whose pieces (its algorithm cuts a
+    message into ``members`` pieces of ⌈bytes / members⌉) add up to the whole message's
+    exactly, so the chunks move the same bytes over every link as the whole. Needs
+    ``parts <= ⌈nbytes / members⌉``."""
     if parts == 1:
         return [nbytes]
     shares = split(-(-nbytes // members), parts)

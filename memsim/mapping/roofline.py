@@ -24,10 +24,10 @@ def peak_rate(chip: ChipSpec, op: Op) -> int:
 def peak_bandwidth(chip: ChipSpec, where: Ref) -> int:
     """Peak bandwidth of a level (limited by the link it is reached over) or of a link."""
     if where.is_link:
-        return chip.link(where.name).bandwidth_bytes_per_s
+        return chip.link(where.name).peak_bandwidth
     lvl = chip.level(where.name)
     bw = lvl.bandwidth_bytes_per_s * (chip.compute.units if lvl.scope == "unit" else 1)
-    return min(bw, chip.link(lvl.via).bandwidth_bytes_per_s) if lvl.via else bw
+    return min(bw, chip.link(lvl.via).peak_bandwidth) if lvl.via else bw
 
 
 def compute_seconds(graph: OpGraph, chip: ChipSpec) -> float:

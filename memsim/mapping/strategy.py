@@ -83,7 +83,8 @@ def plan_with(graph: OpGraph, chip: ChipSpec, shape: Shaper, layout: Layout = La
     for m, g in enumerate(micro):
         cx = Context(chip, g, homes, attention or chip.execution.attention, compute_share, m, grid=grid)
         cx = dataclasses.replace(cx, staging_bytes=staging_bytes(cx))
-        tasks += _micro_tasks(cx, shape, stage_of, tp, f"#{m}" if len(micro) > 1 else "", prefetcher, cache)
+        tasks += _micro_tasks(cx, shape, stage_of, tp, f"#{m}" if len(micro) > 1 else "", prefetcher, cache,
+                              (tp * pp, regions))
     split = [stage_graphs(g, stage_of, pp * regions) for g in micro]
     per_stage = [[parts[s] for parts in split] for s in range(pp * regions)]
     links = system.link_bytes(tasks, chip, tp * pp, regions, tp)
@@ -96,10 +97,12 @@ def plan_with(graph: OpGraph, chip: ChipSpec, shape: Shaper, layout: Layout = La
 
 
 def _micro_tasks(cx: Context, shape: Shaper, stage_of: dict[str, int], tp: int, suffix: str,
-                 prefetcher: Prefetcher, cache: dict) -> list[OpTask]:
+                 prefetcher: Prefetcher, cache: dict, system_size: tuple[int, int]) -> list[OpTask]:
     """The tasks of one micro-batch: its ops on their stages' chips, the sends between stages
     and the prefetches of weights. With communication overlap, a GEMM whose output an
-    all-reduce sums and that all-reduce are cut into chunks (``memsim.mapping.overlap``)."""
+    all-reduce sums and that all-reduce are cut into chunks (``memsim.mapping.overlap``).
+    ``system_size``: the system's chips and the regions of each."""
+    chips, regions = system_size
     graph, chip, m = cx.graph, cx.chip, cx.microbatch
     bounds = cache.setdefault("bounds", {})  # shaped steps -> what bounds them
     deps = graph.graph()
@@ -124,7 +127,7 @@ def _micro_tasks(cx: Context, shape: Shaper, stage_of: dict[str, int], tp: int, 
             names = [op.name + suffix] if cut is None else [f"{op.name}/{i}{suffix}" for i in range(len(parts[cut]))]
             chunk_deps = [preds] if cut is None else \
                 [tuple(d for d in preds if d != done[cut]) + (part,) for part in parts[cut]]
-            chunks = system.collective_tasks(op, chip, stage, tp, chunk_deps, names)
+            chunks = system.collective_tasks(op, chip, stage, tp, chunk_deps, names, chips, regions)
             tasks += [dataclasses.replace(t, microbatch=m) for t in chunks]
             done[op.name] = names[-1]
             continue
@@ -145,7 +148,7 @@ def _micro_tasks(cx: Context, shape: Shaper, stage_of: dict[str, int], tp: int, 
             bound = bounds[steps] = _bound(chip, steps)
         releases = prefetch.acquires if prefetch is not None else 0
         stream = BRANCH if op.name in cache["branches"] else COMPUTE
-        k = _overlap_chunks(op, graph, deps, chip, tp, steps)
+        k = _overlap_chunks(op, graph, deps, chip, tp, steps, chips)
         names, pieces, flops = [op.name + suffix], [steps], [op.flops]
         if k > 1:
             # One kernel whose output tiles are signalled in k groups: launched once, and the last
@@ -161,14 +164,14 @@ def _micro_tasks(cx: Context, shape: Shaper, stage_of: dict[str, int], tp: int, 
     return tasks
 
 
-def _overlap_chunks(op: Op, graph: OpGraph, deps, chip: ChipSpec, tp: int, steps: tuple[Step, ...]) -> int:
+def _overlap_chunks(op: Op, graph: OpGraph, deps, chip: ChipSpec, tp: int, steps: tuple[Step, ...], chips: int) -> int:
     """The parts a GEMM is cut into: as many as the all-reduce that sums its output is (1: none)."""
     if op.kind != "matmul" or chip.execution.comm_overlap < 2 or tp < 2:
         return 1
     sums = [graph.ops[s] for s in deps.successors(op.name) if graph.ops[s].kind == "allreduce"]
     if not sums:
         return 1
-    return system.overlap_chunks(sums[0], chip, tp, max(_busy(chip, steps).values()) / PS_PER_S)
+    return system.overlap_chunks(sums[0], chip, tp, max(_busy(chip, steps).values()) / PS_PER_S, chips)
 
 
 def make_plan(graph: OpGraph, chip: ChipSpec, pp: int = 1, microbatches: tuple[OpGraph, ...] = ()) -> Plan:

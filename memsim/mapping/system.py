@@ -6,79 +6,83 @@ of point-to-point transfers among all ranks, which the engine routes over the to
 """
 from __future__ import annotations
 
-import dataclasses
-
-from memsim.errors import ConfigError
 from memsim.hardware.resource import Ref
 from memsim.hardware import topologies
 from memsim.hardware.spec import ChipSpec
-from memsim.mapping import collectives, overlap
+from memsim.mapping import collectives, fabric, overlap
 from memsim.mapping.plan import COMM, OpTask
 from memsim.units import PS_PER_S
 from memsim.workload.graph import Op, OpGraph
 
 
 def _link(chip: ChipSpec):
-    link = chip.interconnect
-    if link is None:
-        raise ConfigError("a multi-chip run needs a link between chips", field="links")
-    return link
+    return fabric.interconnect(chip)
 
 
 def link_cost(chip: ChipSpec) -> collectives.LinkCost:
-    """What a collective pays on the chip's system: its link's achievable bandwidth; every step
-    the protocol latency and the link's latency on every hop of the topology's route between
-    neighbours; and once the launch of its kernel."""
+    """The port the textbook costs assume (``collectives``): every link of the chip into one
+    switch port at its achievable bandwidth; every step the protocol latency and the link's
+    latency on every hop between neighbours of the topology; and once the collective's launch."""
     link = _link(chip)
     hops = topologies.get(chip.system.topology).transfer_hops * link.latency_ps
     return collectives.LinkCost(link.effective_bandwidth, (chip.system.step_latency_ps + hops) / PS_PER_S,
-                                chip.execution.kernel_overhead_ps / PS_PER_S)
+                                chip.execution.collective_launch_ps / PS_PER_S)
 
 
 def allreduce_seconds(chip: ChipSpec, members: int, nbytes: int, algorithm: str | None = None) -> float:
-    """The cost of an all-reduce of ``nbytes`` over ``members`` chips of ``chip``'s system with
-    ``algorithm`` (default: the preset's ``system.collective``), as the engine runs it on a
-    topology whose neighbours are ``transfer_hops`` apart (every pair, through a switch)."""
-    cost = link_cost(chip)
-    return collectives.resolve(members, nbytes, cost, algorithm or chip.system.collective).cost(members, nbytes, cost)
+    """What an all-reduce of ``nbytes`` over ``members`` chips of ``chip``'s system costs with
+    ``algorithm`` (default: the preset's ``system.collective``), as the engine runs it on the
+    system as built (``memsim.mapping.fabric``)."""
+    return fabric.fabric(chip, members).allreduce_seconds(range(members), nbytes, algorithm or chip.system.collective)
 
 
 def collective_tasks(op: Op, chip: ChipSpec, stage: int, tp: int, deps: list[tuple[str, ...]],
-                     names: list[str]) -> list[OpTask]:
+                     names: list[str], chips: int, regions: int = 1) -> list[OpTask]:
     """The collective ``op`` as one task, or as ``len(names)`` chunks of its message on the comm
-    stream, chunk i waiting for ``deps[i]``; the launch is paid once. An all-reduce's chunks run
-    the algorithm the whole message would, so they move the same bytes over every link."""
-    link, cost = _link(chip), link_cost(chip)
+    stream, chunk i waiting for ``deps[i]``; the launch (where a collective pays one) is paid
+    once. An all-reduce's chunks run the algorithm the whole message would, so they move the same
+    bytes over every link as the whole. ``chips`` is the system's size."""
+    link = _link(chip)
     group = [stage * tp + r for r in range(tp)]
+    system = fabric.fabric(chip, chips)
+    members = [unit_chip(u, tp, regions) for u in group]
     nbytes = op.dim("bytes")
-    algorithm = chip.system.collective
-    if op.kind == "allreduce" and len(names) > 1:
-        algorithm = collectives.resolve(tp, nbytes, cost, algorithm).name
+    shape = system.shape(members)
+    algorithm = None
+    if op.kind == "allreduce" and tp > 1:
+        algorithm = system.algorithm(members, nbytes, chip.system.collective)
+    pieces = algorithm.moves(tp, shape)[0] if algorithm is not None else tp
     tasks = []
-    for i, (name, size, flops) in enumerate(zip(names, overlap.chunk_bytes(nbytes, len(names), tp),
+    for i, (name, size, flops) in enumerate(zip(names, overlap.chunk_bytes(nbytes, len(names), pieces),
                                                 overlap.split(op.flops, len(names)))):
-        if op.kind == "allreduce":
-            rounds = collectives.allreduce(group, size, cost, algorithm)
+        if algorithm is not None:
+            rounds = algorithm.rounds(group, size, shape)
+        elif op.kind == "allreduce":
+            rounds = []
         else:
-            rounds = collectives.COLLECTIVES[op.kind](group, size)
-        tasks.append(OpTask(name, op.kind, op.layer, flops, chip.execution.kernel_overhead_ps if i == 0 else 0, (),
-                            deps[i], Ref.link(link.name), chip=stage * tp, rounds=tuple(rounds), stream=COMM,
+            rounds = collectives.COLLECTIVES[op.kind](group, size, shape)
+        tasks.append(OpTask(name, op.kind, op.layer, flops, chip.execution.collective_launch_ps if i == 0 else 0,
+                            (), deps[i], Ref.link(link.name), chip=stage * tp, rounds=tuple(rounds), stream=COMM,
                             graph_op=op.name))
     return tasks
 
 
-def overlap_chunks(op: Op, chip: ChipSpec, tp: int, gemm_s: float) -> int:
+def overlap_chunks(op: Op, chip: ChipSpec, tp: int, gemm_s: float, chips: int) -> int:
     """How many chunks the all-reduce ``op`` and the GEMM of ``gemm_s`` before it are cut into
-    (at most ``execution.comm_overlap``; 1: neither is cut)."""
+    (at most ``execution.comm_overlap``; 1: neither is cut), by what the chunks cost on the
+    system of ``chips`` chips."""
     nbytes = op.dim("bytes")
-    limit = min(chip.execution.comm_overlap, -(-nbytes // max(1, tp)))
-    if op.kind != "allreduce" or tp < 2 or limit < 2:
+    if op.kind != "allreduce" or tp < 2:
         return 1
-    cost = link_cost(chip)
-    algorithm = collectives.resolve(tp, nbytes, cost, chip.system.collective)
+    system = fabric.fabric(chip, chips)
+    group = list(range(tp))
+    algorithm = system.algorithm(group, nbytes, chip.system.collective)
+    limit = min(chip.execution.comm_overlap, -(-nbytes // algorithm.moves(tp, system.shape(group))[0]))
+    if limit < 2:
+        return 1
     # The chunks are one kernel: the first pays the launch, as in the engine.
-    chunk = dataclasses.replace(cost, launch_s=0.0)
-    return overlap.chunk_count(limit, gemm_s, lambda k: algorithm.cost(tp, nbytes / k, chunk))
+    return overlap.chunk_count(limit, gemm_s,
+                               lambda k: system.cost(algorithm.name, group, -(-nbytes // k), launch=False))
 
 
 def send_task(last: Op, graph: OpGraph, chip: ChipSpec, src: int, dst: int, tp: int, dep: str,
@@ -104,33 +108,51 @@ class Routes:
 
     def __init__(self, chip: ChipSpec, chips: int, regions: int, tp: int) -> None:
         self.chip, self.regions, self.tp = chip, regions, tp
-        self.topo = topologies.get(chip.system.topology)
-        self.graph = self.topo.build(chips) if chips > 1 else None
+        self.fabric = fabric.fabric(chip, chips) if chips > 1 else None
+        self._least: dict[tuple[int, int], tuple[int, float]] = {}  # (narrowest peak, latency s) of a route
 
     def names(self, src: int, dst: int) -> list[str]:
         """The link directions a transfer between two units crosses."""
         a, b = unit_chip(src, self.tp, self.regions), unit_chip(dst, self.tp, self.regions)
         if a == b:
             return [f"region:{src}>{dst}"]
-        return [f"{x}>{y}" for x, y in self.topo.route(self.graph, a, b)]
+        assert self.fabric is not None
+        return [f"{x}>{y}" for x, y in self.fabric.route(a, b)]
 
     def link(self, name: str):
         """The link a route's direction belongs to: a chip's region link or the one between chips."""
         return region_link(self.chip) if name.startswith("region:") else self.chip.interconnect
 
+    def peak(self, name: str) -> int:
+        """A direction's peak bandwidth: a region link's, or the parallel links of a cable between chips."""
+        if name.startswith("region:"):
+            return region_link(self.chip).peak_bandwidth
+        assert self.fabric is not None
+        a, b = name.split(">")
+        return self.fabric.peak[(_node(a), _node(b))]
+
     def seconds(self, src: int, dst: int, nbytes: int) -> float:
-        """The least time of a transfer: its bytes at the link's peak bandwidth, plus the link's
-        latency on every hop of the route and, between chips, the protocol's step latency."""
-        names = self.names(src, dst)
-        link = self.link(names[0])
-        latency = len(names) * link.latency_ps + self.step_latency_ps(src, dst)
-        return nbytes / link.bandwidth_bytes_per_s + latency / PS_PER_S
+        """The least time of a transfer: its bytes at the peak bandwidth of the narrowest cable
+        on its route, plus the link's latency on every hop of the route and, between chips, the
+        protocol's step latency."""
+        key = (src, dst)
+        if key not in self._least:
+            names = self.names(src, dst)
+            latency = len(names) * self.link(names[0]).latency_ps + self.step_latency_ps(src, dst)
+            self._least[key] = (min(self.peak(n) for n in names), latency / PS_PER_S)
+        peak, latency_s = self._least[key]
+        return nbytes / peak + latency_s
 
     def step_latency_ps(self, src: int, dst: int) -> int:
         """The protocol latency a transfer pays: between chips only (regions of a chip hand
         activations over its fabric without a handshake)."""
         same = unit_chip(src, self.tp, self.regions) == unit_chip(dst, self.tp, self.regions)
         return 0 if same else self.chip.system.step_latency_ps
+
+
+def _node(name: str):
+    """A graph node from its name in a link direction: a chip's number, or a switch."""
+    return int(name) if name.isdigit() else name
 
 
 def link_bytes(tasks: list[OpTask], chip: ChipSpec, chips: int, regions: int = 1,
@@ -148,7 +170,7 @@ def link_bytes(tasks: list[OpTask], chip: ChipSpec, chips: int, regions: int = 1
                     edges[name] = edges.get(name, 0) + nbytes
     for name, nbytes in edges.items():
         link = routes.link(name)
-        out[f"link:{link.name}[{name.removeprefix('region:')}]"] = (nbytes, link.bandwidth_bytes_per_s)
+        out[f"link:{link.name}[{name.removeprefix('region:')}]"] = (nbytes, routes.peak(name))
     per_chip: dict[tuple[int, str], int] = {}
     for t in tasks:
         for step in t.steps:
@@ -157,7 +179,7 @@ def link_bytes(tasks: list[OpTask], chip: ChipSpec, chips: int, regions: int = 1
                     per_chip[(t.chip, ref.name)] = per_chip.get((t.chip, ref.name), 0) + nbytes
     for (_, name), nbytes in per_chip.items():  # the busiest chip's share of each chip link
         if nbytes > out.get(f"link:{name}", (0, 0))[0]:
-            out[f"link:{name}"] = (nbytes, chip.link(name).bandwidth_bytes_per_s)
+            out[f"link:{name}"] = (nbytes, chip.link(name).peak_bandwidth)
     return out
 
 

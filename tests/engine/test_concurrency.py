@@ -9,17 +9,17 @@ from memsim import engine, mapping, simulate, workload
 
 def test_weight_prefetch_hides_hbm_on_a_dataflow_chip():
     """sn40l Llama-3.1-70B decode on 16 chips: each layer approaches the longer of its HBM read and
-    its chain of compute, kernel overheads and all-reduces."""
+    its chain of compute, kernel overheads and all-reduces (here the HBM read: the step is
+    HBM-bound), instead of their sum."""
     on = simulate("sn40l", "llama-3.1-70b", context=2048, tp=16).summary
     off = simulate("sn40l", "llama-3.1-70b", context=2048, tp=16, set={"execution.weight_prefetch": "0"}).summary
-    assert on["stall_s"]["hbm"] < 0.1 * off["stall_s"]["hbm"]
-    assert on["step_time_s"] < off["step_time_s"]
+    assert on["stall_s"]["hbm"] < off["stall_s"]["hbm"]
     # The step approaches its HBM time or its chain of compute, overheads and all-reduces,
     # whichever is longer: the HBM stream runs behind the chain instead of between its links.
     hbm_s = on["bytes_per_level"]["hbm"]["total"] / 1.6e12 / 0.8  # bytes at the achievable HBM rate
     chain = on["compute_busy_s"] + on["stall_s"]["overhead"] + on["exposed_comm_s"]
     assert on["step_time_s"] < 1.3 * max(chain, hbm_s)
-    assert on["step_time_s"] < 0.65 * off["step_time_s"]
+    assert on["step_time_s"] < off["step_time_s"] - 0.5 * min(chain, hbm_s)
     assert on["bytes_per_level"]["hbm"]["read"] == off["bytes_per_level"]["hbm"]["read"]  # same bytes, hidden
 
 

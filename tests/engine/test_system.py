@@ -7,14 +7,15 @@ from memsim import ConfigError, engine, hardware, simulate
 from memsim.hardware import topologies
 from memsim.hardware.resource import Ref
 from memsim.hardware.topologies.grid import grid_shape
-from memsim.mapping import collectives
-from memsim.mapping.collectives import LinkCost
+from memsim.mapping.collectives import ALLREDUCE, LinkCost
+from memsim.mapping.collectives.ring import ring_cost
+from memsim.mapping.fabric import fabric
 from memsim.mapping.plan import OpTask, Plan
 from memsim.units import PS_PER_S
 
 
 def _allreduce_time(chip, n: int, nbytes: int, algorithm: str = "ring") -> int:
-    rounds = collectives.allreduce(list(range(n)), nbytes, LinkCost(1.0), algorithm)
+    rounds = ALLREDUCE[algorithm].rounds(list(range(n)), nbytes)
     task = OpTask("ar", "allreduce", 0, 0, 0, (), (), Ref.link("nvlink"), chip=0, rounds=tuple(rounds))
     plan = Plan(chip, (task,), (), 0.0, "compute", (), chips=n, tp=n)
     return engine.run(plan).end_ps
@@ -29,7 +30,7 @@ def test_ring_allreduce_on_a_switch_matches_the_textbook_cost(n):
     # Every round sends bytes/n over two hops (chip -> switch -> chip) at the achievable bandwidth
     # and pays both latencies and the protocol's (the task here has no launch).
     step = (2 * link.latency_ps + chip.system.step_latency_ps) / PS_PER_S
-    expected = collectives.ring_cost(n, nbytes, LinkCost(link.effective_bandwidth, step))
+    expected = ring_cost(n, nbytes, LinkCost(link.effective_bandwidth, step))
     assert got == pytest.approx(expected, rel=1e-6)
 
 
@@ -54,10 +55,14 @@ def test_routes_follow_the_topology():
     assert switch.route(switch.build(4), 1, 2) == [(1, "sw"), ("sw", 2)]
 
 
-def test_tree_is_chosen_for_small_messages_and_ring_for_large():
-    small = collectives.allreduce(list(range(8)), 8192, LinkCost(300e9, 2e-6))
-    large = collectives.allreduce(list(range(8)), 512 * 2**20, LinkCost(300e9, 2e-6))
-    assert len(small) == 2 * 3 and len(large) == 2 * 7
+def test_auto_takes_one_round_for_small_messages_and_two_for_large_on_a_switch():
+    """One-shot moves n - 1 whole messages in one round; two-shot a ring's bytes in two. As
+    runtime kernels on a GPU, both then synchronize in a round of flags with no bytes."""
+    h100 = fabric(hardware.load("h100-sxm"), 8)
+    assert h100.cheapest(range(8), 8192) == "one_shot"
+    assert h100.cheapest(range(8), 512 * 2**20) == "two_shot"
+    data, flags = h100.allreduce(range(8), 8192)[1]
+    assert {b for *_, b in data} == {8192} and {b for *_, b in flags} == {0}
 
 
 def test_llama2_70b_decode_gets_faster_with_tensor_parallelism():
@@ -98,7 +103,9 @@ def test_system_yaml_overrides_topology(tmp_path):
     r = simulate("h100-sxm", "llama-2-7b", context=128, tp=4, system=str(path))
     assert r.chip.system.step_latency_ps == 5_000_000  # any field of the system section
     names = {k for k, v in r.summary["bytes_per_link"].items() if k.startswith("nvlink[") and v["total"]}
-    assert names == {"nvlink[0>1]", "nvlink[1>2]", "nvlink[2>3]", "nvlink[3>0]"}
+    # The ring's two channels go round both ways, over both directions of each of the ring's cables.
+    cables = {(0, 1), (1, 2), (2, 3), (3, 0)}
+    assert names == {f"nvlink[{a}>{b}]" for a, b in cables} | {f"nvlink[{b}>{a}]" for a, b in cables}
     path.write_text("topologie: ring\n")
     with pytest.raises(ConfigError, match="topologie"):
         simulate("h100-sxm", "llama-2-7b", tp=4, system=str(path))

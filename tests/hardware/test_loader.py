@@ -88,7 +88,8 @@ def test_h100_values_are_parsed_into_base_units():
     assert chip.execution.op_overhead_ps == 2_070_000  # calibrated (README, Calibration)
     assert chip.execution.accumulator_bytes == 4
     assert [link.name for link in chip.links] == ["nvlink", "pcie"]
-    assert chip.links[0].bandwidth_bytes_per_s == 450 * 10**9
+    assert chip.links[0].bandwidth_bytes_per_s == 25 * 10**9  # one NVLink4 link per direction
+    assert chip.links[0].count == 18 and chip.links[0].peak_bandwidth == 450 * 10**9
 
 
 def test_matrix_efficiency_is_per_dtype_times_the_stack_factor():

@@ -61,11 +61,15 @@ def test_rdu_stages_weights_beyond_hbm_from_ddr():
     assert small.summary["bytes_per_level"]["ddr"]["total"] == 0
 
 
-def test_rdu_pays_launch_overhead_once_per_layer():
-    r = simulate("sn40l", "llama-3.1-8b", context=128)
+@pytest.mark.parametrize("fused_kernel, pp, launches", [("layer", 1, 32), ("step", 1, 1), ("step", 2, 2)])
+def test_rdu_pays_launch_overhead_once_per_fused_kernel(fused_kernel, pp, launches):
+    """A kernel per decoder layer, or with kernel looping one call per pipeline stage's chip
+    for all its layers; the operators outside the layers are kernels of their own either way."""
+    r = simulate("sn40l", "llama-3.1-8b", context=128, pp=pp, set={"execution.fused_kernel": fused_kernel})
     overhead = r.timeline[r.timeline.cause == "overhead"]
-    layers = r.graph.meta and 32
-    assert len(overhead) == layers + len({op.name for op in r.graph if op.layer < 0})
+    assert len(overhead) == launches + len({op.name for op in r.graph if op.layer < 0})
+    if fused_kernel == "step":  # the first operator of each stage's first layer
+        assert set(overhead[overhead.op.str.startswith("L")].op) == {f"L{16 * s}.attn_norm" for s in range(pp)}
 
 
 def test_rdu_keeps_layer_intermediates_in_sram():

@@ -28,11 +28,12 @@ def test_split_shares_add_up_exactly(total, parts):
 
 @given(st.integers(1, 10**9), st.integers(2, 16), st.integers(1, 64))
 def test_chunks_move_the_whole_messages_bytes_over_every_link(nbytes, members, parts):
-    parts = min(parts, -(-nbytes // members))
-    chunks = overlap.chunk_bytes(nbytes, parts, members)
-    assert sum(chunks) == nbytes and len(chunks) == parts and min(chunks) > 0
     group = list(range(members))
     for algorithm in ALLREDUCE.values():
+        pieces = algorithm.moves(members)[0]  # a message is cut into pieces of ⌈bytes / pieces⌉
+        n_parts = min(parts, -(-nbytes // pieces))
+        chunks = overlap.chunk_bytes(nbytes, n_parts, pieces)
+        assert sum(chunks) == nbytes and len(chunks) == n_parts and min(chunks) > 0
         whole = algorithm.rounds(group, nbytes)
         cut = [algorithm.rounds(group, c) for c in chunks]
         for i, round_ in enumerate(whole):  # transfer by transfer, the chunks' bytes add up to the whole's

@@ -1,17 +1,19 @@
-"""Switch: every chip has one link to a central switch (NVSwitch-like, or SwarmX).
+"""Switch: every chip's links go to a central switch (NVSwitch-like, or SwarmX).
 
 A transfer between two chips crosses two links, chip to switch and switch to chip, so it
-pays two link latencies.
+pays two link latencies. All of a chip's links go into the switch unless the system says how
+many (``system.links_per_peer``): the switch node stands for the switch chips of a node, so
+one edge bundles them (an HGX H100's 18 NVLinks into its four NVSwitches).
 """
 from __future__ import annotations
 
-from memsim.hardware.topologies import Edge, Topology, register, shortest_path
+from memsim.hardware.topologies import Cable, Topology, Wiring, register, shortest_path
 
 SWITCH = "sw"  # the switch's node in the graph
 
 
-def links(n: int) -> list[Edge]:
-    return [(i, SWITCH) for i in range(n)]
+def cables(n: int, wiring: Wiring) -> list[Cable]:
+    return [(i, SWITCH, wiring.spread(1, "a switch")) for i in range(n)]
 
 
-register(Topology("switch", links, shortest_path, transfer_hops=2))
+register(Topology("switch", cables, shortest_path, transfer_hops=2))

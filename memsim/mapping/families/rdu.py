@@ -1,7 +1,10 @@
 """Dataflow RDU (SambaNova SN40L style): three memory tiers, a decoder layer per kernel.
 
 A decoder layer runs as one fused dataflow kernel: its intermediates stay in on-chip SRAM
-(the preset lets ``sram`` hold activations) and the launch cost is paid once per layer.
+(the preset lets ``sram`` hold activations) and the launch cost is paid once per layer, or,
+with ``execution.fused_kernel: step``, once for all the layers, which one call of a kernel
+with a pipelined outer loop runs (SambaNova's kernel looping, arXiv:2410.23668). Its
+collectives run inside that kernel (``execution.collective_launch: fused``).
 Weights stream from HBM. Weights or experts that do not fit in HBM live in DDR and are
 staged into HBM before use (``execution.stage_from`` into ``execution.stage_into``); the
 staging copy is its own step, so its time is visible.
@@ -14,7 +17,7 @@ from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping.lower import make_step
 from memsim.mapping.plan import Step
-from memsim.mapping.layout import Layout
+from memsim.mapping.layout import Layout, stages
 from memsim.mapping.prefetch import copy_step
 from memsim.mapping.strategy import plan_with, register
 from memsim.workload.graph import OpGraph
@@ -43,13 +46,17 @@ def stage_through(steps: tuple[Step, ...], slow: set[Ref], fast: Ref) -> tuple[S
 def plan_rdu(graph: OpGraph, chip: ChipSpec, layout: Layout = Layout()):
     slow = {Ref.level(name) for name in chip.execution.stage_from}
     fast = Ref.level(chip.execution.stage_into) if chip.execution.stage_into else None
-    seen_layers: set[tuple[int, int]] = set()  # (micro-batch graph, layer) already launched
+    seen_layers: set[tuple[int, int]] = set()  # (micro-batch graph, kernel) already launched
+    # With kernel looping each pipeline stage's chip calls one kernel for all its layers.
+    stage_of = stages(graph.order(), layout.stages) if chip.execution.fused_kernel == "step" else None
 
     def fused_layers(op, steps, cx):
         if slow:
             steps = stage_through(steps, slow, fast)
-        key = (cx.microbatch, op.layer)
-        first = op.layer < 0 or key not in seen_layers
+        if op.layer < 0:  # outside the decoder layers: a kernel of its own
+            return steps, cx.chip.execution.kernel_overhead_ps
+        key = (cx.microbatch, op.layer if stage_of is None else stage_of[op.name])
+        first = key not in seen_layers
         seen_layers.add(key)
         return steps, cx.chip.execution.kernel_overhead_ps if first else 0
 
