@@ -29,6 +29,7 @@ DEQUANT_KERNELS = ("serial", "fused")
 # (DMA) engine, communication.
 STREAMS = ("compute", "branch", "copy", "comm")
 PIPELINES = ("none", "layers")
+EMBEDDING_DTYPES = ("activation", "weight")  # what an embedding table is stored as: bf16, or as the weights
 # Beyond a few dozen chunks a collective's pieces are too small to hide anything and each
 # pays the algorithm's latencies again.
 MAX_COMM_OVERLAP = 64
@@ -253,6 +254,11 @@ class ExecutionSpec:
     power_cap_mw: int = spec_field(
         "power_cap", "power", "the power one chip may draw (0: its `power.tdp`); work that would draw more has its "
         "compute slowed until it fits, and the slowdown is stall cause `power`", 0
+    )
+    embedding_dtype: str = spec_field(
+        "embedding_dtype", "choice", "the format the input embedding table (and an LM head tied to it) is stored in: "
+        "`activation` (the activation dtype, bf16) or `weight` (quantised with the projections, --weight-dtype); "
+        "an untied LM head is a projection, stored as they are", "activation", choices=EMBEDDING_DTYPES
     )
     comm_overlap: int = spec_field(
         "comm_overlap", "count", "at most this many chunks a tensor-parallel all-reduce and the GEMM before it are "

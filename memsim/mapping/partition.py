@@ -67,12 +67,14 @@ def _block(kind: str, ops: list[Op], graph: OpGraph, chip: ChipSpec, kv_copies: 
 
 
 def blocks(order: list[Op], graph: OpGraph, chip: ChipSpec, kv_copies: int = 1) -> list[Block]:
-    """The step's blocks in pipeline order: pre-layer ops, each layer, post-layer ops."""
+    """The step's blocks in pipeline order: pre-layer ops (one block per shard of a table split
+    over stages: ``embed.shard0`` ... and the ops after it), each layer, post-layer ops."""
     groups: dict[tuple[int, int], list[Op]] = {}
-    seen_layer = False
+    seen_layer, shard = False, 0
     for op in order:
         seen_layer = seen_layer or op.layer >= 0
-        key = (1, op.layer) if op.layer >= 0 else ((2, 0) if seen_layer else (0, 0))
+        shard = op.dim("shard", shard) if op.layer < 0 else shard
+        key = (1, op.layer) if op.layer >= 0 else ((2, 0) if seen_layer else (0, shard))
         groups.setdefault(key, []).append(op)
     kinds = {0: "pre", 1: "layer", 2: "post"}
     return [_block(kinds[key[0]], ops, graph, chip, kv_copies) for key, ops in sorted(groups.items())]
@@ -164,3 +166,27 @@ def _spread(runs, parts: int, bounds: dict[int, float]) -> list[int]:
         out += [k] * (end - start)
         start = end
     return out
+
+
+def lookup_shards(graph: OpGraph, chip: ChipSpec, pp: int) -> int:
+    """The shards the input embedding's table is split into by vocabulary, each on a pipeline stage
+    of its own (``StepSpec.embedding_shards``): 1 when the ops before the first layer fit the
+    chip's first weight level, or a level reached over a link (host memory) can hold the table,
+    or an LM head reads it (tied); else as many as make each shard fit beside the rest of those
+    ops, if that leaves the layers a stage."""
+    op = graph.ops.get("embed")
+    if op is None or pp < 2 or any(lvl.via and lvl.home_for("weight") for lvl in chip.levels):
+        return 1
+    table = max((r.tensor for r in op.inputs if graph.tensors[r.tensor].klass == "weight"),
+                key=lambda t: graph.tensors[t].bytes, default=None)
+    if table is None or any(table in {r.tensor for r in o.inputs} for o in graph if o is not op):
+        return 1
+    fast = next((lvl for lvl in chip.levels if lvl.home_for("weight")), chip.levels[-1])
+    holds = tuple(fast.home_for(k) for k in ("weight", "kv", "activation"))
+    pre = blocks(graph.order(), graph, chip)[0]
+    held = _runs([pre], holds, 1)[0][FAST]
+    room = chip.chip_capacity(fast) - (held - graph.tensors[table].bytes)
+    if held <= chip.chip_capacity(fast) or room <= 0:
+        return 1
+    shards = -(-graph.tensors[table].bytes // room)
+    return shards if shards < pp else 1
