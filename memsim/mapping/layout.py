@@ -115,12 +115,12 @@ def _in_regions(graph: OpGraph, chip: ChipSpec, layout: Layout, items: list[part
             return None
         shares += chip_shares
     homes: dict[str, str] = {}
+    scratch = {lvl.name for lvl in chip.levels if lvl.is_scratchpad}
     for sub, share in zip(subs, shares):
         try:
             placed, staged = place_stage(sub, chip, layout.kv_copies, "", share)
         except CapacityError:
             return None
-        scratch = {lvl.name for lvl in chip.levels if lvl.is_scratchpad}
         if staged or any(placed[t.name] not in scratch for t in sub.tensors.values() if t.klass == "weight"):
             return None
         for name, home in placed.items():

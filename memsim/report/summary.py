@@ -39,7 +39,6 @@ COMBINE: dict[str, str] = {
     "exposed_comm_s": SUMMED,
     "chips": ONCE,
     "grid": ONCE,
-    "grid_search": ONCE,  # the grids ``--chips`` alone considered (``memsim/grid.py``)
     "embedding_placement": ONCE,
     "dominant_stall": RECOMPUTED,
     "ops": ONCE,  # the operators of a step (the prefill's)
