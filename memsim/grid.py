@@ -42,10 +42,15 @@ def fastest(spec: RunSpec, bound: Callable[[RunSpec], float], simulate: Callable
         except (CapacityError, ConfigError) as exc:
             if isinstance(exc, ConfigError) and exc.field not in GRID_FIELDS:
                 raise
-            tried.append({"tp": tp, "pp": pp, "skipped": exc.message})
+            tried.append({"tp": tp, "pp": pp, "skipped": exc.message, "capacity": isinstance(exc, CapacityError)})
     if not ranked:
-        reasons = "; ".join(f"{t['tp']}x{t['pp']}: {t['skipped']}" for t in tried)
-        raise CapacityError(f"no grid of {spec.chips} chips fits (tp x pp: {reasons})", field="--chips")
+        full = [t for t in tried if t.get("capacity")]
+        grids = ", ".join(f"{t['tp']}x{t['pp']}" for t in full)
+        reason = (f"{grids} (tp x pp) overflow their chips; with the most ranks, {full[-1]['skipped']}" if full
+                  else "the model rules out every split")
+        raise CapacityError(f"no grid of {spec.chips} chips fits: {reason}", field="--chips")
+    for t in tried:
+        t.pop("capacity", None)
     ranked.sort(key=lambda item: (item[0], item[1].pp))
     best, best_s = None, float("inf")
     for roofline_s, grid in ranked:

@@ -1,8 +1,8 @@
 """How a step is laid out over a system: pipeline stages, micro-batches and per-stage placement.
 
-Pipeline stages are cut by bytes (``memsim.mapping.partition``): runs of consecutive blocks (the
-ops before the first layer, each layer, the ops after the last) whose largest footprint is
-least. A chip that pipelines its layers (``execution.pipeline: layers``) splits its stage
+Pipeline stages are cut by bytes and time (``memsim.mapping.partition``): runs of consecutive
+blocks (the ops before the first layer, each layer, the ops after the last) that fit the chip's
+memory, the slowest as fast as it can be. A chip that pipelines its layers (``execution.pipeline: layers``) splits its stage
 further into regions, each with a share of the chip sized by its bytes and its time
 (``memsim.mapping.regions``); when their bytes need more SRAM than the chip has, the chip runs
 as one region and streams its weights. Every stage places only its own tensors (its layers'

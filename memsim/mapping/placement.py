@@ -34,7 +34,7 @@ def place(graph: OpGraph, chip: ChipSpec, kv_copies: int = 1, where: str = "",
         need = sum(size.values())
         eligible = [lvl for lvl in chip.levels if lvl.home_for(homeless.klass)]
         have = ", ".join(f"{lvl.name} {human_bytes(chip.chip_capacity(lvl))}" + (
-            f" ({human_bytes(free[lvl.name])} of it beside activations and staging)"
+            f", {human_bytes(free[lvl.name])} of it left beside activations and staging"
             if free[lvl.name] < chip.chip_capacity(lvl) else "") for lvl in eligible) or "none"
         message = (f"{where}weights and KV cache need {need / 1e9:.2f} GB but fit in no memory level ({have}); "
                    f"{homeless.name} has no room")
