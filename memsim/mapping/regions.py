@@ -71,13 +71,15 @@ def fill(floor: list[float], times: list[float]) -> list[float]:
         times = list(floor) if any(floor) else [1.0] * len(floor)
     timed = {r for r, t in enumerate(times) if t > 0}
     while True:
-        fixed = sum(f for r, f in enumerate(floor) if r not in timed)
-        pace = sum(times[r] for r in timed) / (1 - fixed) if fixed < 1 else float("inf")
-        held = {r for r in timed if times[r] / pace < floor[r]}
+        # The timed regions share what the others' floors leave, in proportion to their times.
+        left = 1 - sum(f for r, f in enumerate(floor) if r not in timed)
+        total = sum(times[r] for r in timed)
+        share = {r: left * (times[r] / total) for r in timed}
+        held = {r for r in timed if share[r] < floor[r]}
         if not held:
             break
         timed -= held
     if not timed:  # every region at its floor: the rest in proportion to it
         total = sum(floor)
         return [f / total for f in floor]
-    return [max(floor[r], times[r] / pace) if r in timed else floor[r] for r in range(len(floor))]
+    return [share[r] if r in timed else floor[r] for r in range(len(floor))]
