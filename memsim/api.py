@@ -7,9 +7,11 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+import contextlib
 import dataclasses
 
-from memsim import engine, generation, hardware, mapping, powercap, report, runspec, sensitivity, speculative, workload
+from memsim import engine, generation, grid, hardware, mapping, powercap, report, runspec, sensitivity, speculative, \
+    workload
 from memsim.errors import CapacityError, ConfigError
 from memsim.hardware.estimates import Estimate
 from memsim.hardware.loader import build, dump_chip, estimates_of, load_chip, read_yaml
@@ -40,34 +42,59 @@ class Result:
         return report.write_outputs(Path(out), self.summary, self.ops, self.timeline, dump_chip(self.chip), extra)
 
 
-def step_of(spec: RunSpec, phase: str, tokens: int) -> workload.StepSpec:
-    """The step ``spec`` describes, in ``phase`` with ``tokens`` of context (decode) or prompt (prefill);
-    with a ``draft``, a decode step is the target's verify step of ``draft_k + 1`` tokens."""
+def step_of(spec: RunSpec, phase: str, tokens: int, quantize_embeddings: bool = False,
+            embedding_shards: int = 1) -> workload.StepSpec:
+    """The step ``spec`` describes, in ``phase`` with ``tokens`` of context (decode) or prompt
+    (prefill); with a ``draft``, a decode step is the target's verify step of ``draft_k + 1``
+    tokens. ``quantize_embeddings``: the chip's vendor stores the embedding table as the weights;
+    ``embedding_shards``: the table split over that many pipeline stages."""
     verified = spec.draft_k + 1 if spec.draft is not None and phase == "decode" else 1
     return workload.StepSpec.make(phase, batch=spec.batch, context=tokens if phase == "decode" else spec.context,
                                   prompt=tokens if phase == "prefill" else spec.prompt,
                                   weight_dtype=spec.weight_dtype, kv_dtype=spec.kv_dtype,
-                                  group_size=spec.group_size, tp=spec.tp, expert_parallel=spec.ep, tokens=verified)
+                                  group_size=spec.group_size, tp=spec.tp, expert_parallel=spec.ep, tokens=verified,
+                                  quantize_embeddings=quantize_embeddings, embedding_shards=embedding_shards)
 
 
 def load_workload(spec: RunSpec, phase: str | None = None, tokens: int | None = None,
-                  config: workload.ModelConfig | None = None) -> workload.OpGraph:
+                  config: workload.ModelConfig | None = None, quantize_embeddings: bool = False,
+                  embedding_shards: int = 1) -> workload.OpGraph:
     """The operator DAG of one step: the trace, or the model's step (``phase`` and ``tokens``
     default to the spec's own; ``config``, the model's, when it is already loaded)."""
     if spec.trace is not None:
         return workload.read_trace(Path(spec.trace))
     phase = phase or spec.phase
     tokens = tokens if tokens is not None else (spec.context if phase == "decode" else spec.prompt)
-    return workload.build_step(config or workload.model_config(spec.model), step_of(spec, phase, tokens))
+    return workload.build_step(config or workload.model_config(spec.model),
+                               step_of(spec, phase, tokens, quantize_embeddings, embedding_shards))
 
 
 def micro_graphs(spec: RunSpec, config: workload.ModelConfig, phase: str, tokens: int, parts: int,
-                 prompt_chunks: bool = False) -> tuple[workload.OpGraph, ...]:
+                 prompt_chunks: bool = False, quantize_embeddings: bool = False,
+                 embedding_shards: int = 1) -> tuple[workload.OpGraph, ...]:
     """The graphs of a step split into ``parts`` micro-batches (equal parts share one graph;
     ``prompt_chunks``: see ``workload.split``)."""
     built: dict[workload.StepSpec, workload.OpGraph] = {}
     return tuple(built.setdefault(s, workload.build_step(config, s))
-                 for s in workload.split(step_of(spec, phase, tokens), parts, prompt_chunks))
+                 for s in workload.split(step_of(spec, phase, tokens, quantize_embeddings, embedding_shards), parts,
+                                         prompt_chunks))
+
+
+def step_graphs(spec: RunSpec, chip: hardware.ChipSpec, config: workload.ModelConfig, phase: str,
+                tokens: int) -> tuple[workload.OpGraph, tuple[workload.OpGraph, ...]]:
+    """The graph a step of the model places on ``chip`` and the micro-batches it runs as (none:
+    the graph once). A layer-pipelined chip streams a prefill through its regions in prompt chunks."""
+    parts = spec.microbatches
+    layered = parts is None and chip.execution.pipeline == "layers" and phase == "prefill"
+    if parts is None:
+        parts = min(chip.execution.pipeline_chunks, tokens) if layered else 1
+    quantized = chip.execution.embedding_dtype == "weight"
+    graph = load_workload(spec, phase, tokens, config, quantized)
+    shards = mapping.lookup_shards(graph, chip, spec.pp)  # an embedding table too big for a stage of its own
+    if parts == 1:
+        return (graph if shards == 1 else load_workload(spec, phase, tokens, config, quantized, shards)), ()
+    micro = micro_graphs(spec, config, phase, tokens, parts, layered, quantized, shards)
+    return micro[-1], micro
 
 
 def resolve(hw: str = RunSpec.hw, model: str | None = None, **options: Any) -> RunSpec:
@@ -131,17 +158,30 @@ def estimates(hw: str, sets: Iterable[str] | Iterable[tuple[str, str]] | dict[st
     return estimates_of(raw, hw_path)
 
 
-def _run(chip: hardware.ChipSpec, hw_file: str, graph: workload.OpGraph, fast_forward: bool, memoize: bool,
-         pp: int = 1, micro: tuple[workload.OpGraph, ...] = (), trace: str | None = None) -> Result:
-    try:  # at the highest clock the power cap allows
-        plan, result = powercap.run(chip, lambda at: mapping.make_plan(graph, at, pp, micro),
-                                    lambda p: engine.run(p, fast_forward=fast_forward, memoize=memoize))
+@contextlib.contextmanager
+def _blamed(hw_file: str, trace: str | None = None):
+    """An error about the chip names the hardware file; one about --batch, a trace's ops."""
+    try:
+        yield
     except (CapacityError, ConfigError) as exc:
         if not (exc.field or "").startswith("--"):  # about the chip (e.g. system.collective), not an option
             exc.file = exc.file or hw_file
         elif trace is not None and exc.field.startswith("--batch"):  # a trace fixes its batch and context
             exc.file, exc.field = trace, "ops"
         raise
+
+
+def _plan(chip: hardware.ChipSpec, hw_file: str, graph: workload.OpGraph, pp: int = 1,
+          micro: tuple[workload.OpGraph, ...] = (), trace: str | None = None) -> mapping.Plan:
+    with _blamed(hw_file, trace):
+        return mapping.make_plan(graph, chip, pp, micro)
+
+
+def _run(chip: hardware.ChipSpec, hw_file: str, graph: workload.OpGraph, fast_forward: bool, memoize: bool,
+         pp: int = 1, micro: tuple[workload.OpGraph, ...] = (), trace: str | None = None) -> Result:
+    with _blamed(hw_file, trace):  # at the highest clock the power cap allows
+        plan, result = powercap.run(chip, lambda at: mapping.make_plan(graph, at, pp, micro),
+                                    lambda p: engine.run(p, fast_forward=fast_forward, memoize=memoize))
     return Result(report.summarize(graph, plan, result, micro), report.timeline(result),
                   report.ops(graph, plan, result), chip, graph, plan, result)
 
@@ -164,12 +204,16 @@ def simulate(hw: str = RunSpec.hw, model: str | None = None, **options: Any) -> 
 
 
 def run(spec: RunSpec) -> Result:
-    """Simulate a resolved ``RunSpec`` (see ``resolve``). The summary's ``estimates`` names the
-    estimated preset values the result rests on and, with ``spec.sensitivity``, how far the step
-    moves across their ranges (``memsim.sensitivity``)."""
+    """Simulate a resolved ``RunSpec`` (see ``resolve``); ``chips`` without a grid: the fastest
+    grid that fits (``memsim.grid``). The summary's ``estimates`` names the estimated preset
+    values the result rests on and, with ``spec.sensitivity``, how far the step moves across
+    their ranges (``memsim.sensitivity``)."""
     if spec.context is None or spec.prompt is None:
         spec = spec.resolved(None)
     result = _simulate(spec)
+    if "grid_search" in result.summary:  # the reruns keep the grid the search chose
+        chosen = result.summary["grid"]
+        spec = dataclasses.replace(spec, tp=chosen["tp"], pp=chosen["pp"], chips=None)
     found = estimates(spec.hw, spec.set, spec.system)
 
     def rerun(path: str, value: str) -> dict:
@@ -183,6 +227,8 @@ def _simulate(spec: RunSpec) -> Result:
     """``run`` without the estimates: the step or generation itself."""
     if spec.context is None or spec.prompt is None:
         spec = spec.resolved(None)
+    if spec.chips is not None and spec.chips != spec.tp * spec.pp:
+        return grid.fastest(spec, roofline_s, _simulate)
     chip, hw_path = _load_chip(spec.hw, spec.set, spec.system)
     shortcuts = spec.fast_forward
     if spec.trace is not None:
@@ -192,15 +238,8 @@ def _simulate(spec: RunSpec) -> Result:
     config = workload.model_config(spec.model)
 
     def run_step(step_phase: str, tokens: int) -> Result:
-        parts = spec.microbatches
-        layered = parts is None and chip.execution.pipeline == "layers" and step_phase == "prefill"
-        if parts is None:  # a layer-pipelined chip streams a prefill through its regions in prompt chunks
-            parts = min(chip.execution.pipeline_chunks, tokens) if layered else 1
-        if parts == 1:
-            graph = load_workload(spec, step_phase, tokens, config)
-            return _run(chip, hw_path, graph, shortcuts, shortcuts, spec.pp)
-        micro = micro_graphs(spec, config, step_phase, tokens, parts, layered)
-        return _run(chip, hw_path, micro[-1], shortcuts, shortcuts, spec.pp, micro)
+        graph, micro = step_graphs(spec, chip, config, step_phase, tokens)
+        return _run(chip, hw_path, graph, shortcuts, shortcuts, spec.pp, micro)
 
     if spec.draft is not None:  # each decode step drafts and verifies (memsim.speculative)
         run_step = speculative.stepper(spec, run_step, _simulate)
@@ -214,3 +253,19 @@ def _simulate(spec: RunSpec) -> Result:
                                                    end_s=first.ops.end_s + shift)])
     return Result(summary, timeline.reset_index(drop=True), ops.reset_index(drop=True), chip, prefill.graph,
                   prefill.plan, prefill.engine)
+
+
+def roofline_s(spec: RunSpec) -> float:
+    """The least time ``spec``'s run can take, from its plans alone (no simulation): its step's
+    roofline, or a generation's prefill plus ``generate`` decode steps at the shortest context.
+    Raises as the run would where the workload does not fit."""
+    chip, hw_path = _load_chip(spec.hw, spec.set, spec.system)
+    config = workload.model_config(spec.model)
+
+    def bound(phase: str, tokens: int) -> float:
+        graph, micro = step_graphs(spec, chip, config, phase, tokens)
+        return _plan(chip, hw_path, graph, spec.pp, micro).roofline_s
+
+    if spec.phase != "generate":
+        return bound(spec.phase, spec.context if spec.phase == "decode" else spec.prompt)
+    return bound("prefill", spec.prompt) + spec.generate * bound("decode", spec.prompt)

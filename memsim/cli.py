@@ -241,7 +241,14 @@ def format_summary(s: dict) -> str:
             lines.append(f"  {lvl:<16} read {human_bytes(b['read']):>14}  written {human_bytes(b['written']):>14}")
     lines.append(f"  compute busy     {s['compute_busy_s'] * 1e3:12.4f} ms")
     if s.get("chips", 1) > 1:
-        lines.append(f"  chips            {s['chips']}   exposed communication {s['exposed_comm_s'] * 1e3:.4f} ms")
+        grid = s.get("grid", {})
+        lines.append(f"  chips            {s['chips']} (tp {grid.get('tp', '?')} x pp {grid.get('pp', '?')})   "
+                     f"exposed communication {s['exposed_comm_s'] * 1e3:.4f} ms")
+    if "grid_search" in s:
+        fits = [g for g in s["grid_search"] if "roofline_s" in g]
+        simulated = sum("simulated_s" in g for g in fits)
+        lines.append(f"  grid             chosen: the fastest of {len(fits)} that fit ({simulated} simulated, the "
+                     f"others bounded by their roofline), of {len(s['grid_search'])} tp x pp = {s['chips']}")
     if "ttft_s" in s:
         lines.append(f"  generation       ttft {s['ttft_s'] * 1e3:.3f} ms, tpot {s['tpot_s'] * 1e3:.3f} ms, "
                      f"total {s['total_s']:.4f} s, {s['tokens_per_s']:.1f} tokens/s")

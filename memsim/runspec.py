@@ -61,7 +61,8 @@ class RunSpec:
                          maximum=MAX_STEPS)
     tp: int = param(1, "tensor-parallel ranks", kind=int, minimum=1)
     pp: int = param(1, "pipeline stages", kind=int, minimum=1)
-    chips: int | None = param(None, "chips in the system (must equal tp x pp)", kind=int, minimum=1)
+    chips: int | None = param(None, "chips in the system: with --tp or --pp it must equal tp x pp; alone, the "
+                              "fastest tp x pp grid of that many chips that fits is chosen", kind=int, minimum=1)
     microbatches: int | None = param(None, "micro-batches the step flows through the pipeline in (default 1; a "
                                      "layer-pipelined chip splits a prefill into execution.pipeline_chunks)",
                                      kind=int, minimum=1)
@@ -100,8 +101,11 @@ class RunSpec:
                                   field="--trace")
             if self.phase == "generate":
                 raise ConfigError("a trace holds one step; --phase generate needs --model", field="--phase")
-        if self.chips is not None and self.chips != self.tp * self.pp:
-            raise ConfigError(f"{self.chips} must equal --tp x --pp ({self.tp * self.pp})", field="--chips")
+        if self.chips is not None and self.chips != self.tp * self.pp and (self.tp, self.pp) != (1, 1):
+            raise ConfigError(f"{self.chips} must equal --tp x --pp ({self.tp * self.pp}), or be given alone",
+                              field="--chips")
+        if self.trace is not None and self.chips not in (None, 1):
+            raise ConfigError("a trace holds one chip's step: --chips does not apply to it", field="--trace")
         self._check_speculative()
 
     def _check_speculative(self) -> None:

@@ -17,8 +17,8 @@ OPTIONS: dict[str, dict[str, object]] = {
     # 12 GiB of GDDR6: int8 projections (8.6 GB with the bf16 embedding) fit, bf16 does not.
     "wormhole-n150": {"weight_dtype": "int8"},
     # 230 MB of SRAM and no DRAM: int8 weights over 64 chips, 8 layers a stage, 1/16 of each on a
-    # chip (109 MB) and, on the first stage, 1/16 of the embedding (66 MB). 16 x 3 = 48 chips is the
-    # smallest grid that fits at context 512 (219 MB on the first stage); 16 x 4 leaves room.
+    # chip (109 MB) and, on the first stage, 1/16 of the embedding (66 MB). With stages cut by
+    # bytes, 8 x 5 = 40 chips is the smallest grid that fits at context 512; 16 x 4 leaves room.
     "groq-lpu": {"weight_dtype": "int8", "tp": 16, "pp": 4},
 }
 
@@ -50,29 +50,32 @@ def test_every_preset_runs_a_llama_3_1_8b_decode_step(preset):
 
 
 def test_groq_lpu_needs_many_chips_for_an_8b_model():
+    """Stages cut by bytes: 8 x 5 LPUs hold int8 Llama-3.1-8B at context 512; on 8 x 4 the first
+    stage needs 0.27 GB of 230 MB."""
     with pytest.raises(CapacityError) as info:
-        simulate("groq-lpu", "llama-3.1-8b", context=512, weight_dtype="int8", tp=8, pp=8)
-    assert "pipeline stage 0" in str(info.value)  # the embedding's stage overflows 230 MB
+        simulate("groq-lpu", "llama-3.1-8b", context=512, weight_dtype="int8", tp=8, pp=4)
+    assert "pipeline stage" in str(info.value)
+    r = simulate("groq-lpu", "llama-3.1-8b", context=512, weight_dtype="int8", tp=8, pp=5)
+    assert set(dict(r.plan.homes).values()) == {"sram"}
 
 
 def test_groq_lpu_runs_llama_2_70b_on_576_chips():
     """Groq's reported deployment of a 70B model: 576 LPUs, each holding a slice of the layers.
-    16-way tensor parallelism over 36 pipeline stages of 2 or 3 layers (80 do not divide by 36):
-    the first stage holds 3 layers' int8 shards (160 MB) and 1/16 of the embedding (33 MB)."""
-    r = simulate("groq-lpu", "llama-2-70b", weight_dtype="int8", context=2048, tp=16, pp=36)
+    8-way tensor parallelism over 72 pipeline stages: cut by layer count, the first stage held 2
+    layers and 1/8 of the bf16 embedding (280 MB of 230 MB); cut by bytes, the embedding and the
+    LM head share stages with one layer each, and no stage holds more than 2 layers (216 MB)."""
+    r = simulate("groq-lpu", "llama-2-70b", weight_dtype="int8", context=2048, tp=8, pp=72)
     s = r.summary
-    assert s["chips"] == 576
+    assert s["chips"] == 576 and s["grid"] == {"tp": 8, "pp": 72}
     assert set(dict(r.plan.homes).values()) == {"sram"}
-    assert s["bytes_per_level"]["sram"]["total"] > 0
     assert s["step_time_s"] > 0 and s["step_over_roofline"] >= 1
     per_chip: dict[int, set[int]] = {}
     for task in r.plan.tasks:
         if task.layer >= 0:
             per_chip.setdefault(task.chip, set()).add(task.layer)
-    assert sorted(per_chip) == [16 * stage for stage in range(36)]  # each stage's first rank
-    assert {len(layers) for layers in per_chip.values()} == {2, 3}
-    with pytest.raises(CapacityError):  # 8 x 72: the first stage's 2 layers and 1/8 of the embedding overflow
-        simulate("groq-lpu", "llama-2-70b", weight_dtype="int8", context=2048, tp=8, pp=72)
+    assert sorted(per_chip) == [8 * stage for stage in range(72)]  # each stage's first rank
+    assert {len(layers) for layers in per_chip.values()} == {1, 2}
+    assert s["embedding_placement"] == {"embedding": "with layers", "lm_head": "with layers"}
 
 
 # GPU-family presets without an L2-kind level or a host memory level, and why. Every other one

@@ -59,7 +59,7 @@ class Simulation:
         local = frozenset(Ref.level(lvl.name) for lvl in plan.chip.levels if lvl.is_scratchpad)
         local |= frozenset({Ref.link(plan.chip.execution.fabric)} if plan.chip.execution.fabric else ())
         for unit in sorted({t.chip for t in plan.tasks} | {0}):
-            res = ChipResources(env, plan.chip, unit, plan.staging_bytes, first.get(plan.chip_of(unit)), local)
+            res = ChipResources(env, plan.chip, unit, plan.staging_of(unit), first.get(plan.chip_of(unit)), local)
             self.chips[unit] = first.setdefault(plan.chip_of(unit), res) and res
         self.links = SystemLinks(env, plan) if plan.units > 1 else None
         declared = plan.chip.execution.streams

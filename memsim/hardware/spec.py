@@ -38,6 +38,7 @@ COLLECTIVE_LAUNCH = ("kernel", "fused")
 # What one fused kernel of the rdu family runs: a decoder layer, or every decoder layer as one
 # call whose pipelined outer loop runs them (kernel looping).
 FUSED_KERNEL = ("layer", "step")
+EMBEDDING_DTYPES = ("activation", "weight")  # what an embedding table is stored as: bf16, or as the weights
 # Beyond a few dozen chunks a collective's pieces are too small to hide anything and each
 # pays the algorithm's latencies again.
 MAX_COMM_OVERLAP = 64
@@ -243,6 +244,11 @@ class ExecutionSpec:
         "a decoder layer (a launch per layer); `step` every decoder layer, as one call whose pipelined outer loop "
         "runs them (kernel looping); operators outside the layers are kernels of their own", "layer",
         choices=FUSED_KERNEL
+    )
+    embedding_dtype: str = spec_field(
+        "embedding_dtype", "choice", "the format the input embedding table (and an LM head tied to it) is stored in: "
+        "`activation` (the activation dtype, bf16) or `weight` (quantised with the projections, --weight-dtype); "
+        "an untied LM head is a projection, stored as they are", "activation", choices=EMBEDDING_DTYPES
     )
     comm_overlap: int = spec_field(
         "comm_overlap", "count", "at most this many chunks a tensor-parallel all-reduce and the GEMM before it are "

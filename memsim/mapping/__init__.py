@@ -1,7 +1,8 @@
 """Mapping: pure functions from (OpGraph, ChipSpec) to a Plan of pipelined tile steps."""
 from __future__ import annotations
 
+from memsim.mapping.partition import lookup_shards
 from memsim.mapping.plan import OpTask, Plan, Step
 from memsim.mapping.strategy import make_plan
 
-__all__ = ["OpTask", "Plan", "Step", "make_plan"]
+__all__ = ["OpTask", "Plan", "Step", "lookup_shards", "make_plan"]

@@ -1,21 +1,30 @@
 """How a step is laid out over a system: pipeline stages, micro-batches and per-stage placement.
 
-Layers are split evenly into ``pp`` stages; ops before the first layer go to the first
-stage and ops after the last layer to the last. A chip that pipelines its layers
-(``execution.pipeline: layers``) splits its stage further into one region per layer. Every stage places only its own tensors
-(its layers' weights and KV cache, its activations), so a stage holds its share of the model.
+Pipeline stages are cut by bytes and time (``memsim.mapping.partition``): runs of consecutive
+blocks (the ops before the first layer, each layer, the ops after the last) that fit the chip's
+memory, the slowest as fast as it can be. A chip that pipelines its layers (``execution.pipeline: layers``) splits its stage
+further into regions, each with a share of the chip sized by its bytes and its time
+(``memsim.mapping.regions``); when their bytes need more SRAM than the chip has, the chip runs
+as one region and streams its weights. Every stage places only its own tensors (its layers'
+weights and KV cache, its activations), so a stage holds its share of the model. Where the SRAM
+holds weights or the KV cache, a stage keeps room in it beside them for its largest working set
+of activations and, when some of its weights live in a slower level (to be prefetched), for the
+staging area; a stage whose weights all live in SRAM stages nothing.
 A step may run as several micro-batches, graphs with the same op names that flow through
 the stages one after another; the stage placement reserves a KV cache for each.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import networkx as nx
 
-from memsim.errors import ConfigError
+from memsim.errors import CapacityError
 from memsim.hardware.spec import ChipSpec
+from memsim.mapping import partition, regions
 from memsim.mapping.placement import place
+from memsim.mapping.prefetch import staging_area
 from memsim.workload.graph import Op, OpGraph
 
 
@@ -34,19 +43,15 @@ class Layout:
         return self.microbatches or (graph,)
 
 
-def stages(order: list[Op], pp: int) -> dict[str, int]:
-    """The pipeline stage of each op."""
-    layers = 1 + max((op.layer for op in order), default=0)
-    if pp > max(1, layers):
-        raise ConfigError(f"{pp} pipeline stages for {layers} layers", field="--pp")
-    out, seen_layer = {}, False
-    for op in order:
-        if op.layer >= 0:
-            seen_layer = True
-            out[op.name] = op.layer * pp // layers
-        else:
-            out[op.name] = pp - 1 if seen_layer else 0
-    return out
+@dataclass(frozen=True)
+class Stages:
+    """A step laid out: its stages (``layout.stages`` of them: chips, or regions of chips)."""
+
+    layout: Layout  # with the regions it uses
+    stage_of: dict[str, int]  # op -> stage
+    homes: dict[str, str]  # tensor -> level
+    shares: tuple[float, ...]  # per stage: its share of its chip's compute and SRAM
+    staging: tuple[int, ...]  # per stage: SRAM bytes set aside for prefetched weights
 
 
 def branches(graph: OpGraph) -> set[str]:
@@ -76,12 +81,73 @@ def stage_graphs(graph: OpGraph, stage_of: dict[str, int], pp: int) -> list[OpGr
     return [graph.subgraph(n) for n in names]
 
 
-def place_stages(graph: OpGraph, chip: ChipSpec, stage_of: dict[str, int], layout: Layout) -> dict[str, str]:
-    """Homes for every tensor, each chip's stages (its regions) placed together on it."""
+def lay_out(graph: OpGraph, chip: ChipSpec, layout: Layout) -> Stages:
+    """The stage of every op, the home of every tensor, and each stage's share of its chip and
+    staging area."""
+    items = partition.blocks(graph.order(), graph, chip, layout.kv_copies)
+    chip_of = partition.cut(items, layout.pp, chip)
+    if chip.execution.pipeline == "layers":
+        laid = _in_regions(graph, chip, layout, items, chip_of)
+        if laid is not None:
+            return laid
+    stage_of = _op_stages(items, chip_of)
     homes: dict[str, str] = {}
-    on_chip = {name: s // layout.regions for name, s in stage_of.items()}
-    for s, sub in enumerate(stage_graphs(graph, on_chip, layout.pp)):
-        where = f"pipeline stage {s}: " if layout.pp > 1 else ""
-        for name, home in place(sub, chip, layout.kv_copies, where).items():
+    staging = []
+    for s, sub in enumerate(stage_graphs(graph, stage_of, layout.pp)):
+        placed, staged = place_stage(sub, chip, layout.kv_copies, f"pipeline stage {s}: " if layout.pp > 1 else "")
+        for name, home in placed.items():
             homes.setdefault(name, home)  # an activation sent between stages keeps its producer's home
-    return homes
+        staging.append(staged)
+    return Stages(dataclasses.replace(layout, regions=1), stage_of, homes, (1.0,) * layout.pp, tuple(staging))
+
+
+def _in_regions(graph: OpGraph, chip: ChipSpec, layout: Layout, items: list[partition.Block],
+                chip_of: list[int]) -> Stages | None:
+    """The layout with each chip's stage in regions, or None when their weights do not all fit in
+    their regions' SRAM (the chip then streams them)."""
+    count, region_of = regions.groups(items, chip_of, layout.pp)
+    stage_of = _op_stages(items, region_of)
+    subs = stage_graphs(graph, stage_of, layout.pp * count)
+    shares: list[float] = []
+    for c in range(layout.pp):
+        chip_shares = regions.shares(chip, subs[c * count:(c + 1) * count], layout.kv_copies)
+        if chip_shares is None:
+            return None
+        shares += chip_shares
+    homes: dict[str, str] = {}
+    scratch = {lvl.name for lvl in chip.levels if lvl.is_scratchpad}
+    for sub, share in zip(subs, shares):
+        try:
+            placed, staged = place_stage(sub, chip, layout.kv_copies, "", share)
+        except CapacityError:
+            return None
+        if staged or any(placed[t.name] not in scratch for t in sub.tensors.values() if t.klass == "weight"):
+            return None
+        for name, home in placed.items():
+            homes.setdefault(name, home)
+    return Stages(dataclasses.replace(layout, regions=count), stage_of, homes, tuple(shares), (0,) * len(subs))
+
+
+def _op_stages(items: list[partition.Block], stage_of_block: list[int]) -> dict[str, int]:
+    return {name: stage for block, stage in zip(items, stage_of_block) for name in block.ops}
+
+
+def place_stage(sub: OpGraph, chip: ChipSpec, kv_copies: int, where: str,
+                share: float = 1.0) -> tuple[dict[str, str], int]:
+    """Homes for one stage's tensors (``share``: its share of its chip) and the SRAM it sets aside
+    for prefetched weights. Where the SRAM holds weights or KV cache, they get what the stage's
+    working set of activations and, if some weights live elsewhere, its staging area leave."""
+    sram = chip.sram
+    staging = staging_area(chip, share)
+    if not (sram.home_for("weight") or sram.home_for("kv")):
+        return place(sub, chip, kv_copies, where), staging
+    room = round(chip.chip_capacity(sram) * share) - partition.working_set(sub)
+    homes = place(sub, chip, kv_copies, where, {sram.name: room})
+    if not staging or all(homes[t.name] == sram.name for t in sub.tensors.values() if t.klass == "weight"):
+        return homes, 0
+    # Beside resident weights the staging area is what the prefetches in flight can hold at once:
+    # the running GEMM's weights and those of the ``weight_prefetch`` after it.
+    gemms = sorted((sum(r.bytes for r in op.inputs if sub.tensors[r.tensor].klass == "weight")
+                    for op in sub if op.kind == "matmul"), reverse=True)
+    staging = min(staging, sum(gemms[:chip.execution.weight_prefetch + 1]))
+    return place(sub, chip, kv_copies, where, {sram.name: room - staging}), staging

@@ -33,6 +33,7 @@ class Context:
     microbatch: int = 0  # which micro-batch of the step the op belongs to
     staging_bytes: int = 0  # SRAM set aside for prefetched weights: tiles get the rest
     grid: bool = False  # a kernel launches one work item per unit (a GPU grid); else the compiler spreads an op
+    stage: int = 0  # the pipeline stage (chip or region) the op runs on; lowering never depends on it
 
     @property
     def sram_bytes(self) -> int:

@@ -83,9 +83,15 @@ class Plan:
     compulsory_bytes: tuple[tuple[str, int], ...]  # level -> bytes any schedule must move
     chips: int = 1  # tensor-parallel ranks x pipeline stages
     tp: int = 1
-    staging_bytes: int = 0  # per chip (per region): SRAM set aside for prefetched weights
     regions: int = 1  # pipeline stages within a chip: a task's ``chip`` is then its region's index
     clock: float = 1.0  # the fraction of its maximum clock ``chip`` runs at (below 1: lowered by the power cap)
+    staging: tuple[int, ...] = ()  # per pipeline stage (chip or region): SRAM set aside for prefetched weights
+    shares: tuple[float, ...] = ()  # per pipeline stage: its share of its chip's compute and SRAM
+
+    def staging_of(self, unit: int) -> int:
+        """SRAM bytes a unit (a chip's rank, or a region) sets aside for prefetched weights."""
+        stage = unit // self.tp
+        return self.staging[stage] if stage < len(self.staging) else 0
 
     def chip_of(self, unit: int) -> int:
         """The chip a task's unit (a chip, or a region of one) belongs to."""

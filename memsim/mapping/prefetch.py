@@ -18,6 +18,7 @@ import dataclasses
 import math
 
 from memsim.hardware.resource import Ref
+from memsim.hardware.spec import ChipSpec
 from memsim.mapping.lower import Context
 from memsim.mapping.plan import COPY, OpTask, Step
 from memsim.workload.graph import Op
@@ -26,11 +27,12 @@ COPY_CHUNKS = 16  # transfers a prefetch is cut into
 STAGING = Ref.level("sram")
 
 
-def staging_bytes(cx: Context) -> int:
-    """SRAM set aside for prefetched weights (0 when prefetch is off)."""
-    if not cx.chip.execution.weight_prefetch:
+def staging_area(chip: ChipSpec, share: float = 1.0) -> int:
+    """SRAM a chip (or a region with ``share`` of it) sets aside for prefetched weights (0 when
+    prefetch is off)."""
+    if not chip.execution.weight_prefetch:
         return 0
-    return int(cx.chip.chip_capacity(cx.chip.sram) * cx.compute_share) // 2
+    return round(chip.chip_capacity(chip.sram) * share) // 2
 
 
 def copy_step(label: str, loads: dict[Ref, int], into: Ref | None, depth: int) -> Step:

@@ -66,9 +66,10 @@ def roofline(graph: OpGraph, chip: ChipSpec, homes: dict[str, str]) -> tuple[flo
 def staged_roofline(stage_graphs: list[list[OpGraph]], chip: ChipSpec, homes: dict[str, str],
                     link_bytes: dict[str, tuple[int, int]], regions: int = 1,
                     hops: dict[int, float] | None = None,
-                    collectives: dict[tuple[int, int], float] | None = None) -> tuple[float, str, dict[str, int]]:
+                    collectives: dict[tuple[int, int], float] | None = None,
+                    shares: list[float] | None = None) -> tuple[float, str, dict[str, int]]:
     """The least time of a step laid out over pipeline stages (each a chip, or a region of one
-    with ``1 / regions`` of its compute and SRAM) that its micro-batches pass through in order
+    with ``shares[s]`` of its compute and SRAM; default ``1 / regions``) that its micro-batches pass through in order
     (``stage_graphs[s][m]``: micro-batch m's share of stage s), over links (``link_bytes``:
     name -> (bytes, bandwidth) of every link direction's compulsory traffic; ``hops[s]``: the
     least time from stage s to the next; ``collectives[(s, m)]``: the least time of the stage's
@@ -77,6 +78,7 @@ def staged_roofline(stage_graphs: list[list[OpGraph]], chip: ChipSpec, homes: di
     before. Returns (seconds, what bounds it, compulsory bytes per level). A chip's levels other
     than its scratchpad (a wafer's external memory) serve all its regions."""
     hops, collectives = hops or {}, collectives or {}
+    share = shares or [1 / regions] * len(stage_graphs)
     link = f"link:{chip.interconnect.name}" if chip.interconnect is not None else "link"
     best, bound = 0.0, "compute"
     total: dict[str, int] = {}
@@ -89,7 +91,7 @@ def staged_roofline(stage_graphs: list[list[OpGraph]], chip: ChipSpec, homes: di
     for s, graphs in enumerate(stage_graphs):
         work.append([])
         for m, g in enumerate(graphs):
-            terms = {"compute": compute_seconds(g, chip) * regions, link: collectives.get((s, m), 0.0)}
+            terms = {"compute": compute_seconds(g, chip) / share[s], link: collectives.get((s, m), 0.0)}
             span = dict(terms)
             for lvl, b in compulsory_bytes(g, homes).items():
                 total[lvl] = total.get(lvl, 0) + b
@@ -97,7 +99,7 @@ def staged_roofline(stage_graphs: list[list[OpGraph]], chip: ChipSpec, homes: di
                 if regions > 1 and not level.is_scratchpad:
                     shared[(s // regions, lvl)] = shared.get((s // regions, lvl), 0) + b
                     continue
-                terms[lvl] = b * (regions if level.is_scratchpad else 1) / peak_bandwidth(chip, Ref.level(lvl))
+                terms[lvl] = b / (share[s] if level.is_scratchpad else 1) / peak_bandwidth(chip, Ref.level(lvl))
                 if not prefetched or level.is_scratchpad:  # a prefetch copies from the other levels early
                     span[lvl] = terms[lvl]
             for name, t in terms.items():

@@ -15,9 +15,9 @@ from memsim.errors import ConfigError
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping.lower import Context, bandwidth_of, lower, lowering_key
-from memsim.mapping.layout import Layout, branches, place_stages, stage_graphs, stages
+from memsim.mapping.layout import Layout, branches, lay_out, stage_graphs
 from memsim.mapping.plan import BRANCH, COMPUTE, OpTask, Plan, Step
-from memsim.mapping.prefetch import Prefetcher, staging_bytes
+from memsim.mapping.prefetch import Prefetcher
 from memsim.mapping.roofline import staged_roofline
 from memsim.units import PS_PER_S, transfer_ps
 from memsim.mapping import collectives, overlap, system
@@ -60,50 +60,40 @@ def plan_with(graph: OpGraph, chip: ChipSpec, shape: Shaper, layout: Layout = La
     pipeline stages, the activation crossing a stage boundary is sent rank to rank.
     """
     tp = int(graph.meta.get("tp", 1))
-    order = graph.order()
-    homes = None
-    if chip.execution.pipeline == "layers":  # one region per layer (per pipeline stage's layers)
-        layers = 1 + max((op.layer for op in order), default=0)
-        layout = dataclasses.replace(layout, regions=max(1, layers // layout.pp))
-        homes = place_stages(graph, chip, stages(order, layout.stages), layout)
-        scratch = {lvl.name for lvl in chip.levels if lvl.is_scratchpad}
-        if any(homes[t.name] not in scratch for t in graph.tensors.values() if t.klass == "weight"):
-            # Weights that do not fit on chip stream in layer by layer: each layer then runs
-            # on the whole chip (weight streaming) instead of in a region of its own.
-            layout, homes = dataclasses.replace(layout, regions=1), None
+    laid = lay_out(graph, chip, layout)
+    layout, stage_of, homes = laid.layout, laid.stage_of, laid.homes
     pp, regions = layout.pp, layout.regions
-    compute_share /= regions
-    stage_of = stages(order, pp * regions)
-    if homes is None:
-        homes = place_stages(graph, chip, stage_of, layout)
     micro = layout.graphs(graph)
     tasks: list[OpTask] = []
     prefetcher = Prefetcher()
     cache: dict = {"branches": branches(graph)}  # and lowering key -> steps, "bounds": shaped steps -> bound
     for m, g in enumerate(micro):
-        cx = Context(chip, g, homes, attention or chip.execution.attention, compute_share, m, grid=grid)
-        cx = dataclasses.replace(cx, staging_bytes=staging_bytes(cx))
-        tasks += _micro_tasks(cx, shape, stage_of, tp, f"#{m}" if len(micro) > 1 else "", prefetcher, cache,
+        # Each stage's ops run with its share of its chip and its staging area.
+        contexts = [Context(chip, g, homes, attention=attention or chip.execution.attention,
+                            compute_share=compute_share * share, microbatch=m, staging_bytes=staging, grid=grid,
+                            stage=s)
+                    for s, (share, staging) in enumerate(zip(laid.shares, laid.staging))]
+        tasks += _micro_tasks(contexts, shape, stage_of, tp, f"#{m}" if len(micro) > 1 else "", prefetcher, cache,
                               (tp * pp, regions))
     split = [stage_graphs(g, stage_of, pp * regions) for g in micro]
     per_stage = [[parts[s] for parts in split] for s in range(pp * regions)]
     links = system.link_bytes(tasks, chip, tp * pp, regions, tp)
     hops = system.hop_seconds(tasks, chip, tp * pp, regions, tp)
     comms = system.collective_seconds(tasks, chip, tp * pp, regions, tp)
-    seconds, bound, need = staged_roofline(per_stage, chip, homes, links, regions, hops, comms)
-    staging = staging_bytes(Context(chip, graph, homes, compute_share=compute_share))
+    shares = [compute_share * share for share in laid.shares]
+    seconds, bound, need = staged_roofline(per_stage, chip, homes, links, regions, hops, comms, shares)
     return Plan(chip, tuple(tasks), tuple(sorted(homes.items())), seconds, bound, tuple(sorted(need.items())),
-                chips=tp * pp, tp=tp, staging_bytes=staging, regions=regions)
+                chips=tp * pp, tp=tp, regions=regions, staging=laid.staging, shares=tuple(shares))
 
 
-def _micro_tasks(cx: Context, shape: Shaper, stage_of: dict[str, int], tp: int, suffix: str,
+def _micro_tasks(contexts: list[Context], shape: Shaper, stage_of: dict[str, int], tp: int, suffix: str,
                  prefetcher: Prefetcher, cache: dict, system_size: tuple[int, int]) -> list[OpTask]:
-    """The tasks of one micro-batch: its ops on their stages' chips, the sends between stages
-    and the prefetches of weights. With communication overlap, a GEMM whose output an
-    all-reduce sums and that all-reduce are cut into chunks (``memsim.mapping.overlap``).
-    ``system_size``: the system's chips and the regions of each."""
+    """The tasks of one micro-batch (``contexts``: its context on each stage): its ops on their
+    stages' chips, the sends between stages and the prefetches of weights. With communication
+    overlap, a GEMM whose output an all-reduce sums and that all-reduce are cut into chunks
+    (``memsim.mapping.overlap``). ``system_size``: the system's chips and the regions of each."""
     chips, regions = system_size
-    graph, chip, m = cx.graph, cx.chip, cx.microbatch
+    graph, chip, m = contexts[0].graph, contexts[0].chip, contexts[0].microbatch
     bounds = cache.setdefault("bounds", {})  # shaped steps -> what bounds them
     deps = graph.graph()
     order = graph.order()
@@ -131,7 +121,7 @@ def _micro_tasks(cx: Context, shape: Shaper, stage_of: dict[str, int], tp: int, 
             tasks += [dataclasses.replace(t, microbatch=m) for t in chunks]
             done[op.name] = names[-1]
             continue
-        prefetch, op_cx = prefetcher.stage(op, cx, stage * tp, op.name + suffix)
+        prefetch, op_cx = prefetcher.stage(op, contexts[stage], stage * tp, op.name + suffix)
         if prefetch is not None:
             tasks.append(prefetch)
             preds += (prefetch.op,)

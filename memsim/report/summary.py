@@ -38,6 +38,8 @@ COMBINE: dict[str, str] = {
     "stall_total_s": SUMMED,
     "exposed_comm_s": SUMMED,
     "chips": ONCE,
+    "grid": ONCE,
+    "embedding_placement": ONCE,
     "dominant_stall": RECOMPUTED,
     "ops": ONCE,  # the operators of a step (the prefill's)
     "engine": RECOMPUTED,  # summed over the steps simulated, not over the interpolated ones
@@ -146,6 +148,8 @@ def summarize(graph: OpGraph, plan: Plan, result: EngineResult, micro: tuple[OpG
         "exposed_comm_s": sum(v for k, v in stalls.items() if chip.interconnect and plan.chips > 1
                               and k == f"link:{chip.interconnect.name}"),
         "chips": plan.chips,
+        "grid": {"tp": plan.tp, "pp": plan.chips // plan.tp},
+        "embedding_placement": table_placement(graph, plan),
         "dominant_stall": dominant if busy < step_s / 2 else "compute",
         "ops": len(plan.tasks),
         "engine": {"events": result.events, "simulated_ops": result.simulated_tasks,
@@ -154,6 +158,31 @@ def summarize(graph: OpGraph, plan: Plan, result: EngineResult, micro: tuple[OpG
         "energy_j": joules,
         **energy.power_keys(plan, result, joules, tokens(workload)),
     }
+
+
+def table_placement(graph: OpGraph, plan: Plan) -> dict[str, str]:
+    """Where the embedding table and the LM head live: ``host`` (a level reached over a link,
+    host DDR or MemoryX), ``own stage`` (pipeline stages that run no layer) or ``with layers``
+    (a stage, or a region of a chip, that runs layers too). Each is split by vocabulary over its
+    stage's tensor-parallel ranks."""
+    homes = dict(plan.homes)
+    layered = {t.chip for t in plan.tasks if t.layer >= 0}
+    out: dict[str, str] = {}
+    for role, names in (("embedding", [n for n in graph.ops if n == "embed" or n.startswith("embed.shard")]),
+                        ("lm_head", ["lm_head"] if "lm_head" in graph.ops else [])):
+        # The largest weight each op reads: its table (or its shard of it).
+        tables = [max((r.tensor for r in graph.ops[n].inputs if graph.tensors[r.tensor].klass == "weight"),
+                      key=lambda t: graph.tensors[t].bytes, default=None) for n in names]
+        if not tables or None in tables:
+            continue
+        units = {t.chip for t in plan.tasks if t.graph_op in names}
+        if any(plan.chip.level(homes[t]).via for t in tables):
+            out[role] = "host"
+        else:
+            out[role] = "with layers" if units & layered else "own stage"
+        if len(names) > 1:
+            out[role] += f" (split over {len(names)} stages)"
+    return out
 
 
 def tokens(workload: dict[str, Any]) -> int:

@@ -37,11 +37,14 @@ class StepSpec:
     tp: int = 1  # tensor-parallel ranks: the DAG describes one rank's shard
     expert_parallel: bool = False  # MoE experts are spread over the tp ranks instead of split
     logits: bool = True  # False for a prefill chunk that is not the last: no LM head yet
+    quantize_embeddings: bool = False  # the embedding table is stored in ``weight_dtype`` (else ``act_dtype``)
+    embedding_shards: int = 1  # vocabulary shards of the embedding table, looked up one after another
 
     @classmethod
     def make(cls, phase: str, batch: int = 1, context: int = 0, prompt: int = 0,
              weight_dtype: str = "bf16", kv_dtype: str = "bf16", group_size: int = 128, tp: int = 1,
-             expert_parallel: bool = False, tokens: int = 1) -> "StepSpec":
+             expert_parallel: bool = False, tokens: int = 1, quantize_embeddings: bool = False,
+             embedding_shards: int = 1) -> "StepSpec":
         """``tokens``: a decode step's new tokens per sequence (K+1 for a speculative verify step)."""
         if phase not in ("decode", "prefill"):
             raise ConfigError(f"unknown phase {phase!r} for one step (decode, prefill)", field="--phase")
@@ -65,11 +68,13 @@ class StepSpec:
             if tokens < 1:
                 raise ConfigError("a decode step takes at least 1 token", field="--draft-k")
             return cls(phase, batch, tokens, context, weight_dtype, kv_dtype, group_size=group_size, tp=tp,
-                       expert_parallel=expert_parallel)
+                       expert_parallel=expert_parallel, quantize_embeddings=quantize_embeddings,
+                       embedding_shards=embedding_shards)
         if prompt < 1:
             raise ConfigError("prefill needs --prompt of at least 1 token", field="--prompt")
         return cls(phase, batch, prompt, 0, weight_dtype, kv_dtype, group_size=group_size, tp=tp,
-                   expert_parallel=expert_parallel)
+                   expert_parallel=expert_parallel, quantize_embeddings=quantize_embeddings,
+                   embedding_shards=embedding_shards)
 
 
 class _Builder:
@@ -174,22 +179,42 @@ class _Builder:
         h = m.hidden
         row_bytes = nbytes(self.rows * h, s.act_dtype)
         ids = self.tensor("input_ids", (self.rows,), "activation", dtype="fp32")
-        wte = self.tensor("embed.weight", (vocab, h), "weight")
-        reads = [Read(ids, self.g.tensors[ids].bytes), Read(wte, -(-row_bytes // s.tp))]
         extra: list[str] = []
         if m.arch in ("gpt2", "bert"):  # learned absolute positions
             extra.append(self.tensor("embed.pos", (m.max_positions, h), "weight"))
         if m.arch == "bert":  # segment (token type) embeddings
             extra.append(self.tensor("embed.type", (2, h), "weight"))
-        if s.tp == 1:
-            reads += [Read(t, row_bytes) for t in extra]
-        x = self.act("embed.out" if s.tp == 1 else "embed.partial", h)
-        self.op("embed", "embedding", -1, self.rows * h, tuple(reads), (x,), elements=self.rows * h)
+        x = self.lookups(vocab, ids, extra if s.tp == 1 else [], row_bytes)
         x = self.allreduce("embed.allreduce", -1, x)
         if extra and s.tp > 1:
             out = self.act("embed.out", h)
             self.op("embed.positions", "embedding", -1, len(extra) * self.rows * h,
                     (*self.full(x), *(Read(t, row_bytes) for t in extra)), (out,), elements=self.rows * h)
+            x = out
+        return x
+
+    def lookups(self, vocab: int, ids: str, extra: list[str], row_bytes: int) -> str:
+        """The token table's lookup (and the ``extra`` tables', one row each). With
+        ``embedding_shards`` k the table is split by vocabulary into k shards, each looked up by
+        its own op (``embed.shard0`` ...) that adds its rows into the running sum of the one before:
+        the pipeline stages that hold them pass it on. A token's row is in one of ``tp`` x k shards,
+        so each reads that share of the rows' bytes on average."""
+        s, h = self.s, self.m.hidden
+        k = s.embedding_shards
+        x = ""
+        for i in range(k):
+            rows = -(-vocab // k) if k > 1 else vocab
+            shape, name = (rows, h), "embed.weight" if k == 1 else f"embed.weight.shard{i}"
+            # Stored as the projections are where the vendor quantises it (execution.embedding_dtype).
+            table = self.projection(name, shape) if s.quantize_embeddings else self.tensor(name, shape, "weight")
+            nbytes_ = self.g.tensors[table].bytes
+            reads = [Read(ids, self.g.tensors[ids].bytes), Read(table, -(-self.rows * nbytes_ // (rows * s.tp * k)))]
+            reads += [Read(x, self.g.tensors[x].bytes)] if x else [Read(t, row_bytes) for t in extra]
+            last = i == k - 1
+            out = self.act(("embed.out" if s.tp == 1 else "embed.partial") if last else f"embed.partial.shard{i}", h)
+            dims = {"elements": self.rows * h, **({"shard": i} if k > 1 else {})}
+            self.op("embed" if k == 1 else f"embed.shard{i}", "embedding", -1, self.rows * h, tuple(reads), (out,),
+                    **dims)
             x = out
         return x
 
@@ -332,6 +357,9 @@ def build_step(model: ModelConfig, step: StepSpec) -> OpGraph:
     if step.context + step.tokens > model.max_positions:  # architects do simulate longer contexts
         warnings.warn(MemsimWarning(f"--context/--prompt: {step.context + step.tokens} tokens exceed "
                                     f"{model.name}'s {model.max_positions} positions"), stacklevel=2)
+    if step.embedding_shards > 1 and model.tie_embeddings:
+        raise ConfigError(f"{model.name}'s LM head reads its whole embedding table (they are tied): the table "
+                          "cannot be split over pipeline stages", field="embedding_shards")
     if step.expert_parallel and model.experts < 2:
         raise ConfigError(f"{model.name} is a dense model (it has no experts): --ep needs a mixture of experts",
                           field="--ep")

@@ -17,7 +17,7 @@ from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping.lower import make_step
 from memsim.mapping.plan import Step
-from memsim.mapping.layout import Layout, stages
+from memsim.mapping.layout import Layout
 from memsim.mapping.prefetch import copy_step
 from memsim.mapping.strategy import plan_with, register
 from memsim.workload.graph import OpGraph
@@ -48,14 +48,14 @@ def plan_rdu(graph: OpGraph, chip: ChipSpec, layout: Layout = Layout()):
     fast = Ref.level(chip.execution.stage_into) if chip.execution.stage_into else None
     seen_layers: set[tuple[int, int]] = set()  # (micro-batch graph, kernel) already launched
     # With kernel looping each pipeline stage's chip calls one kernel for all its layers.
-    stage_of = stages(graph.order(), layout.stages) if chip.execution.fused_kernel == "step" else None
+    looped = chip.execution.fused_kernel == "step"
 
     def fused_layers(op, steps, cx):
         if slow:
             steps = stage_through(steps, slow, fast)
         if op.layer < 0:  # outside the decoder layers: a kernel of its own
             return steps, cx.chip.execution.kernel_overhead_ps
-        key = (cx.microbatch, op.layer if stage_of is None else stage_of[op.name])
+        key = (cx.microbatch, cx.stage if looped else op.layer)
         first = key not in seen_layers
         seen_layers.add(key)
         return steps, cx.chip.execution.kernel_overhead_ps if first else 0
