@@ -2,14 +2,17 @@
 wafer family using them."""
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import defaultdict
 from fractions import Fraction
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memsim import hardware, simulate
+from memsim.errors import ConfigError
 from memsim.mapping.fabric import Block, block, region_block, traversal_latency_ps, traversal_ps
 
 WSE3 = hardware.load("wse-3")
@@ -65,8 +68,6 @@ def test_a_traversal_takes_longer_across_a_larger_region_while_its_hops_dominate
 
 
 def test_without_a_mesh_a_traversal_pays_the_link_latency_once():
-    import dataclasses
-
     flat = dataclasses.replace(WSE3, execution=dataclasses.replace(WSE3.execution, fabric_rows=0, fabric_cols=0))
     assert region_block(flat, 0.5) is None
     assert traversal_latency_ps(flat, 0.5, 1 << 20) == WSE3.link("fabric").latency_ps
@@ -122,3 +123,11 @@ def test_a_faster_fabric_never_slows_a_wafer_and_a_longer_sync_never_speeds_it()
     near = simulate("wse-3", "gpt2", context=128, set={"fabric.latency": "0.5 ns"}).summary["step_time_s"]
     slow = simulate("wse-3", "gpt2", context=128, set={"execution.fabric_sync": "2 us"}).summary["step_time_s"]
     assert wide <= base and near < base < slow
+
+
+def test_a_mesh_needs_rows_columns_and_a_link_width():
+    for change, field in (({"fabric_cols": 0}, "execution.fabric_cols"), ({"fabric_rows": 0}, "execution.fabric_rows"),
+                          ({"fabric_width_bytes": 0}, "execution.fabric_width")):
+        with pytest.raises(ConfigError) as err:
+            dataclasses.replace(WSE3.execution, **change)
+        assert err.value.field == field
