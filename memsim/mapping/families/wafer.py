@@ -48,7 +48,7 @@ def plan_wafer(graph: OpGraph, chip: ChipSpec, layout: Layout = Layout()):
         if not parts:
             parts.update(_parts(graph, cx.homes, chip) or {"": Fraction(1)})
         part = parts.get(op.name, Fraction(1))
-        moves = (op.inputs[0].bytes, cx.graph.tensors[op.outputs[0]].bytes) if op.kind in FABRIC_OPS else ()
+        moves = _moves(op, cx.graph) if op.kind in FABRIC_OPS else ()
         key = (steps, cx.compute_share, part, moves, cx.sram_bytes, cx.depth)
         if key not in shaped_for:
             shaped_for[key] = _regional(op, steps, cx, part)
@@ -61,7 +61,7 @@ def plan_wafer(graph: OpGraph, chip: ChipSpec, layout: Layout = Layout()):
         else:
             shaped = [dataclasses.replace(s, share=cx.compute_share) for s in steps]
         if fabric and op.kind in FABRIC_OPS:
-            moves = (("broadcast", op.inputs[0].bytes), ("reduce", cx.graph.tensors[op.outputs[0]].bytes))
+            moves = tuple(zip(("broadcast", "reduce"), _moves(op, cx.graph)))
             traversals = [dataclasses.replace(make_step(label, {Ref.link(fabric): n}, {}, 0, 0, cx.depth,
                                                         cx.sram_bytes), share=share,
                                               latency_ps=traversal_latency_ps(cx.chip, share, n))
@@ -70,6 +70,12 @@ def plan_wafer(graph: OpGraph, chip: ChipSpec, layout: Layout = Layout()):
         return tuple(shaped)
 
     return plan_with(graph, chip, regional, layout)
+
+
+def _moves(op: Op, graph: OpGraph) -> tuple[int, int]:
+    """The bytes a matrix operator broadcasts (its input) and reduces (all its outputs: a fused
+    QKV projection's three)."""
+    return op.inputs[0].bytes, sum(graph.tensors[t].bytes for t in op.outputs)
 
 
 def _on_part(step: Step, share: float, part: Fraction) -> Step:
