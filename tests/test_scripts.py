@@ -55,3 +55,18 @@ def test_energy_wall(tmp_path, monkeypatch, capsys):
     prefill = df[df.phase == "prefill"]
     assert prefill["data_movement_share"].iloc[0] > 3 * prefill["data_movement_share"].iloc[-1]
     assert "less) as SRAM grows" in capsys.readouterr().out
+
+
+def test_wafer_fabric_predicts_the_70b_deployment_out_of_sample(monkeypatch, capsys):
+    """One fitted constant (execution.fabric_sync, on Llama-3.1-8B on one CS-3); the same
+    constants predict Llama-3.1-70B on four CS-3 within 25%, with the power cap and without."""
+    fabric = _load("wafer_fabric")
+    monkeypatch.setattr(sys, "argv", ["wafer_fabric", "--check"])
+    assert fabric.main() == 0
+    lines = capsys.readouterr().out.splitlines()
+    fitted = [line for line in lines if line.endswith("(fitted)")]
+    held_out = [line for line in lines if line.endswith("(out of sample)")]
+    assert len(fitted) == len(held_out) == 2  # with the preset's power cap and without
+    for line in fitted + held_out:
+        err = float(line.split("%")[0].split()[-1]) / 100
+        assert abs(err) <= (0.05 if line in fitted else fabric.BOUND), line

@@ -25,14 +25,14 @@ class Port:
 
     __slots__ = ("server", "hold", "via_hold", "name", "key", "via_key", "latency_ps")
 
-    def __init__(self, server: Server, total: int, count: int, share: float) -> None:
+    def __init__(self, server: Server, total: int, count: int, share: float, latency_ps: int = 0) -> None:
         self.server = server
         self.hold = -(-server.duration(total, share) // count)
         self.via_hold = -(-server.via.duration(total) // count) if server.via is not None else None
         self.name = str(server.rid)
         self.key = (WAIT, self.name, "")  # the stall key of waiting for it
         self.via_key = (WAIT, str(server.via.rid), "") if server.via is not None else None
-        self.latency_ps = server.latency_ps
+        self.latency_ps = latency_ps or server.latency_ps  # a step may name its own (a fabric traversal)
 
 
 class Chunk:

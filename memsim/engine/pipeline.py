@@ -56,7 +56,8 @@ class StepRun:
         self.priority = priority
         self.observer = observer
         self.count = step.count
-        self.loads = [Port(res.ports[ref], n, step.count, step.share) for ref, n in step.total_loads]
+        self.loads = [Port(res.ports[ref], n, step.count, step.share, step.latency_ps)
+                      for ref, n in step.total_loads]
         self.stores = [Port(res.ports[ref], n, step.count, step.share) for ref, n in step.total_stores]
         self.load_servers = [p.server for p in self.loads]
         self.load_totals = [b for _, b in step.total_loads]

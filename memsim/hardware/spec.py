@@ -206,6 +206,17 @@ class ExecutionSpec:
         "fabric", "text", "on-chip link over which a wafer broadcasts a matrix op's input and reduces its output "
         "across the layer's region (empty: none)", ""
     )
+    fabric_rows: int = spec_field(
+        "fabric_rows", "count", "rows of the 2D mesh of compute units that `fabric` joins; with `fabric_cols`, a "
+        "traversal crosses its region's diameter at the link's latency per hop (memsim.mapping.mesh; 0: no mesh, a "
+        "traversal pays the link's latency once)", 0)
+    fabric_cols: int = spec_field("fabric_cols", "count", "columns of that mesh (see `fabric_rows`)", 0)
+    fabric_width_bytes: int = spec_field(
+        "fabric_width", "bytes", "bytes one link of that mesh carries per hop time (the link's latency): a traversal "
+        "streams its vector's slice per row of the region over one", 0)
+    fabric_sync_ps: int = spec_field(
+        "fabric_sync", "time", "synchronisation every traversal of that mesh pays once: the receivers learn that the "
+        "whole vector has arrived", 0)
     stage_from: tuple[str, ...] = spec_field(
         "stage_from", "names", "levels whose tensors a dataflow chip copies into `stage_into` before use", ()
     )
@@ -266,6 +277,9 @@ class ExecutionSpec:
             fail(f"{self.stage_into!r} cannot be staged into itself", "execution.stage_from")
         if not 1 <= self.comm_overlap <= MAX_COMM_OVERLAP:
             fail(f"must be from 1 (off) to {MAX_COMM_OVERLAP}", "execution.comm_overlap")
+        if bool(self.fabric_rows) != bool(self.fabric_cols) or (self.fabric_rows and not self.fabric_width_bytes):
+            missing = "width" if self.fabric_rows and self.fabric_cols else "cols" if self.fabric_rows else "rows"
+            fail("a mesh needs rows, columns and a link width (at least 1 B)", f"execution.fabric_{missing}")
 
     def dequant(self, dtype: str) -> float:
         return dict(self.dequant_ops).get(dtype, 0.0)
