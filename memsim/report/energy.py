@@ -5,7 +5,11 @@ at the chip's energy per FLOP, its bits at the level's or link's energy per bit)
 power of every chip is drawn for the whole step. A run's energy is their sum; each operator
 gets its records' dynamic energy and a share of the static energy in proportion to the time it
 holds a compute stream (computing or stalled), so the operators' energies add up to the total.
-Power over time spreads each record's energy evenly over its interval (a transfer's over its
+Only the first tensor-parallel rank of a stage is simulated (its ranks run identical shards), so
+a record of its compute, its levels or its own links stands for ``tp`` chips' work, and counts
+``tp`` times in the run's energy, the operators' and the power of all chips; a transfer on a
+link between chips is one of its own (every link is simulated). A timeline row's energy is its
+own resource's. Power over time spreads each record's energy evenly over its interval (a transfer's over its
 own, so a copy engine's prefetch is power drawn while it runs). The power cap limits each chip's
 mean power over the sliding window its limiter averages over (``power.window``), its regions
 together: ``chip_power`` is what ``memsim.powercap`` holds under the cap.
@@ -17,7 +21,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from memsim.engine import EngineResult
-from memsim.engine.records import COMPUTE, DEQUANT, LEVEL, LINK
+from memsim.engine.records import COMPUTE, DEQUANT, LEVEL, LINK, SYSTEM
 from memsim.mapping import Plan
 from memsim.units import PS_PER_S
 
@@ -34,23 +38,29 @@ def static_j(plan: Plan, result: EngineResult) -> float:
     return static_w(plan) * result.end_ps / PS_PER_S
 
 
+def ranks(plan: Plan, record) -> int:
+    """The chips a record's work stands for: ``tp`` for a rank's compute, levels and own links,
+    one for a transfer on a link between chips."""
+    return 1 if record.resource.chip == SYSTEM else plan.tp
+
+
 def breakdown(plan: Plan, result: EngineResult) -> dict[str, Any]:
-    """``energy_j``: the total, dynamic and static parts, and the dynamic energy of compute, each
-    level and each link (links between chips under their link's name)."""
+    """``energy_j`` of all the run's chips: the total, dynamic and static parts, and the dynamic
+    energy of compute, each level and each link (links between chips under their link's name)."""
     compute = 0
     levels = {lvl.name: 0 for lvl in plan.chip.levels}
     links = {lk.name: 0 for lk in plan.chip.links}
     for r in result.records:
         if not r.energy_fj:
             continue
-        kind = r.resource.kind
+        kind, fj = r.resource.kind, r.energy_fj * ranks(plan, r)
         if kind in (COMPUTE, DEQUANT):
-            compute += r.energy_fj
+            compute += fj
         elif kind == LEVEL:
-            levels[r.resource.name] = levels.get(r.resource.name, 0) + r.energy_fj
+            levels[r.resource.name] = levels.get(r.resource.name, 0) + fj
         elif kind == LINK:
             name = r.resource.name.split("[")[0]  # a link between chips is named link[src>dst]
-            links[name] = links.get(name, 0) + r.energy_fj
+            links[name] = links.get(name, 0) + fj
     dynamic = compute + sum(levels.values()) + sum(links.values())
     static = static_j(plan, result)
     return {"total": dynamic / FJ_PER_J + static, "dynamic": dynamic / FJ_PER_J, "static": static,
@@ -59,11 +69,12 @@ def breakdown(plan: Plan, result: EngineResult) -> dict[str, Any]:
 
 
 def per_op(plan: Plan, result: EngineResult) -> dict[str, tuple[float, float]]:
-    """Operator -> (dynamic, static) joules; over all operators they add up to the run's total."""
+    """Operator -> (dynamic, static) joules of all its ranks; over all operators they add up to the
+    run's total."""
     dynamic: dict[str, int] = {}
     held: dict[str, int] = {}
     for r in result.records:
-        dynamic[r.op] = dynamic.get(r.op, 0) + r.energy_fj
+        dynamic[r.op] = dynamic.get(r.op, 0) + r.energy_fj * ranks(plan, r)
         if r.resource.kind == COMPUTE:
             held[r.op] = held.get(r.op, 0) + r.end_ps - r.start_ps
     static = static_j(plan, result)
@@ -83,6 +94,7 @@ class Spans(NamedTuple):
     end: np.ndarray
     fj: np.ndarray
     unit: np.ndarray
+    between: np.ndarray  # 1 for a transfer on a link between chips, else 0 (a rank's own resource)
 
 
 def spans(records) -> Spans:
@@ -95,17 +107,17 @@ def spans(records) -> Spans:
         if r.resource.kind == COMPUTE:
             e = extent.setdefault((r.chip, r.op, r.stream), [r.start_ps, r.end_ps])
             e[0], e[1] = min(e[0], r.start_ps), max(e[1], r.end_ps)
-    rows = [(*extent[(r.chip, r.op, r.stream)], r.energy_fj, r.chip) if r.resource.kind == COMPUTE else
-            (r.start_ps, r.end_ps, r.energy_fj, r.chip) for r in records if r.energy_fj]
-    start, end, fj, unit = (np.array(col, dtype=np.int64) for col in zip(*rows)) if rows else \
-        (np.zeros(0, dtype=np.int64) for _ in range(4))
-    return Spans(start, np.maximum(end, start + 1), fj, unit)
+    rows = [(*extent[(r.chip, r.op, r.stream)], r.energy_fj, r.chip, 0) if r.resource.kind == COMPUTE else
+            (r.start_ps, r.end_ps, r.energy_fj, r.chip, int(r.resource.chip == SYSTEM)) for r in records if r.energy_fj]
+    start, end, fj, unit, between = (np.array(col, dtype=np.int64) for col in zip(*rows)) if rows else \
+        (np.zeros(0, dtype=np.int64) for _ in range(5))
+    return Spans(start, np.maximum(end, start + 1), fj, unit, between)
 
 
 def profile(records, end_ps: int, of: Spans | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The dynamic power as a step function: times (ps) and the watts drawn from each until the
     next (``of``: the records' spans, when already made)."""
-    starts, ends, energy, _ = of if of is not None else spans(records)
+    starts, ends, energy, _, _ = of if of is not None else spans(records)
     if not len(starts):
         return np.array([0, max(end_ps, 1)]), np.zeros(2)
     rate = energy / (ends - starts) / 1000  # fJ/ps = mW; in W
@@ -140,8 +152,10 @@ def peak_power(plan: Plan, result: EngineResult, of: Spans | None = None) -> flo
     if result.end_ps <= 0:
         return static_w(plan)
     of = of if of is not None else spans(result.records)
+    # A rank's records stand for every rank of its stage (``ranks``); links between chips (unit SYSTEM) for one.
+    every = of._replace(fj=np.where(of.between == 1, 1, plan.tp) * of.fj)
     # Rounded to a microwatt: records cut differently (fast-forward on or off) sum in another order.
-    return round(_highest_mean(of, result.end_ps, window_ps(plan, result)) + static_w(plan), 6)
+    return round(_highest_mean(every, result.end_ps, window_ps(plan, result)) + static_w(plan), 6)
 
 
 def chip_power(plan: Plan, result: EngineResult, of: Spans | None = None) -> float:

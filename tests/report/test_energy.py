@@ -29,11 +29,15 @@ def test_energy_adds_up_on_every_preset(preset):
     # every operator's energy, and every record's, add up to the total and to the dynamic part
     assert r.ops["energy_j"].sum() == pytest.approx(e["total"], rel=1e-9)
     assert r.ops["dynamic_energy_j"].sum() == pytest.approx(e["dynamic"], rel=1e-9)
-    assert r.timeline["energy_j"].sum() == pytest.approx(e["dynamic"], rel=1e-9)
-    # each level's dynamic energy is its bytes times its energy per bit
+    # a timeline row of a rank's own resource stands for every rank of its stage (one rank is
+    # simulated); a transfer on a link between chips is one of its own
+    tp = r.plan.tp
+    between = r.timeline["resource"].str.match(r"link:.*\[")
+    assert (r.timeline["energy_j"] * between.map({True: 1, False: tp})).sum() == pytest.approx(e["dynamic"], rel=1e-9)
+    # each level's dynamic energy is its bytes (one rank's) times its energy per bit, for every rank
     for lvl in chip.levels:
         moved = s["bytes_per_level"][lvl.name]["total"]
-        assert e["levels"][lvl.name] == pytest.approx(moved * 8 * lvl.energy_fj_per_bit / 1e15, rel=1e-12)
+        assert e["levels"][lvl.name] == pytest.approx(tp * moved * 8 * lvl.energy_fj_per_bit / 1e15, rel=1e-12)
     assert e["static"] == pytest.approx(chip.power.static_mw / 1000 * s["chips"] * s["step_time_s"], rel=1e-12)
     assert s["avg_power_w"] == pytest.approx(e["total"] / s["step_time_s"])
     assert s["energy_per_token_j"] == pytest.approx(e["total"] / 2)
@@ -89,8 +93,13 @@ def test_peak_power_over_a_window_is_at_least_the_mean_and_at_most_the_highest_i
 def test_a_chip_s_power_is_its_own_and_a_wafer_s_regions_share_one_budget():
     tp = simulate("h100-sxm", "llama-3.2-1b", phase="prefill", batch=1, prompt=512, tp=2)
     static = tp.chip.power.static_mw / 1000
-    # the ranks of a stage are simulated once; each draws its own records' power and its static power
-    assert tp.summary["chip_power_w"] == pytest.approx(tp.summary["peak_power_w"] - static, rel=1e-9)
+    # the ranks of a stage are simulated once: each chip draws its rank's records' power and its static
+    # power, all chips together every rank's (a collective's transfers count for the chip that runs it)
+    s = tp.summary
+    assert static < s["chip_power_w"] < s["peak_power_w"] <= 2 * s["chip_power_w"] * (1 + 1e-9)
+    alone = simulate("h100-sxm", "llama-3.2-1b", phase="prefill", batch=1, prompt=512, tp=2,
+                     set={"nvlink.energy": "0 pJ/bit"}).summary
+    assert alone["peak_power_w"] == pytest.approx(2 * alone["chip_power_w"], rel=1e-9)
     wafer = simulate("wse-3", "llama-3.2-1b", phase="prefill", batch=1, prompt=64).summary
     assert wafer["chips"] == 1 and wafer["chip_power_w"] == wafer["peak_power_w"]
 
