@@ -119,13 +119,6 @@ def wave_factor(m: int, n: int, groups: int, units: int, unit_tile: int) -> floa
     return waves * units * min(m, unit_tile) * min(n, unit_tile) / (m * n * groups)
 
 
-def compute_dtype(cx: Context, act_dtype: str, weight_dtype: str) -> str:
-    """Weight-only formats compute in the activation dtype; fp8 uses fp8 units where the chip has them."""
-    if weight_dtype == "fp8" and "fp8" in dict(cx.chip.compute.peak_flops_per_s):
-        return "fp8"
-    return act_dtype
-
-
 @lru_cache(maxsize=4096)
 def _gemm(m, n, k, a_bits, b_bits, c_bits, acc, sram, depth, name):
     return tiling.gemm_tile(m, n, k, a_bits, b_bits, c_bits, acc, sram, depth, name)
@@ -157,7 +150,7 @@ def lower_matmul(op: Op, cx: Context) -> tuple[Step, ...]:
         _add(stores, cx.home(out), cx.graph.tensors[out].bytes)
     ex = cx.chip.execution
     w_dtype = cx.graph.tensors[b].dtype
-    dtype = compute_dtype(cx, op.dtype, w_dtype)
+    dtype = cx.chip.compute.matmul_dtype(op.dtype, w_dtype)
     stretch = wave_factor(m, n, groups, cx.chip.compute.units, ex.unit_tile)
     busy = math.ceil(compute_ps(op.flops, cx.matrix_rate(dtype)) * stretch)
     energy, unpack, unpack_fj = cx.matrix_energy(op.flops, dtype), 0, 0
