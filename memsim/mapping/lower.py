@@ -20,6 +20,7 @@ from memsim.workload.dtypes import BITS
 from memsim.workload.graph import Op, OpGraph
 
 SOFTMAX_FLOPS_PER_SCORE = 5
+STAGING = Ref.level("sram")  # where prefetched weights land: the scratchpad's staging area
 KV_SPLIT_MIN = 64  # keys: a FlashDecoding split smaller than one K/V block is not worth its reduction
 
 
@@ -32,6 +33,7 @@ class Context:
     compute_share: float = 1.0  # fraction of the chip's compute an op gets (a wafer region)
     microbatch: int = 0  # which micro-batch of the step the op belongs to
     staging_bytes: int = 0  # SRAM set aside for prefetched weights: tiles get the rest
+    staged: tuple[tuple[str, int], ...] = ()  # tensor -> bytes of its read that a prefetch put in SRAM
     grid: bool = False  # a kernel launches one work item per unit (a GPU grid); else the compiler spreads an op
 
     @property
@@ -77,6 +79,15 @@ def register(kind: str):
 def _add(acc: dict[Ref, int], where: Ref, nbytes: int) -> None:
     if nbytes:
         acc[where] = acc.get(where, 0) + nbytes
+
+
+def _add_read(acc: dict[Ref, int], cx: Context, tensor: str, read: int, moved: int) -> None:
+    """``moved`` bytes of a read of ``read`` bytes of ``tensor`` (more with re-fetches): the share a
+    prefetch staged comes from SRAM, the rest from the tensor's home."""
+    staged = min(read, dict(cx.staged).get(tensor, 0))
+    from_sram = moved * staged // read if read else 0
+    _add(acc, STAGING, from_sram)
+    _add(acc, cx.home(tensor), moved - from_sram)
 
 
 def _ordered(d: dict[Ref, int]) -> tuple[tuple[Ref, int], ...]:
@@ -140,11 +151,11 @@ def lower_matmul(op: Op, cx: Context) -> tuple[Step, ...]:
     # Elements the GEMMs consume over what the op reads: above 1 when rows are routed to several
     # experts (MoE), 1 for a plain or batched GEMM.
     gathered = m * groups * k / max(1, a_read.bytes * 8 // cx.bits(a))
-    _add(loads, cx.home(a), math.ceil(a_read.bytes * max(1.0, gathered)) * refetch_a)
+    _add_read(loads, cx, a, a_read.bytes, math.ceil(a_read.bytes * max(1.0, gathered)) * refetch_a)
     refetch_b = tile.b_bytes // max(1, tiling.bits_bytes(k * n, cx.bits(b)))
-    _add(loads, cx.home(b), b_read.bytes * refetch_b)
+    _add_read(loads, cx, b, b_read.bytes, b_read.bytes * refetch_b)
     for r in extra:
-        _add(loads, cx.home(r.tensor), r.bytes)
+        _add_read(loads, cx, r.tensor, r.bytes, r.bytes)
     stores: dict[Ref, int] = {}
     for out in op.outputs:
         _add(stores, cx.home(out), cx.graph.tensors[out].bytes)
@@ -310,4 +321,5 @@ def lowering_key(op: Op, cx: Context) -> tuple:
     ins = tuple((r.bytes, tensors[r.tensor].dtype, tensors[r.tensor].shape, tensors[r.tensor].bytes,
                  tensors[r.tensor].klass, cx.homes[r.tensor]) for r in op.inputs)
     outs = tuple((tensors[t].bytes, tensors[t].dtype, cx.homes[t]) for t in op.outputs)
-    return (op.kind, op.dims, op.flops, op.dtype, ins, outs, cx.attention, cx.compute_share, cx.staging_bytes, cx.grid)
+    return (op.kind, op.dims, op.flops, op.dtype, ins, outs, cx.attention, cx.compute_share, cx.staging_bytes, cx.grid,
+            cx.staged)
