@@ -33,13 +33,20 @@ class Context:
     compute_share: float = 1.0  # fraction of the chip's compute an op gets (a wafer region)
     microbatch: int = 0  # which micro-batch of the step the op belongs to
     staging_bytes: int = 0  # SRAM set aside for prefetched weights: tiles get the rest
-    staged: tuple[tuple[str, int], ...] = ()  # tensor -> bytes of its read that a prefetch put in SRAM
     grid: bool = False  # a kernel launches one work item per unit (a GPU grid); else the compiler spreads an op
+    staged: tuple[tuple[str, int], ...] = ()  # tensor -> bytes of its read that a prefetch put in SRAM
+    room_bytes: int = -1  # SRAM per chip that tiles and staging share (``placement.sram_room``); -1: all
+
+    @property
+    def room(self) -> int:
+        """The SRAM of the op's region that its tiles and the staging area share."""
+        room = self.chip.chip_capacity(self.chip.sram) if self.room_bytes < 0 else self.room_bytes
+        return int(room * self.compute_share)
 
     @property
     def sram_bytes(self) -> int:
-        """The SRAM an op's tiles may use: its region's share, less the prefetch staging area."""
-        return int(self.chip.chip_capacity(self.chip.sram) * self.compute_share) - self.staging_bytes
+        """The SRAM an op's tiles may use: its region's room, less the prefetch staging area."""
+        return self.room - self.staging_bytes
 
     @property
     def depth(self) -> int:
@@ -310,6 +317,22 @@ def _unfused_attention(op: Op, cx: Context) -> tuple[Step, ...]:
     )
 
 
+def tile_floor(op: Op, graph: OpGraph, chip: ChipSpec) -> int:
+    """The SRAM an op's tiles need for their least traffic, as its lowering tiles it (fused
+    attention, the chip's buffers and accumulator); 0 for an op that only streams."""
+    ex = chip.execution
+    bits = {t: BITS[graph.tensors[t].dtype] for t in [r.tensor for r in op.inputs] + list(op.outputs)}
+    if op.kind == "matmul":
+        return tiling.gemm_floor(op.dim("m"), op.dim("n"), bits[op.inputs[0].tensor], bits[op.inputs[1].tensor],
+                                 ex.accumulator_bytes, ex.prefetch_depth)
+    if op.kind == "attention" and ex.attention == "fused":
+        _, heads, kvh, q_len, _ = _attn_shape(op)
+        q, *kv_reads = op.inputs
+        return tiling.attention_floor((heads // kvh) * q_len, op.dim("head_dim"), bits[q.tensor],
+                                      max(bits[r.tensor] for r in kv_reads), ex.accumulator_bytes, ex.prefetch_depth)
+    return 0
+
+
 def lower(op: Op, cx: Context) -> tuple[Step, ...]:
     return LOWERINGS[op.kind](op, cx)
 
@@ -322,4 +345,4 @@ def lowering_key(op: Op, cx: Context) -> tuple:
                  tensors[r.tensor].klass, cx.homes[r.tensor]) for r in op.inputs)
     outs = tuple((tensors[t].bytes, tensors[t].dtype, cx.homes[t]) for t in op.outputs)
     return (op.kind, op.dims, op.flops, op.dtype, ins, outs, cx.attention, cx.compute_share, cx.staging_bytes, cx.grid,
-            cx.staged)
+            cx.staged, cx.room_bytes)

@@ -5,11 +5,17 @@ hold everything, caches hold activations and scratchpads only stage tiles). Pers
 tensors (weights, then the KV cache) fill their eligible levels in order, fastest first,
 spilling to the next one when a level is full. An activation lives in the first eligible
 level large enough for it: caches keep small activations between operators.
+
+A scratchpad that is a home for weights or the KV cache keeps a reserve for the operators'
+tiles and the prefetch staging area (``sram_reserve``): persistent tensors that could live in a
+slower level get only what is beyond it, so more SRAM never shrinks the room of tiles and
+staging, and only tensors with nowhere else to go (an SRAM-only chip) may use the reserve.
 """
 from __future__ import annotations
 
 from memsim.errors import CapacityError
 from memsim.hardware.spec import ChipSpec
+from memsim.mapping.lower import tile_floor
 from memsim.units import human_bytes
 from memsim.workload.graph import OpGraph, Tensor
 
@@ -22,7 +28,7 @@ def place(graph: OpGraph, chip: ChipSpec, kv_copies: int = 1, where: str = "") -
     order = sorted(("weight", "kv"), key=lambda k: sum(lvl.home_for(k) for lvl in chip.levels))
     persistent = [t for k in order for t in graph.tensors.values() if t.klass == k]
     size = {t.name: t.bytes * (kv_copies if t.klass == "kv" else 1) for t in persistent}
-    homes, homeless = _fill(persistent, size, chip)
+    homes, homeless = _fill(persistent, size, chip, sram_reserve(graph, chip, persistent, size))
     if homeless is not None:
         need = sum(size.values())
         eligible = [lvl for lvl in chip.levels if lvl.home_for(homeless.klass)]
@@ -30,7 +36,8 @@ def place(graph: OpGraph, chip: ChipSpec, kv_copies: int = 1, where: str = "") -
         message = (f"{where}weights and KV cache need {need / 1e9:.2f} GB but fit in no memory level ({have}); "
                    f"{homeless.name} has no room")
         weights = [t for t in persistent if t.klass == "weight"]
-        if len(weights) < len(persistent) and _fill(weights, size, chip)[1] is None:
+        if len(weights) < len(persistent) and _fill(weights, size, chip, sram_reserve(graph, chip, weights, size))[1] \
+                is None:
             # The weights fit by themselves: the KV cache, sized by the batch and the context, is what does not.
             meta = graph.meta
             option, length = (("--prompt", meta.get("tokens")) if meta.get("phase") == "prefill"
@@ -47,17 +54,77 @@ def place(graph: OpGraph, chip: ChipSpec, kv_copies: int = 1, where: str = "") -
     return homes
 
 
-def _fill(tensors: list[Tensor], size: dict[str, int], chip: ChipSpec) -> tuple[dict[str, str], Tensor | None]:
+def sram_reserve(graph: OpGraph, chip: ChipSpec, persistent: list[Tensor], size: dict[str, int]) -> int:
+    """Bytes of the scratchpad kept for tiles and the staging area when it is also a home for
+    persistent tensors (0 when it is not).
+
+    Tiles need the most any op's least-traffic tile takes (``lower.tile_floor``); more SRAM
+    gives them nothing. If the eligible tensors all fit beside that, or weight prefetch is off,
+    that is the reserve. Otherwise weights that stay in a slower level are staged through it:
+    tiles and staging split the reserve in half (``prefetch.staging_bytes``), so it is at least
+    twice the tiles' need, and half the scratchpad once that is more. Both the reserve and what
+    it leaves grow with the capacity."""
+    sram = chip.sram
+    if not any(sram.home_for(k) for k in ("weight", "kv")):
+        return 0
+    capacity = chip.chip_capacity(sram)
+    tiles = max((tile_floor(op, graph, chip) for op in graph), default=0)
+    eligible = sum(size[t.name] for t in persistent if sram.home_for(t.klass))
+    if not chip.execution.weight_prefetch or eligible + tiles <= capacity:
+        return min(capacity, tiles)
+    return min(capacity, max(2 * tiles, capacity // 2))
+
+
+def _fill(tensors: list[Tensor], size: dict[str, int], chip: ChipSpec, reserve: int = 0
+          ) -> tuple[dict[str, str], Tensor | None]:
     """Persistent tensors into their eligible levels in order, fastest first, spilling to the next
-    level when one is full; and the first tensor that found no room (None when all did)."""
+    level when one is full; and the first tensor that found no room (None when all did).
+
+    Tensors that can live nowhere but the scratchpad go first and may use all of it. Of the
+    others it takes the smallest first, up to all but its ``reserve``, and stops at the first that
+    does not fit: the most operators then read nothing from a slower level (each such read pays
+    that level's latency), and a larger scratchpad holds a superset of what a smaller one holds."""
     free = {lvl.name: chip.chip_capacity(lvl) for lvl in chip.levels}
+    sram = chip.sram.name
+    last = {t.name: [lvl.name for lvl in chip.levels if lvl.home_for(t.klass)][-1:] == [sram] for t in tensors}
     homes: dict[str, str] = {}
-    for t in tensors:
+
+    def put(t: Tensor, keep: int) -> bool:
         for lvl in chip.levels:
-            if lvl.home_for(t.klass) and free[lvl.name] >= size[t.name]:
+            if lvl.home_for(t.klass) and free[lvl.name] - (keep if lvl.name == sram else 0) >= size[t.name]:
                 free[lvl.name] -= size[t.name]
                 homes[t.name] = lvl.name
-                break
-        else:
+                return True
+        return False
+
+    for t in tensors:
+        if last[t.name] and not put(t, 0):
+            return homes, t
+    keep = min(reserve, free[sram])
+    for t in sorted((t for t in tensors if not last[t.name] and chip.sram.home_for(t.klass)),
+                    key=lambda t: size[t.name]):
+        if free[sram] - keep < size[t.name]:
+            break
+        free[sram] -= size[t.name]
+        homes[t.name] = sram
+    for t in tensors:
+        if t.name not in homes and not put(t, free[sram]):  # the scratchpad is full for them
             return homes, t
     return homes, None
+
+
+def sram_room(graph: OpGraph, chip: ChipSpec, homes: dict[str, str], kv_copies: int = 1) -> int:
+    """The scratchpad (per chip) that tiles and the staging area share: all of it, less what
+    persistent tensors placed in it take; while some of them live in a slower level, no more than
+    the reserve, so that the room only grows with the capacity."""
+    sram = chip.sram
+    capacity = chip.chip_capacity(sram)
+    persistent = [t for t in graph.tensors.values() if t.klass in ("weight", "kv") and sram.home_for(t.klass)]
+    if not persistent:
+        return capacity
+    size = {t.name: t.bytes * (kv_copies if t.klass == "kv" else 1) for t in persistent}
+    resident = sum(size[t.name] for t in persistent if homes[t.name] == sram.name)
+    if all(homes[t.name] == sram.name for t in persistent):
+        return capacity - resident
+    kept = min(capacity, sram_reserve(graph, chip, persistent, size))
+    return capacity - max(resident, capacity - kept)

@@ -4,8 +4,9 @@ With ``execution.weight_prefetch = N``, each GEMM whose weights live in a slower
 a prefetch task on its chip's copy stream: a direct copy of the weights it reads from their
 home into the SRAM staging area. The prefetch for a chip's j-th such GEMM may start once its
 (j - N - 1)-th has finished, so up to N GEMMs' weights are staged ahead of the running one,
-and it takes its bytes of the staging area (half the SRAM; tiles get the other half) before
-it starts; the GEMM gives them back when it is done. The staging area is double-buffered like
+and it takes its bytes of the staging area (half the SRAM, or of the room that weights resident
+in it leave; tiles get the other half) before it starts; the GEMM gives them back when it is
+done. The staging area is double-buffered like
 a tile's operands (``prefetch_depth`` GEMMs' weights at a time), so a GEMM stages at most that
 share of it: all its weights where they fit, else the part that fits (its first weights, in
 input order), and the rest streams from their home while it computes, as without prefetch.
@@ -32,10 +33,13 @@ GRAIN = COPY_CHUNKS * tiling.CHUNKS
 
 
 def staging_bytes(cx: Context) -> int:
-    """SRAM set aside for prefetched weights (0 when prefetch is off)."""
+    """SRAM set aside for prefetched weights: half the room tiles and staging share (0 when
+    prefetch is off, or when every weight lives in the scratchpad and none is left to fetch)."""
     if not cx.chip.execution.weight_prefetch:
         return 0
-    return int(cx.chip.chip_capacity(cx.chip.sram) * cx.compute_share) // 2
+    if all(cx.homes[t.name] == STAGING.name for t in cx.graph.tensors.values() if t.klass == "weight"):
+        return 0
+    return cx.room // 2
 
 
 def part_bytes(cx: Context, nbytes: int) -> int:
