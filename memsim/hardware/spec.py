@@ -254,7 +254,8 @@ class ExecutionSpec:
     )
     weight_prefetch: int = spec_field(
         "weight_prefetch", "count", "operators ahead whose weights the copy stream stages into SRAM (or L2) while "
-        "the current one computes, where capacity allows (0: off)", 0
+        "the current one computes; a GEMM stages the part of its weights that fits its share of the staging area "
+        "(the area over `prefetch_depth`) (0: off)", 0
     )
     pipeline: str = spec_field(
         "pipeline", "choice", "`layers`: each layer runs in its own region of the chip (its share of compute and "

@@ -54,25 +54,34 @@ def place(graph: OpGraph, chip: ChipSpec, kv_copies: int = 1, where: str = "") -
     return homes
 
 
+def _needs(graph: OpGraph, chip: ChipSpec) -> tuple[int, int]:
+    """What tiles and the staging area would use of the scratchpad: the largest least-traffic tile
+    of any op (``lower.tile_floor``; more SRAM gives tiles nothing) and ``prefetch_depth`` times
+    the largest GEMM's weights (each GEMM staged whole; 0 with weight prefetch off)."""
+    ex = chip.execution
+    tiles = max((tile_floor(op, graph, chip) for op in graph), default=0)
+    weights = [r.bytes for op in graph if op.kind == "matmul" for r in op.inputs
+               if graph.tensors[r.tensor].klass == "weight"]
+    return tiles, ex.prefetch_depth * max(weights, default=0) if ex.weight_prefetch else 0
+
+
 def sram_reserve(graph: OpGraph, chip: ChipSpec, persistent: list[Tensor], size: dict[str, int]) -> int:
     """Bytes of the scratchpad kept for tiles and the staging area when it is also a home for
     persistent tensors (0 when it is not).
 
-    Tiles need the most any op's least-traffic tile takes (``lower.tile_floor``); more SRAM
-    gives them nothing. If the eligible tensors all fit beside that, or weight prefetch is off,
-    that is the reserve. Otherwise weights that stay in a slower level are staged through it:
-    tiles and staging split the reserve in half (``prefetch.staging_bytes``), so it is at least
-    twice the tiles' need, and half the scratchpad once that is more. Both the reserve and what
-    it leaves grow with the capacity."""
+    Tiles get what they need first. If the eligible tensors all fit beside that, nothing is left
+    to prefetch and that is the reserve. Otherwise the weights left in a slower level are staged
+    through the scratchpad: the staging area gets what it needs, but at most half of what the
+    tiles leave, and resident weights the rest. Each of the three only grows with the capacity."""
     sram = chip.sram
     if not any(sram.home_for(k) for k in ("weight", "kv")):
         return 0
     capacity = chip.chip_capacity(sram)
-    tiles = max((tile_floor(op, graph, chip) for op in graph), default=0)
+    tiles, staging = _needs(graph, chip)
     eligible = sum(size[t.name] for t in persistent if sram.home_for(t.klass))
-    if not chip.execution.weight_prefetch or eligible + tiles <= capacity:
+    if eligible + tiles <= capacity:
         return min(capacity, tiles)
-    return min(capacity, max(2 * tiles, capacity // 2))
+    return min(capacity, tiles + min(staging, max(0, capacity - tiles) // 2))
 
 
 def _fill(tensors: list[Tensor], size: dict[str, int], chip: ChipSpec, reserve: int = 0
@@ -113,18 +122,23 @@ def _fill(tensors: list[Tensor], size: dict[str, int], chip: ChipSpec, reserve: 
     return homes, None
 
 
-def sram_room(graph: OpGraph, chip: ChipSpec, homes: dict[str, str], kv_copies: int = 1) -> int:
-    """The scratchpad (per chip) that tiles and the staging area share: all of it, less what
-    persistent tensors placed in it take; while some of them live in a slower level, no more than
-    the reserve, so that the room only grows with the capacity."""
+def sram_split(graph: OpGraph, chip: ChipSpec, homes: dict[str, str], kv_copies: int = 1) -> tuple[int, int]:
+    """The scratchpad (per chip) that tiles and the staging area share, and the staging area's part.
+
+    A scratchpad that holds no persistent tensors gives them all of it, half each with weight
+    prefetch on. One that does gives them what the tensors placed in it leave (while some live in
+    a slower level, no more than the reserve, so that the room only grows with the capacity):
+    tiles what they need first, staging the rest, none when every weight is resident."""
     sram = chip.sram
     capacity = chip.chip_capacity(sram)
+    prefetch = chip.execution.weight_prefetch
     persistent = [t for t in graph.tensors.values() if t.klass in ("weight", "kv") and sram.home_for(t.klass)]
     if not persistent:
-        return capacity
+        return capacity, capacity // 2 if prefetch else 0
     size = {t.name: t.bytes * (kv_copies if t.klass == "kv" else 1) for t in persistent}
     resident = sum(size[t.name] for t in persistent if homes[t.name] == sram.name)
-    if all(homes[t.name] == sram.name for t in persistent):
-        return capacity - resident
+    if all(homes[t.name] == sram.name for t in graph.tensors.values() if t.klass == "weight"):
+        return capacity - resident, 0
     kept = min(capacity, sram_reserve(graph, chip, persistent, size))
-    return capacity - max(resident, capacity - kept)
+    room = capacity - max(resident, capacity - kept)
+    return room, room - min(room, _needs(graph, chip)[0]) if prefetch else 0

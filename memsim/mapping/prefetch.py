@@ -6,10 +6,10 @@ home into the SRAM staging area. The prefetch for a chip's j-th such GEMM may st
 (j - N - 1)-th has finished, so up to N GEMMs' weights are staged ahead of the running one,
 and it takes its bytes of the staging area (half the SRAM, or of the room that weights resident
 in it leave; tiles get the other half) before it starts; the GEMM gives them back when it is
-done. The staging area is double-buffered like
-a tile's operands (``prefetch_depth`` GEMMs' weights at a time), so a GEMM stages at most that
-share of it: all its weights where they fit, else the part that fits (its first weights, in
-input order), and the rest streams from their home while it computes, as without prefetch.
+done. The staging area is double-buffered like a tile's operands (``prefetch_depth`` GEMMs'
+weights at a time), so a GEMM stages at most that share of it: all its weights where they fit,
+else the part that fits (its first weights, in input order), and the rest streams from their
+home while it computes, as without prefetch.
 
 The copy is cut into few large transfers (a DMA engine moves big bursts) at the lowest
 priority: demand traffic preempts it, so it uses the bandwidth the running operators leave
@@ -30,16 +30,6 @@ COPY_CHUNKS = 16  # transfers a prefetch is cut into
 # A staged part is a whole number of these, so that it splits into whole bytes over the copy's
 # transfers and over the GEMM's chunks: a part one byte larger must not round every chunk up.
 GRAIN = COPY_CHUNKS * tiling.CHUNKS
-
-
-def staging_bytes(cx: Context) -> int:
-    """SRAM set aside for prefetched weights: half the room tiles and staging share (0 when
-    prefetch is off, or when every weight lives in the scratchpad and none is left to fetch)."""
-    if not cx.chip.execution.weight_prefetch:
-        return 0
-    if all(cx.homes[t.name] == STAGING.name for t in cx.graph.tensors.values() if t.klass == "weight"):
-        return 0
-    return cx.room // 2
 
 
 def part_bytes(cx: Context, nbytes: int) -> int:

@@ -16,9 +16,9 @@ from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping.lower import Context, bandwidth_of, lower, lowering_key
 from memsim.mapping.layout import Layout, branches, place_stages, stage_graphs, stages
-from memsim.mapping.placement import sram_room
+from memsim.mapping.placement import sram_split
 from memsim.mapping.plan import BRANCH, COMPUTE, OpTask, Plan, Step
-from memsim.mapping.prefetch import Prefetcher, staging_bytes
+from memsim.mapping.prefetch import Prefetcher
 from memsim.mapping.roofline import staged_roofline
 from memsim.units import PS_PER_S, transfer_ps
 from memsim.mapping import collectives, overlap, power, system
@@ -78,15 +78,15 @@ def plan_with(graph: OpGraph, chip: ChipSpec, shape: Shaper, layout: Layout = La
     if homes is None:
         homes = place_stages(graph, chip, stage_of, layout)
     on_chip = {name: s // regions for name, s in stage_of.items()}
-    room = min(sram_room(sub, chip, homes, layout.kv_copies) for sub in stage_graphs(graph, on_chip, pp))
+    splits = [sram_split(sub, chip, homes, layout.kv_copies) for sub in stage_graphs(graph, on_chip, pp)]
+    room, staging = min(r for r, _ in splits), int(min(s for _, s in splits) * compute_share)
     micro = layout.graphs(graph)
     tasks: list[OpTask] = []
     prefetcher = Prefetcher()
     cache: dict = {"branches": branches(graph)}  # and lowering key -> steps, "bounds": shaped steps -> bound
     for m, g in enumerate(micro):
-        cx = Context(chip, g, homes, attention or chip.execution.attention, compute_share, m, grid=grid,
+        cx = Context(chip, g, homes, attention or chip.execution.attention, compute_share, m, staging, grid,
                      room_bytes=room)
-        cx = dataclasses.replace(cx, staging_bytes=staging_bytes(cx))
         tasks += _micro_tasks(cx, shape, stage_of, tp, f"#{m}" if len(micro) > 1 else "", prefetcher, cache)
     split = [stage_graphs(g, stage_of, pp * regions) for g in micro]
     per_stage = [[parts[s] for parts in split] for s in range(pp * regions)]
@@ -94,7 +94,6 @@ def plan_with(graph: OpGraph, chip: ChipSpec, shape: Shaper, layout: Layout = La
     hops = system.hop_seconds(tasks, chip, tp * pp, regions, tp)
     comms = system.collective_seconds(tasks, chip, tp * pp, regions, tp)
     seconds, bound, need = staged_roofline(per_stage, chip, homes, links, regions, hops, comms)
-    staging = staging_bytes(Context(chip, graph, homes, compute_share=compute_share, room_bytes=room))
     return Plan(chip, tuple(tasks), tuple(sorted(homes.items())), seconds, bound, tuple(sorted(need.items())),
                 chips=tp * pp, tp=tp, staging_bytes=staging, regions=regions)
 

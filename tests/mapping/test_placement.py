@@ -215,9 +215,11 @@ def _sn40l_holding(capacity: str):
 
 def test_a_scratchpad_holding_weights_keeps_what_tiles_and_staging_need():
     """sn40l with `holds: [weight, activation]`: GPT-2 fits beside its tiles, so all its weights
-    live in SRAM and nothing is staged; Llama-3.2-1B does not, so half the SRAM stays for tiles
-    and staging and the weights get the other half, smallest first."""
-    from memsim.mapping.placement import sram_room
+    live in SRAM and nothing is staged; Llama-3.2-1B does not, so the tiles keep their least-traffic
+    tile, the staging area half of the rest (less than two LM heads) and the weights the other
+    half, smallest first."""
+    from memsim.mapping.lower import tile_floor
+    from memsim.mapping.placement import sram_split
 
     g = gpt2_decode(batch=1, context=512)
     chip = _sn40l_holding("520MB")
@@ -225,19 +227,22 @@ def test_a_scratchpad_holding_weights_keeps_what_tiles_and_staging_need():
     weights = [t for t in g.tensors.values() if t.klass == "weight"]
     assert all(homes[t.name] == "sram" for t in weights)
     assert all(homes[t.name] == "hbm" for t in g.tensors.values() if t.klass == "kv")  # KV is not a class it holds
-    assert sram_room(g, chip, homes) == 520 * 10**6 - sum(t.bytes for t in weights)
+    assert sram_split(g, chip, homes) == (520 * 10**6 - sum(t.bytes for t in weights), 0)
 
     big = build_step(model_config("llama-3.2-1b"), StepSpec.make("decode", batch=1, context=512))
     homes = place(big, chip)
     resident = [t for t in big.tensors.values() if homes[t.name] == "sram" and t.klass == "weight"]
     streamed = [t for t in big.tensors.values() if homes[t.name] == "hbm" and t.klass == "weight"]
     assert resident and streamed
-    assert sum(t.bytes for t in resident) <= 260 * 10**6 == sram_room(big, chip, homes)
+    tiles = max(tile_floor(op, big, chip) for op in big)
+    room, staging = sram_split(big, chip, homes)
+    assert staging == room - tiles == (520 * 10**6 - tiles) // 2
+    assert sum(t.bytes for t in resident) <= 520 * 10**6 - room
     assert max(t.bytes for t in resident) <= min(t.bytes for t in streamed)  # the smallest first
 
 
 def test_more_sram_keeps_a_superset_resident_and_never_less_room():
-    from memsim.mapping.placement import sram_room
+    from memsim.mapping.placement import sram_split
 
     g = build_step(model_config("llama-3.2-1b"), StepSpec.make("decode", batch=1, context=512))
     before, room = set(), 0
@@ -247,7 +252,7 @@ def test_more_sram_keeps_a_superset_resident_and_never_less_room():
         resident = {n for n, h in homes.items() if h == "sram" and g.tensors[n].klass == "weight"}
         assert before <= resident
         spills = any(h != "sram" for n, h in homes.items() if g.tensors[n].klass == "weight")
-        now = sram_room(g, chip, homes)
+        now = sram_split(g, chip, homes)[0]
         assert now >= room or not spills  # once all weights are resident nothing needs staging
         before, room = resident, now
     assert not spills and len(before) == sum(t.klass == "weight" for t in g.tensors.values())
@@ -256,7 +261,7 @@ def test_more_sram_keeps_a_superset_resident_and_never_less_room():
 def test_an_sram_only_chip_puts_its_weights_in_the_reserve_too():
     """groq-lpu: SRAM is the only memory, so the weights go there whatever tiles would like, and the
     tiles get what is left (the staging area none: nothing is left to prefetch)."""
-    from memsim.mapping.placement import sram_room
+    from memsim.mapping.placement import sram_split
     from memsim.workload import StepSpec as Spec
 
     g = build_step(model_config("gpt2"), Spec.make("decode", batch=1, context=64, weight_dtype="int8"))
@@ -264,4 +269,4 @@ def test_an_sram_only_chip_puts_its_weights_in_the_reserve_too():
     homes = place(g, chip)
     assert set(homes.values()) == {"sram"}
     persistent = sum(t.bytes for t in g.tensors.values() if t.klass in ("weight", "kv"))
-    assert sram_room(g, chip, homes) == chip.sram.capacity_bytes - persistent
+    assert sram_split(g, chip, homes)[0] == chip.sram.capacity_bytes - persistent

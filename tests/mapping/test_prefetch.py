@@ -8,7 +8,8 @@ from memsim.api import load_workload, resolve
 from memsim.hardware.resource import Ref
 from memsim.mapping import make_plan
 from memsim.mapping.lower import Context, lower_matmul
-from memsim.mapping.prefetch import GRAIN, Prefetcher, part_bytes, staging_bytes
+from memsim.mapping.placement import sram_split
+from memsim.mapping.prefetch import GRAIN, Prefetcher, part_bytes
 
 UNCAPPED = {"execution.power_cap": "100000W"}  # power out of the way: times are the bytes' and rates'
 
@@ -17,8 +18,8 @@ def _staged(sram: str, op: str = "L0.gate_up"):
     chip = hardware.load("sn40l", [("sram.capacity", sram)])
     g = load_workload(resolve(model="llama-3.1-8b", context=64))
     homes = {t.name: "hbm" if t.klass != "activation" else "sram" for t in g.tensors.values()}
-    cx = Context(chip, g, homes)
-    cx = Context(chip, g, homes, staging_bytes=staging_bytes(cx))
+    room, staging = sram_split(g, chip, homes)
+    cx = Context(chip, g, homes, staging_bytes=staging, room_bytes=room)
     task, staged_cx = Prefetcher().stage(g.ops[op], cx, 0, op)
     return chip, g, cx, task, staged_cx
 
