@@ -8,7 +8,7 @@ smaller chunks that hide less of the home level's latency. Where the copy stream
 on the critical path (an HBM-bound decode) and nothing follows the GEMM to keep the home level
 busy (the LM head, last), a larger part can lengthen the step by up to the GEMM's own work
 (its compute, or its read of the part from SRAM, which streaming had hidden) plus one latency of
-the level it came from: Llama-3.1-8B on sn40l, 2 GiB against 4 GiB of SRAM, is 10.3 us (0.09%)
+the level it came from: Llama-3.1-8B on sn40l, 4 GiB against 2 GiB of SRAM, is 9.1 us (0.08%)
 slower with the 1 GB LM head staged whole. That is the bound tested here.
 
 Power is out of the way (``execution.power_cap``), so that only the memory system changes.

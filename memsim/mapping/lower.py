@@ -142,6 +142,15 @@ def _gemm(m, n, k, a_bits, b_bits, c_bits, acc, sram, depth, name):
     return tiling.gemm_tile(m, n, k, a_bits, b_bits, c_bits, acc, sram, depth, name)
 
 
+def gemm_compute_ps(op: Op, cx: Context) -> int:
+    """Picoseconds a GEMM keeps the matrix units busy: its FLOPs at the rate of the dtype it
+    computes in, stretched by the waves of unit tiles."""
+    dtype = cx.chip.compute.matmul_dtype(op.dtype, cx.graph.tensors[op.inputs[1].tensor].dtype)
+    stretch = wave_factor(op.dim("m"), op.dim("n"), op.dim("groups", 1), cx.chip.compute.units,
+                          cx.chip.execution.unit_tile)
+    return math.ceil(compute_ps(op.flops, cx.matrix_rate(dtype)) * stretch)
+
+
 @register("matmul")
 def lower_matmul(op: Op, cx: Context) -> tuple[Step, ...]:
     """C = A @ B, tiled; ``groups`` independent GEMMs of ``m`` rows each (grouped MoE experts)
@@ -169,8 +178,7 @@ def lower_matmul(op: Op, cx: Context) -> tuple[Step, ...]:
     ex = cx.chip.execution
     w_dtype = cx.graph.tensors[b].dtype
     dtype = cx.chip.compute.matmul_dtype(op.dtype, w_dtype)
-    stretch = wave_factor(m, n, groups, cx.chip.compute.units, ex.unit_tile)
-    busy = math.ceil(compute_ps(op.flops, cx.matrix_rate(dtype)) * stretch)
+    busy = gemm_compute_ps(op, cx)
     energy, unpack, unpack_fj = cx.matrix_energy(op.flops, dtype), 0, 0
     if dtype != w_dtype and ex.dequant(w_dtype):
         weight = cx.graph.tensors[b]

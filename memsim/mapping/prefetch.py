@@ -4,12 +4,14 @@ With ``execution.weight_prefetch = N``, each GEMM whose weights live in a slower
 a prefetch task on its chip's copy stream: a direct copy of the weights it reads from their
 home into the SRAM staging area. The prefetch for a chip's j-th such GEMM may start once its
 (j - N - 1)-th has finished, so up to N GEMMs' weights are staged ahead of the running one,
-and it takes its bytes of the staging area (half the SRAM, or of the room that weights resident
-in it leave; tiles get the other half) before it starts; the GEMM gives them back when it is
-done. The staging area is double-buffered like a tile's operands (``prefetch_depth`` GEMMs'
+and it takes its bytes of the staging area (half the SRAM, tiles getting the other half; on a
+scratchpad that holds weights, what ``placement.sram_split`` leaves it) before it starts; the
+GEMM gives them back when it is done. The staging area is double-buffered like a tile's operands (``prefetch_depth`` GEMMs'
 weights at a time), so a GEMM stages at most that share of it: all its weights where they fit,
 else the part that fits (its first weights, in input order), and the rest streams from their
-home while it computes, as without prefetch.
+home while it computes, as without prefetch. Nor does it stage what its own compute would hide
+as it streams, after the home level's latency: a compute-bound GEMM streams its weights, and
+staging them would only put their transfer before it.
 
 The copy is cut into few large transfers (a DMA engine moves big bursts) at the lowest
 priority: demand traffic preempts it, so it uses the bandwidth the running operators leave
@@ -22,8 +24,9 @@ import math
 
 from memsim.hardware.resource import Ref
 from memsim.mapping import tiling
-from memsim.mapping.lower import STAGING, Context
+from memsim.mapping.lower import STAGING, Context, bandwidth_of, gemm_compute_ps
 from memsim.mapping.plan import COPY, OpTask, Step
+from memsim.units import PS_PER_S
 from memsim.workload.graph import Op
 
 COPY_CHUNKS = 16  # transfers a prefetch is cut into
@@ -71,7 +74,11 @@ class Prefetcher:
         if not weights or len(homes) != 1:
             return None, cx
         source = Ref.level(homes.pop())
-        room = part_bytes(cx, sum(b for _, b in weights))
+        # What the GEMM's own compute hides as it streams (after the first bytes' latency) is left to
+        # stream: staging it would only put its transfer before the GEMM.
+        rate = int(bandwidth_of(cx.chip, source) * cx.compute_share)
+        hidden = max(0, gemm_compute_ps(op, cx) - cx.chip.level(source.name).latency_ps) * rate // PS_PER_S
+        room = part_bytes(cx, max(0, sum(b for _, b in weights) - hidden // GRAIN * GRAIN))
         staged = []
         for tensor, nbytes in weights:  # the first part of the weights
             if room and nbytes:
