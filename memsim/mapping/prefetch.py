@@ -36,14 +36,14 @@ GRAIN = COPY_CHUNKS * tiling.CHUNKS
 
 
 def part_bytes(cx: Context, nbytes: int) -> int:
-    """Bytes of a GEMM's ``nbytes`` of weights that its prefetch stages, in whole ``GRAIN``s: as
-    many as fit in its share of the staging area.
+    """Bytes of a GEMM's ``nbytes`` of weights that its prefetch stages: all of them if they fit
+    in its share of the staging area, else as many whole ``GRAIN``s as do.
 
     The share is the area over ``prefetch_depth``: the running GEMM's weights and the next one's
     (double buffering). With the whole area, a GEMM staged whole would hold it while it computes
     and the next prefetch could not start: the home level idles, and more SRAM could be slower."""
-    part = min(cx.staging_bytes // cx.depth, nbytes)
-    return part - part % GRAIN
+    share = cx.staging_bytes // cx.depth
+    return nbytes if nbytes <= share else share - share % GRAIN
 
 
 def copy_step(label: str, loads: dict[Ref, int], into: Ref | None, depth: int) -> Step:

@@ -41,12 +41,15 @@ def test_a_gemm_larger_than_its_share_prefetches_the_part_that_fits():
 
 
 @pytest.mark.parametrize("sram", ["1MiB", "7MiB", "520MB", "4GiB"])
-def test_parts_are_whole_grains_and_never_more_than_the_weights(sram):
+def test_a_part_is_all_the_weights_or_whole_grains_of_them(sram):
+    """A part is cut in whole grains, so that a larger one does not round every chunk up; weights
+    that fit are staged whole, biases and all (a bias left behind would pay a latency for bytes)."""
     chip, g, cx, task, staged_cx = _staged(sram, "L0.o_proj")
     weights = g.tensors["L0.o_proj.weight"].bytes
-    part = part_bytes(cx, weights)
-    assert part % GRAIN == 0 and part <= min(weights, cx.staging_bytes // chip.execution.prefetch_depth)
-    assert (task.acquires if task is not None else 0) == part
+    share = cx.staging_bytes // chip.execution.prefetch_depth
+    part = part_bytes(cx, weights + 1)
+    assert part == weights + 1 if weights + 1 <= share else part % GRAIN == 0 and part <= share
+    assert (task.acquires if task is not None else 0) == part_bytes(cx, weights)
 
 
 def test_every_prefetch_is_given_back_by_the_gemm_that_used_it():
