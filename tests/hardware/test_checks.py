@@ -113,7 +113,7 @@ def test_peak_falls_back_explicitly_to_the_first_16_or_32_bit_rate():
     ("    kind: hbm", "    kind: [hbm]", "levels[hbm].kind", "expected text"),
     ("name: tiny", "name: 7", "name", "expected text"),
     ("    latency: 600 ns", "    latency: 600 ns\n    latency: 700 ns", "levels[hbm].latency", "duplicate key"),
-    ("    channels: 4", "    channels: 4\n    holds: weight", "levels[hbm].holds", "list of names"),
+    ("    channels: 4", "    channels: 4\n    holds: 7", "levels[hbm].holds", "list of names"),  # "weight" is one name
 ])
 def test_hostile_yaml_is_one_error_naming_file_and_field(tmp_path, old, new, field, needle):
     assert old in MINIMAL
