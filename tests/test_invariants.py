@@ -35,6 +35,11 @@ CASES = {
     "rdu-decode": ("sn40l", dict(context=32)),
     "rdu-int8-tp2-pp2": ("groq-lpu", dict(context=32, weight_dtype="int8", tp=2, pp=2)),
     "rdu-generate": ("sn40l", dict(phase="generate", prompt=16, generate=3)),
+    # GEMMs larger than their share of the staging area prefetch the part that fits
+    "rdu-partial-prefetch": ("sn40l", dict(context=32, set={"sram.capacity": "96 KiB"})),
+    # weights resident in SRAM beside the reserve for tiles and staging, the rest staged in part
+    "rdu-resident-weights": ("sn40l", dict(context=32, set={"sram.capacity": "128 KiB",
+                                                            "sram.holds": "weight,activation"})),
     "cpu-decode": ("xeon-gold-6242", dict(context=32)),
     "cpu-int8-decode": ("xeon-gold-6242", dict(context=32, weight_dtype="int8")),
     "gpu-branch-stream": ("h100-sxm", dict(context=32, set={"execution.streams": "compute,branch,copy,comm"},

@@ -167,9 +167,15 @@ def test_bytes_per_level_do_not_depend_on_bandwidth(scenario, factor):
     # `auto` picks each all-reduce's algorithm from bandwidth and latency (a ring and a tree move
     # different bytes), so the comparison pins the algorithm: that choice is the mapping's too.
     pinned = replace(scenario[3], system=replace(scenario[3].system, collective="ring"))
-    slow = engine.run(plan_of(scenario, pinned))
-    fast = engine.run(plan_of(scenario, _bandwidth(pinned, factor)))
-    assert fast.bytes_read == slow.bytes_read and fast.bytes_written == slow.bytes_written
+    plans = plan_of(scenario, pinned), plan_of(scenario, _bandwidth(pinned, factor))
+    slow, fast = (engine.run(p) for p in plans)
+    # So is how much of a GEMM's weights a prefetch stages: it leaves to stream what the GEMM's
+    # compute hides at the home level's bandwidth. That moves reads of those weights between the
+    # home level and the SRAM staging area, whose own bytes are compared where nothing is staged.
+    staged = any(t.acquires for p in plans for t in p.tasks)
+    scratch = {lvl.name for lvl in pinned.levels if lvl.is_scratchpad} if staged else set()
+    same = lambda a, b: [kv for kv in a if kv[0] not in scratch] == [kv for kv in b if kv[0] not in scratch]  # noqa: E731
+    assert same(fast.bytes_read, slow.bytes_read) and same(fast.bytes_written, slow.bytes_written)
 
 
 @CONCURRENT

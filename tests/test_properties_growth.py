@@ -66,6 +66,7 @@ def cases(draw) -> tuple[str, str, str, str, dict[str, int]]:
 @example(("sn40l", "gpt2", "decode", "context", {"batch": 1, "context": 7}))  # more chunks beside a prefetch
 @example(("wse-3", "gpt2", "prefill", "batch", {"batch": 2, "prompt": 2}))  # batch parts, then prompt chunks
 @example(("a100-80gb-sxm", "gpt2", "prefill", "prompt", {"batch": 1, "prompt": 191}))  # one more FlashDecoding split
+@example(("sn40l", "bert-base", "prefill", "batch", {"batch": 1, "prompt": 1}))  # a bias left out of a prefetch
 def test_one_more_sequence_or_token_never_makes_a_step_faster(case):
     hw, model, phase, grow, dims = case
     bigger = {**dims, grow: dims[grow] + 1}

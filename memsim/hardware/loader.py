@@ -70,7 +70,7 @@ def _value(key: str, unit: str, raw: Any, file: str, path: str) -> Any:
         if not isinstance(raw, list):
             raise ConfigError("expected a list", file=file, field=path)
         return tuple(build(_LISTS[key], item, file, f"{path}[{_label(item, i)}]") for i, item in enumerate(raw))
-    if unit == "names" and isinstance(raw, str):  # on the command line (``--set``), names separated by commas
+    if unit in ("names", "classes") and isinstance(raw, str):  # on the command line (``--set``), separated by commas
         return tuple(n.strip() for n in raw.split(",") if n.strip())
     if unit in ("names", "classes"):
         return tuple(raw) if isinstance(raw, list) else raw

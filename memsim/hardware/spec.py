@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
+from memsim.dtypes import DTYPES
 from memsim.hardware.checks import check_fields, fail
 from memsim.hardware.fields import spec_field
 from memsim.hardware.links import LinkSpec, SystemSpec
@@ -103,16 +104,30 @@ class ComputeSpec:
         "vector_energy", "flop_energy", "dynamic energy per FLOP of the vector units (elementwise ops, norms, "
         "softmax, unpacking weight formats)", 0
     )
+    native: tuple[str, ...] = spec_field(
+        "native", "names", "weight formats the matrix units consume directly, e.g. [fp8]: a GEMM whose weights are in "
+        "one of them computes at that format's `peak` (activations quantised on the fly) and pays no `dequant`; "
+        "other weight-only formats are unpacked into the activation dtype", (), choices=DTYPES
+    )
 
     def __post_init__(self) -> None:
         check_fields(self, "compute")
-        if not any(d in dict(self.peak_flops_per_s) for d in PEAK_FALLBACK):
+        peaks = dict(self.peak_flops_per_s)
+        if not any(d in peaks for d in PEAK_FALLBACK):
             fail(f"needs a peak for one of {', '.join(PEAK_FALLBACK)}: operators in a dtype without a peak of "
                  "their own run at it", "compute.peak")
+        for d in self.native:
+            if d not in peaks:
+                fail(f"{d} has no `peak`: a native format computes at its own rate", "compute.native")
 
     def matrix_efficiency(self, dtype: str) -> float:
         """Achievable fraction of ``dtype``'s matrix peak inside a model step."""
         return dict(self.dtype_efficiency).get(dtype, self.efficiency) * self.kernel_efficiency
+
+    def matmul_dtype(self, act_dtype: str, weight_dtype: str) -> str:
+        """The dtype a GEMM computes in: its weights' format where the matrix units consume it directly
+        (``native``), else its activations' (a weight-only format is unpacked into it)."""
+        return weight_dtype if weight_dtype in self.native else act_dtype
 
     def peak(self, dtype: str) -> int:
         table = dict(self.peak_flops_per_s)
@@ -228,7 +243,8 @@ class ExecutionSpec:
     )
     weight_prefetch: int = spec_field(
         "weight_prefetch", "count", "operators ahead whose weights the copy stream stages into SRAM (or L2) while "
-        "the current one computes, where capacity allows (0: off)", 0
+        "the current one computes; a GEMM stages the part of its weights that fits its share of the staging area "
+        "(the area over `prefetch_depth`) (0: off)", 0
     )
     pipeline: str = spec_field(
         "pipeline", "choice", "`layers`: each layer runs in its own region of the chip (its share of compute and "

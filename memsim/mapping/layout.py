@@ -23,7 +23,7 @@ import networkx as nx
 from memsim.errors import CapacityError
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping import partition, regions
-from memsim.mapping.placement import place
+from memsim.mapping.placement import place, sram_split
 from memsim.mapping.prefetch import staging_area
 from memsim.workload.graph import Op, OpGraph
 
@@ -52,6 +52,7 @@ class Stages:
     homes: dict[str, str]  # tensor -> level
     shares: tuple[float, ...]  # per stage: its share of its chip's compute and SRAM
     staging: tuple[int, ...]  # per stage: SRAM bytes set aside for prefetched weights
+    rooms: tuple[int, ...] = ()  # per stage: SRAM bytes its tiles and staging area share (empty: all its share)
 
 
 def branches(graph: OpGraph) -> set[str]:
@@ -92,13 +93,16 @@ def lay_out(graph: OpGraph, chip: ChipSpec, layout: Layout) -> Stages:
             return laid
     stage_of = _op_stages(items, chip_of)
     homes: dict[str, str] = {}
-    staging = []
+    staging, rooms = [], []
     for s, sub in enumerate(stage_graphs(graph, stage_of, layout.pp)):
-        placed, staged = place_stage(sub, chip, layout.kv_copies, f"pipeline stage {s}: " if layout.pp > 1 else "")
+        placed, room, staged = place_stage(sub, chip, layout.kv_copies,
+                                           f"pipeline stage {s}: " if layout.pp > 1 else "")
         for name, home in placed.items():
             homes.setdefault(name, home)  # an activation sent between stages keeps its producer's home
         staging.append(staged)
-    return Stages(dataclasses.replace(layout, regions=1), stage_of, homes, (1.0,) * layout.pp, tuple(staging))
+        rooms.append(room)
+    return Stages(dataclasses.replace(layout, regions=1), stage_of, homes, (1.0,) * layout.pp, tuple(staging),
+                  tuple(rooms))
 
 
 def _in_regions(graph: OpGraph, chip: ChipSpec, layout: Layout, items: list[partition.Block],
@@ -115,17 +119,20 @@ def _in_regions(graph: OpGraph, chip: ChipSpec, layout: Layout, items: list[part
             return None
         shares += chip_shares
     homes: dict[str, str] = {}
+    rooms: list[int] = []
     scratch = {lvl.name for lvl in chip.levels if lvl.is_scratchpad}
     for sub, share in zip(subs, shares):
         try:
-            placed, staged = place_stage(sub, chip, layout.kv_copies, "", share)
+            placed, room, staged = place_stage(sub, chip, layout.kv_copies, "", share)
         except CapacityError:
             return None
         if staged or any(placed[t.name] not in scratch for t in sub.tensors.values() if t.klass == "weight"):
             return None
         for name, home in placed.items():
             homes.setdefault(name, home)
-    return Stages(dataclasses.replace(layout, regions=count), stage_of, homes, tuple(shares), (0,) * len(subs))
+        rooms.append(room)
+    return Stages(dataclasses.replace(layout, regions=count), stage_of, homes, tuple(shares), (0,) * len(subs),
+                  tuple(rooms))
 
 
 def _op_stages(items: list[partition.Block], stage_of_block: list[int]) -> dict[str, int]:
@@ -133,21 +140,18 @@ def _op_stages(items: list[partition.Block], stage_of_block: list[int]) -> dict[
 
 
 def place_stage(sub: OpGraph, chip: ChipSpec, kv_copies: int, where: str,
-                share: float = 1.0) -> tuple[dict[str, str], int]:
-    """Homes for one stage's tensors (``share``: its share of its chip) and the SRAM it sets aside
-    for prefetched weights. Where the SRAM holds weights or KV cache, they get what the stage's
-    working set of activations and, if some weights live elsewhere, its staging area leave."""
+                share: float = 1.0) -> tuple[dict[str, str], int, int]:
+    """Homes for one stage's tensors (``share``: its share of its chip), the SRAM its tiles and
+    staging area share, and the staging area's part of it (for prefetched weights). A scratchpad
+    that holds no weights or KV cache gives tiles and staging all of it (half each with weight
+    prefetch on). One that does first keeps room for the stage's working set of activations;
+    weights and KV cache then get what the reserve for tiles and staging leaves
+    (``placement.sram_reserve``), and tiles and staging what they leave (``placement.sram_split``)."""
     sram = chip.sram
-    staging = staging_area(chip, share)
+    capacity = round(chip.chip_capacity(sram) * share)
     if not (sram.home_for("weight") or sram.home_for("kv")):
-        return place(sub, chip, kv_copies, where), staging
-    room = round(chip.chip_capacity(sram) * share) - partition.working_set(sub)
+        return place(sub, chip, kv_copies, where), capacity, staging_area(chip, share)
+    room = max(0, capacity - partition.working_set(sub))
     homes = place(sub, chip, kv_copies, where, {sram.name: room})
-    if not staging or all(homes[t.name] == sram.name for t in sub.tensors.values() if t.klass == "weight"):
-        return homes, 0
-    # Beside resident weights the staging area is what the prefetches in flight can hold at once:
-    # the running GEMM's weights and those of the ``weight_prefetch`` after it.
-    gemms = sorted((sum(r.bytes for r in op.inputs if sub.tensors[r.tensor].klass == "weight")
-                    for op in sub if op.kind == "matmul"), reverse=True)
-    staging = min(staging, sum(gemms[:chip.execution.weight_prefetch + 1]))
-    return place(sub, chip, kv_copies, where, {sram.name: room - staging}), staging
+    tiles_and_staging, staging = sram_split(sub, chip, homes, kv_copies, room)
+    return homes, tiles_and_staging, staging

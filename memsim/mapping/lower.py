@@ -20,6 +20,7 @@ from memsim.workload.dtypes import BITS
 from memsim.workload.graph import Op, OpGraph
 
 SOFTMAX_FLOPS_PER_SCORE = 5
+STAGING = Ref.level("sram")  # where prefetched weights land: the scratchpad's staging area
 KV_SPLIT_MIN = 64  # keys: a FlashDecoding split smaller than one K/V block is not worth its reduction
 
 
@@ -34,11 +35,20 @@ class Context:
     staging_bytes: int = 0  # SRAM set aside for prefetched weights: tiles get the rest
     grid: bool = False  # a kernel launches one work item per unit (a GPU grid); else the compiler spreads an op
     stage: int = 0  # the pipeline stage (chip or region) the op runs on; lowering never depends on it
+    staged: tuple[tuple[str, int], ...] = ()  # tensor -> bytes of its read that a prefetch put in SRAM
+    room_bytes: int = -1  # SRAM of the op's stage that tiles and staging share (``layout.place_stage``); -1: its share
+
+    @property
+    def room(self) -> int:
+        """The SRAM of the op's stage (chip or region) that its tiles and the staging area share."""
+        if self.room_bytes >= 0:
+            return self.room_bytes
+        return int(self.chip.chip_capacity(self.chip.sram) * self.compute_share)
 
     @property
     def sram_bytes(self) -> int:
-        """The SRAM an op's tiles may use: its region's share, less the prefetch staging area."""
-        return int(self.chip.chip_capacity(self.chip.sram) * self.compute_share) - self.staging_bytes
+        """The SRAM an op's tiles may use: its region's room, less the prefetch staging area."""
+        return self.room - self.staging_bytes
 
     @property
     def depth(self) -> int:
@@ -78,6 +88,15 @@ def register(kind: str):
 def _add(acc: dict[Ref, int], where: Ref, nbytes: int) -> None:
     if nbytes:
         acc[where] = acc.get(where, 0) + nbytes
+
+
+def _add_read(acc: dict[Ref, int], cx: Context, tensor: str, read: int, moved: int) -> None:
+    """``moved`` bytes of a read of ``read`` bytes of ``tensor`` (more with re-fetches): the share a
+    prefetch staged comes from SRAM, the rest from the tensor's home."""
+    staged = min(read, dict(cx.staged).get(tensor, 0))
+    from_sram = moved * staged // read if read else 0
+    _add(acc, STAGING, from_sram)
+    _add(acc, cx.home(tensor), moved - from_sram)
 
 
 def _ordered(d: dict[Ref, int]) -> tuple[tuple[Ref, int], ...]:
@@ -120,16 +139,18 @@ def wave_factor(m: int, n: int, groups: int, units: int, unit_tile: int) -> floa
     return waves * units * min(m, unit_tile) * min(n, unit_tile) / (m * n * groups)
 
 
-def compute_dtype(cx: Context, act_dtype: str, weight_dtype: str) -> str:
-    """Weight-only formats compute in the activation dtype; fp8 uses fp8 units where the chip has them."""
-    if weight_dtype == "fp8" and "fp8" in dict(cx.chip.compute.peak_flops_per_s):
-        return "fp8"
-    return act_dtype
-
-
 @lru_cache(maxsize=4096)
 def _gemm(m, n, k, a_bits, b_bits, c_bits, acc, sram, depth, name):
     return tiling.gemm_tile(m, n, k, a_bits, b_bits, c_bits, acc, sram, depth, name)
+
+
+def gemm_compute_ps(op: Op, cx: Context) -> int:
+    """Picoseconds a GEMM keeps the matrix units busy: its FLOPs at the rate of the dtype it
+    computes in, stretched by the waves of unit tiles."""
+    dtype = cx.chip.compute.matmul_dtype(op.dtype, cx.graph.tensors[op.inputs[1].tensor].dtype)
+    stretch = wave_factor(op.dim("m"), op.dim("n"), op.dim("groups", 1), cx.chip.compute.units,
+                          cx.chip.execution.unit_tile)
+    return math.ceil(compute_ps(op.flops, cx.matrix_rate(dtype)) * stretch)
 
 
 @register("matmul")
@@ -148,19 +169,18 @@ def lower_matmul(op: Op, cx: Context) -> tuple[Step, ...]:
     # Elements the GEMMs consume over what the op reads: above 1 when rows are routed to several
     # experts (MoE), 1 for a plain or batched GEMM.
     gathered = m * groups * k / max(1, a_read.bytes * 8 // cx.bits(a))
-    _add(loads, cx.home(a), math.ceil(a_read.bytes * max(1.0, gathered)) * refetch_a)
+    _add_read(loads, cx, a, a_read.bytes, math.ceil(a_read.bytes * max(1.0, gathered)) * refetch_a)
     refetch_b = tile.b_bytes // max(1, tiling.bits_bytes(k * n, cx.bits(b)))
-    _add(loads, cx.home(b), b_read.bytes * refetch_b)
+    _add_read(loads, cx, b, b_read.bytes, b_read.bytes * refetch_b)
     for r in extra:
-        _add(loads, cx.home(r.tensor), r.bytes)
+        _add_read(loads, cx, r.tensor, r.bytes, r.bytes)
     stores: dict[Ref, int] = {}
     for out in op.outputs:
         _add(stores, cx.home(out), cx.graph.tensors[out].bytes)
     ex = cx.chip.execution
     w_dtype = cx.graph.tensors[b].dtype
-    dtype = compute_dtype(cx, op.dtype, w_dtype)
-    stretch = wave_factor(m, n, groups, cx.chip.compute.units, ex.unit_tile)
-    busy = math.ceil(compute_ps(op.flops, cx.matrix_rate(dtype)) * stretch)
+    dtype = cx.chip.compute.matmul_dtype(op.dtype, w_dtype)
+    busy = gemm_compute_ps(op, cx)
     energy, unpack, unpack_fj = cx.matrix_energy(op.flops, dtype), 0, 0
     if dtype != w_dtype and ex.dequant(w_dtype):
         weight = cx.graph.tensors[b]
@@ -307,6 +327,22 @@ def _unfused_attention(op: Op, cx: Context) -> tuple[Step, ...]:
     )
 
 
+def tile_floor(op: Op, graph: OpGraph, chip: ChipSpec) -> int:
+    """The SRAM an op's tiles need for their least traffic, as its lowering tiles it (fused
+    attention, the chip's buffers and accumulator); 0 for an op that only streams."""
+    ex = chip.execution
+    bits = {t: BITS[graph.tensors[t].dtype] for t in [r.tensor for r in op.inputs] + list(op.outputs)}
+    if op.kind == "matmul":
+        return tiling.gemm_floor(op.dim("m"), op.dim("n"), bits[op.inputs[0].tensor], bits[op.inputs[1].tensor],
+                                 ex.accumulator_bytes, ex.prefetch_depth)
+    if op.kind == "attention" and ex.attention == "fused":
+        _, heads, kvh, q_len, _ = _attn_shape(op)
+        q, *kv_reads = op.inputs
+        return tiling.attention_floor((heads // kvh) * q_len, op.dim("head_dim"), bits[q.tensor],
+                                      max(bits[r.tensor] for r in kv_reads), ex.accumulator_bytes, ex.prefetch_depth)
+    return 0
+
+
 def lower(op: Op, cx: Context) -> tuple[Step, ...]:
     return LOWERINGS[op.kind](op, cx)
 
@@ -318,4 +354,5 @@ def lowering_key(op: Op, cx: Context) -> tuple:
     ins = tuple((r.bytes, tensors[r.tensor].dtype, tensors[r.tensor].shape, tensors[r.tensor].bytes,
                  tensors[r.tensor].klass, cx.homes[r.tensor]) for r in op.inputs)
     outs = tuple((tensors[t].bytes, tensors[t].dtype, cx.homes[t]) for t in op.outputs)
-    return (op.kind, op.dims, op.flops, op.dtype, ins, outs, cx.attention, cx.compute_share, cx.staging_bytes, cx.grid)
+    return (op.kind, op.dims, op.flops, op.dtype, ins, outs, cx.attention, cx.compute_share, cx.staging_bytes, cx.grid,
+            cx.staged, cx.room_bytes)

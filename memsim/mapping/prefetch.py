@@ -4,9 +4,14 @@ With ``execution.weight_prefetch = N``, each GEMM whose weights live in a slower
 a prefetch task on its chip's copy stream: a direct copy of the weights it reads from their
 home into the SRAM staging area. The prefetch for a chip's j-th such GEMM may start once its
 (j - N - 1)-th has finished, so up to N GEMMs' weights are staged ahead of the running one,
-and it takes its bytes of the staging area (half the SRAM; tiles get the other half) before
-it starts; the GEMM gives them back when it is done. The GEMM itself then reads its weights
-from SRAM. Weights larger than the staging area stream as usual ("where capacity allows").
+and it takes its bytes of the staging area (half the SRAM, tiles getting the other half; on a
+scratchpad that holds weights, what ``placement.sram_split`` leaves it) before it starts; the
+GEMM gives them back when it is done. The staging area is double-buffered like a tile's operands (``prefetch_depth`` GEMMs'
+weights at a time), so a GEMM stages at most that share of it: all its weights where they fit,
+else the part that fits (its first weights, in input order), and the rest streams from their
+home while it computes, as without prefetch. Nor does it stage what its own compute would hide
+as it streams, after the home level's latency: a compute-bound GEMM streams its weights, and
+staging them would only put their transfer before it.
 
 The copy is cut into few large transfers (a DMA engine moves big bursts) at the lowest
 priority: demand traffic preempts it, so it uses the bandwidth the running operators leave
@@ -19,20 +24,35 @@ import math
 
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
-from memsim.mapping.lower import Context
+from memsim.mapping import tiling
+from memsim.mapping.lower import STAGING, Context, bandwidth_of, gemm_compute_ps
 from memsim.mapping.plan import COPY, OpTask, Step
+from memsim.units import PS_PER_S
 from memsim.workload.graph import Op
 
 COPY_CHUNKS = 16  # transfers a prefetch is cut into
-STAGING = Ref.level("sram")
+# A staged part is a whole number of these, so that it splits into whole bytes over the copy's
+# transfers and over the GEMM's chunks: a part one byte larger must not round every chunk up.
+GRAIN = COPY_CHUNKS * tiling.CHUNKS
 
 
 def staging_area(chip: ChipSpec, share: float = 1.0) -> int:
-    """SRAM a chip (or a region with ``share`` of it) sets aside for prefetched weights (0 when
-    prefetch is off)."""
+    """SRAM a chip (or a region with ``share`` of it) whose scratchpad holds no weights sets aside
+    for prefetched weights: half of it (0 when prefetch is off)."""
     if not chip.execution.weight_prefetch:
         return 0
     return round(chip.chip_capacity(chip.sram) * share) // 2
+
+
+def part_bytes(cx: Context, nbytes: int) -> int:
+    """Bytes of a GEMM's ``nbytes`` of weights that its prefetch stages: all of them if they fit
+    in its share of the staging area, else as many whole ``GRAIN``s as do.
+
+    The share is the area over ``prefetch_depth``: the running GEMM's weights and the next one's
+    (double buffering). With the whole area, a GEMM staged whole would hold it while it computes
+    and the next prefetch could not start: the home level idles, and more SRAM could be slower."""
+    share = cx.staging_bytes // cx.depth
+    return nbytes if nbytes <= share else share - share % GRAIN
 
 
 def copy_step(label: str, loads: dict[Ref, int], into: Ref | None, depth: int) -> Step:
@@ -57,22 +77,33 @@ class Prefetcher:
         budget = cx.staging_bytes
         if not budget or op.kind != "matmul":
             return None, cx
-        weights = {r.tensor: r.bytes for r in op.inputs if cx.graph.tensors[r.tensor].klass == "weight"
-                   and cx.homes[r.tensor] != STAGING.name}
-        homes = {cx.homes[t] for t in weights}
-        nbytes = sum(weights.values())
-        if not weights or nbytes > budget or len(homes) != 1:
+        weights = [(r.tensor, r.bytes) for r in op.inputs if cx.graph.tensors[r.tensor].klass == "weight"
+                   and cx.homes[r.tensor] != STAGING.name]
+        homes = {cx.homes[t] for t, _ in weights}
+        if not weights or len(homes) != 1:
+            return None, cx
+        source = Ref.level(homes.pop())
+        # What the GEMM's own compute hides as it streams (after the first bytes' latency) is left to
+        # stream: staging it would only put its transfer before the GEMM.
+        rate = int(bandwidth_of(cx.chip, source) * cx.compute_share)
+        hidden = max(0, gemm_compute_ps(op, cx) - cx.chip.level(source.name).latency_ps) * rate // PS_PER_S
+        room = part_bytes(cx, max(0, sum(b for _, b in weights) - hidden // GRAIN * GRAIN))
+        staged = []
+        for tensor, nbytes in weights:  # the first part of the weights
+            if room and nbytes:
+                staged.append((tensor, min(nbytes, room)))
+                room -= staged[-1][1]
+        nbytes = sum(b for _, b in staged)
+        if not nbytes:
             return None, cx
         users = self.users.setdefault(chip, [])
         ahead = cx.chip.execution.weight_prefetch
         deps = (users[-ahead - 1],) if len(users) > ahead else ()
         users.append(name)
-        source = Ref.level(homes.pop())
         task = OpTask(f"prefetch.{name}", "prefetch", op.layer, 0, 0, (copy_step("prefetch", {source: nbytes}, None,
                                                                                   cx.depth),), deps,
                       source, chip=chip, stream=COPY, graph_op="", acquires=nbytes)
-        staged = dataclasses.replace(cx, homes={**cx.homes, **{t: STAGING.name for t in weights}})
-        return task, staged
+        return task, dataclasses.replace(cx, staged=tuple(staged))
 
     def finished_by(self, chip: int, name: str, task: str) -> None:
         """The GEMM ``name`` gives its staged weights back when ``task`` ends (its last part)."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping.partition import Block, working_set
+from memsim.mapping.placement import tile_room
 from memsim.mapping.roofline import roofline
 from memsim.workload.graph import OpGraph
 
@@ -46,11 +47,12 @@ def groups(items: list[Block], chip_of: list[int], pp: int) -> tuple[int, list[i
 
 def needs(chip: ChipSpec, graph: OpGraph, kv_copies: int) -> int:
     """SRAM bytes a region running ``graph`` needs: the weights and KV cache the SRAM can hold,
-    and the largest working set of activations."""
+    the largest working set of activations, and the room its tiles need (the reserve placement
+    keeps for them, ``placement.sram_reserve``)."""
     sram = chip.sram
     resident = sum(t.bytes * (kv_copies if t.klass == "kv" else 1) for t in graph.tensors.values()
                    if t.klass in ("weight", "kv") and sram.home_for(t.klass))
-    return resident + working_set(graph)
+    return resident + working_set(graph) + tile_room(graph, chip)
 
 
 def shares(chip: ChipSpec, graphs: list[OpGraph], kv_copies: int) -> list[float] | None:

@@ -14,10 +14,18 @@ from memsim.workload.graph import Op, OpGraph
 MATRIX_KINDS = ("matmul", "attention", "compute")
 
 
-def peak_rate(chip: ChipSpec, op: Op) -> int:
+def op_dtype(chip: ChipSpec, op: Op, graph: OpGraph) -> str:
+    """The dtype an op's FLOPs run in: a GEMM's weight format where the chip's matrix units take it
+    natively (``compute.native``), else the op's own."""
+    if op.kind == "matmul" and len(op.inputs) > 1:
+        return chip.compute.matmul_dtype(op.dtype, graph.tensors[op.inputs[1].tensor].dtype)
+    return op.dtype
+
+
+def peak_rate(chip: ChipSpec, op: Op, graph: OpGraph) -> int:
     """The fastest rate the op's FLOPs can run at: matrix units for GEMMs, vector units otherwise."""
     if op.kind in MATRIX_KINDS:
-        return chip.compute.peak(op.dtype)
+        return chip.compute.peak(op_dtype(chip, op, graph))
     return chip.compute.vector_flops_per_s
 
 
@@ -31,7 +39,7 @@ def peak_bandwidth(chip: ChipSpec, where: Ref) -> int:
 
 
 def compute_seconds(graph: OpGraph, chip: ChipSpec) -> float:
-    return sum(op.flops / peak_rate(chip, op) for op in graph)
+    return sum(op.flops / peak_rate(chip, op, graph) for op in graph)
 
 
 def compulsory_bytes(graph: OpGraph, homes: dict[str, str]) -> dict[str, int]:

@@ -71,8 +71,9 @@ def plan_with(graph: OpGraph, chip: ChipSpec, shape: Shaper, layout: Layout = La
         # Each stage's ops run with its share of its chip and its staging area.
         contexts = [Context(chip, g, homes, attention=attention or chip.execution.attention,
                             compute_share=compute_share * share, microbatch=m, staging_bytes=staging, grid=grid,
-                            stage=s)
-                    for s, (share, staging) in enumerate(zip(laid.shares, laid.staging))]
+                            stage=s, room_bytes=room)
+                    for s, (share, staging, room) in
+                    enumerate(zip(laid.shares, laid.staging, laid.rooms or (-1,) * len(laid.shares)))]
         tasks += _micro_tasks(contexts, shape, stage_of, tp, f"#{m}" if len(micro) > 1 else "", prefetcher, cache,
                               (tp * pp, regions))
     split = [stage_graphs(g, stage_of, pp * regions) for g in micro]

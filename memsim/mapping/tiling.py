@@ -74,6 +74,12 @@ def gemm_tile(m: int, n: int, k: int, a_bits: int, b_bits: int, c_bits: int, acc
     return best
 
 
+def gemm_floor(m: int, n: int, a_bits: int, b_bits: int, acc_bytes: int, depth: int) -> int:
+    """The least SRAM at which ``gemm_tile`` reaches its least traffic: the whole output as one
+    tile, so that each operand is fetched once. More SRAM changes nothing."""
+    return m * n * acc_bytes + depth * (bits_bytes(m * MIN_TK, a_bits) + bits_bytes(MIN_TK * n, b_bits))
+
+
 @dataclass(frozen=True, slots=True)
 class AttentionTile:
     block_rows: int  # query rows held in SRAM per pass (per KV head)
@@ -81,6 +87,14 @@ class AttentionTile:
     passes: int  # times the K/V of one head is streamed
     kv_traffic: int  # bytes of K/V read including re-reads
     buffer_bytes: int
+
+
+def attention_floor(q_rows: int, head_dim: int, q_bits: int, kv_bits: int, acc_bytes: int, depth: int) -> int:
+    """The least SRAM at which ``attention_tile`` streams K/V once: every query row of a KV head
+    held beside ``depth`` K/V blocks one key wide (the narrowest it tries). More SRAM changes no
+    byte moved."""
+    per_row = bits_bytes(head_dim, q_bits) + head_dim * acc_bytes + acc_bytes
+    return depth * bits_bytes(2 * head_dim, kv_bits) + q_rows * per_row
 
 
 def attention_tile(q_rows: int, kv_len: int, head_dim: int, q_bits: int, kv_bits: int,

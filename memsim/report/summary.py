@@ -6,6 +6,7 @@ from typing import Any
 from memsim.engine import EngineResult
 from memsim.mapping import Plan
 from memsim.mapping.plan import COMPUTE as COMPUTE_STREAM
+from memsim.mapping.roofline import op_dtype
 from memsim.report import energy
 from memsim.units import PS_PER_S
 from memsim.workload import OpGraph
@@ -116,7 +117,7 @@ def summarize(graph: OpGraph, plan: Plan, result: EngineResult, micro: tuple[OpG
                 for name in read if name.startswith("link:")}
     stalls = stall_seconds(result)
     busy = compute_busy_seconds(result)
-    dtypes = {op.dtype for op in graph}
+    dtypes = {op_dtype(chip, op, graph) for op in graph}
     peak = max(chip.compute.peak(d) for d in dtypes) if dtypes else max(v for _, v in chip.compute.peak_flops_per_s)
     peak /= plan.clock  # utilisation of the chip's peak at full clock, whatever clock the cap left it
     dominant = max(stalls, key=stalls.__getitem__) if stalls else "compute"

@@ -54,6 +54,8 @@ def refused(make, field: str, needle: str = "") -> ConfigError:
     (lambda: dataclasses.replace(COMPUTE, peak_flops_per_s=10**14), "compute.peak", "mapping of dtype"),
     (lambda: dataclasses.replace(COMPUTE, dtype_efficiency=(("fp8", 2.0),)), "compute.dtype_efficiency.fp8", ""),
     (lambda: dataclasses.replace(COMPUTE, kernel_efficiency=float("inf")), "compute.kernel_efficiency", "finite"),
+    (lambda: dataclasses.replace(COMPUTE, native=("int8",)), "compute.native", "no `peak`"),
+    (lambda: dataclasses.replace(COMPUTE, native=("int3",)), "compute.native", "not one of"),
     (lambda: ExecutionSpec(dequant_ops=(("int4", float("nan")),)), "execution.dequant.int4", "finite"),
     (lambda: ExecutionSpec(dequant_ops=(("int3", 1.0),)), "execution.dequant.int3", "dtype"),
     (lambda: ExecutionSpec(streams=("compute", "dma")), "execution.streams", "not one of"),
@@ -111,7 +113,7 @@ def test_peak_falls_back_explicitly_to_the_first_16_or_32_bit_rate():
     ("    kind: hbm", "    kind: [hbm]", "levels[hbm].kind", "expected text"),
     ("name: tiny", "name: 7", "name", "expected text"),
     ("    latency: 600 ns", "    latency: 600 ns\n    latency: 700 ns", "levels[hbm].latency", "duplicate key"),
-    ("    channels: 4", "    channels: 4\n    holds: weight", "levels[hbm].holds", "list of names"),
+    ("    channels: 4", "    channels: 4\n    holds: 7", "levels[hbm].holds", "list of names"),  # "weight" is one name
 ])
 def test_hostile_yaml_is_one_error_naming_file_and_field(tmp_path, old, new, field, needle):
     assert old in MINIMAL

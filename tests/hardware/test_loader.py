@@ -126,6 +126,8 @@ def test_unknown_preset_lists_the_shipped_ones():
         ("execution.attention", "unfused", lambda c: c.execution.attention, "unfused"),
         ("nvlink.efficiency", "0.5", lambda c: c.links[0].effective_bandwidth, 225 * 10**9),
         ("system.step_latency", "3 us", lambda c: c.system.step_latency_ps, 3 * 10**6),
+        ("sram.holds", "weight, activation", lambda c: c.sram.holds, ("weight", "activation")),  # names by commas
+        ("compute.native", "fp8,int8", lambda c: c.compute.native, ("fp8", "int8")),
     ],
 )
 def test_override_changes_exactly_one_field(path, value, get, expected):

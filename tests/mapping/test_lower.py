@@ -130,3 +130,36 @@ def test_a_bigger_step_has_no_smaller_chunk(amounts, more):
     for mine, theirs in ((small.loads, big.loads), (small.stores, big.stores)):
         theirs = dict(theirs)
         assert all(theirs[ref] >= nbytes for ref, nbytes in mine)
+
+
+def test_a_native_weight_format_computes_at_its_own_peak_without_unpacking():
+    """Groq's MXM multiplies int8 (``compute.native: [int8]``): int8 GPT-2 runs no ``dequant`` and its
+    GEMMs compute at the int8 peak; with the format taken off the list they unpack into fp16 as before."""
+    from memsim import simulate
+
+    uncapped = {"execution.power_cap": "100000W"}  # compute times as the rates give them, no power throttle
+    native = simulate("groq-lpu", "gpt2", context=64, weight_dtype="int8", set=uncapped)
+    unpacked = simulate("groq-lpu", "gpt2", context=64, weight_dtype="int8", set={**uncapped, "compute.native": ""})
+    assert not (native.timeline.resource == "dequant").any()
+    assert (unpacked.timeline.resource == "dequant").any()
+    assert native.summary["step_time_s"] < unpacked.summary["step_time_s"]
+    def gemm_ps(result) -> int:
+        """Compute time of the GEMMs with int8 weights (a tied LM head keeps the activation dtype)."""
+        g = result.graph
+        return sum(s.compute_ps * s.count for t in result.plan.tasks if t.kind == "matmul"
+                   and g.tensors[g.ops[t.graph_op].inputs[1].tensor].dtype == "int8" for s in t.steps)
+
+    peak = dict(native.chip.compute.peak_flops_per_s)  # the same efficiency for both dtypes on this chip
+    # a chunk of these small GEMMs is some 20 ps, so rounding each up to whole picoseconds costs a few percent
+    assert gemm_ps(unpacked) / gemm_ps(native) == pytest.approx(peak["int8"] / peak["fp16"], rel=0.05)
+
+def test_fp8_on_a_gpu_is_the_native_rule():
+    """Hopper lists fp8 as native: fp8 weights compute at the fp8 peak; int8 weights (not native there)
+    unpack into bf16."""
+    from memsim import simulate
+
+    fp8 = simulate("h100-sxm", "gpt2", context=64, weight_dtype="fp8")
+    int8 = simulate("h100-sxm", "gpt2", context=64, weight_dtype="int8")
+    assert fp8.chip.compute.native == ("fp8",)
+    assert not (fp8.timeline.resource == "dequant").any()
+    assert (int8.timeline.resource == "dequant").any()

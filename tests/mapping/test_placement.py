@@ -209,3 +209,66 @@ def test_faster_memory_never_raises_the_roofline():
     fast = hardware.load("h100-sxm", [("hbm.bandwidth", "10 TB/s")])
     assert roofline(g, fast, place(g, fast))[0] <= roofline(g, slow, place(g, slow))[0]
     assert compulsory_bytes(g, place(g, fast)) == compulsory_bytes(g, place(g, slow))
+
+
+def _sn40l_holding(capacity: str):
+    return hardware.load("sn40l", [("sram.capacity", capacity), ("sram.holds", "weight,activation")])
+
+
+def test_a_scratchpad_holding_weights_keeps_what_tiles_and_staging_need():
+    """sn40l with `holds: [weight, activation]`: GPT-2 fits beside its tiles, so all its weights
+    live in SRAM and nothing is staged; Llama-3.2-1B does not, so the tiles keep their least-traffic
+    tile, the staging area half of the rest (less than two LM heads) and the weights the other
+    half, smallest first."""
+    from memsim.mapping.lower import tile_floor
+    from memsim.mapping.placement import sram_split
+
+    g = gpt2_decode(batch=1, context=512)
+    chip = _sn40l_holding("520MB")
+    homes = place(g, chip)
+    weights = [t for t in g.tensors.values() if t.klass == "weight"]
+    assert all(homes[t.name] == "sram" for t in weights)
+    assert all(homes[t.name] == "hbm" for t in g.tensors.values() if t.klass == "kv")  # KV is not a class it holds
+    assert sram_split(g, chip, homes) == (520 * 10**6 - sum(t.bytes for t in weights), 0)
+
+    big = build_step(model_config("llama-3.2-1b"), StepSpec.make("decode", batch=1, context=512))
+    homes = place(big, chip)
+    resident = [t for t in big.tensors.values() if homes[t.name] == "sram" and t.klass == "weight"]
+    streamed = [t for t in big.tensors.values() if homes[t.name] == "hbm" and t.klass == "weight"]
+    assert resident and streamed
+    tiles = max(tile_floor(op, big, chip) for op in big)
+    room, staging = sram_split(big, chip, homes)
+    assert staging == room - tiles == (520 * 10**6 - tiles) // 2
+    assert sum(t.bytes for t in resident) <= 520 * 10**6 - room
+    assert max(t.bytes for t in resident) <= min(t.bytes for t in streamed)  # the smallest first
+
+
+def test_more_sram_keeps_a_superset_resident_and_never_less_room():
+    from memsim.mapping.placement import sram_split
+
+    g = build_step(model_config("llama-3.2-1b"), StepSpec.make("decode", batch=1, context=512))
+    before, room = set(), 0
+    for mib in (1, 3, 8, 30, 100, 333, 1000, 2000, 3000):
+        chip = _sn40l_holding(f"{mib}MiB")
+        homes = place(g, chip)
+        resident = {n for n, h in homes.items() if h == "sram" and g.tensors[n].klass == "weight"}
+        assert before <= resident
+        spills = any(h != "sram" for n, h in homes.items() if g.tensors[n].klass == "weight")
+        now = sram_split(g, chip, homes)[0]
+        assert now >= room or not spills  # once all weights are resident nothing needs staging
+        before, room = resident, now
+    assert not spills and len(before) == sum(t.klass == "weight" for t in g.tensors.values())
+
+
+def test_an_sram_only_chip_puts_its_weights_in_the_reserve_too():
+    """groq-lpu: SRAM is the only memory, so the weights go there whatever tiles would like, and the
+    tiles get what is left (the staging area none: nothing is left to prefetch)."""
+    from memsim.mapping.placement import sram_split
+    from memsim.workload import StepSpec as Spec
+
+    g = build_step(model_config("gpt2"), Spec.make("decode", batch=1, context=64, weight_dtype="int8"))
+    chip = hardware.load("groq-lpu")
+    homes = place(g, chip)
+    assert set(homes.values()) == {"sram"}
+    persistent = sum(t.bytes for t in g.tensors.values() if t.klass in ("weight", "kv"))
+    assert sram_split(g, chip, homes)[0] == chip.sram.capacity_bytes - persistent

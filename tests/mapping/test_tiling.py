@@ -10,8 +10,10 @@ from hypothesis import strategies as st
 from memsim.errors import CapacityError
 from memsim.mapping.tiling import (
     MIN_TK,
+    attention_floor,
     attention_tile,
     bits_bytes,
+    gemm_floor,
     gemm_tile,
 )
 
@@ -167,3 +169,31 @@ def test_attention_too_small_sram_is_a_capacity_error():
     with pytest.raises(CapacityError) as info:
         _attn(128, 128, 1024, causal=True)
     assert info.value.field == "sram.capacity"
+
+
+@settings(max_examples=150, deadline=None)
+@given(m=st.integers(1, 600), n=st.integers(1, 600), k=DIMS, a_bits=BITS, b_bits=BITS, depth=DEPTH)
+def test_the_gemm_floor_is_the_least_sram_for_the_least_traffic(m, n, k, a_bits, b_bits, depth):
+    """Placement keeps ``gemm_floor`` for tiles: there each operand is fetched once, one byte less
+    fetches one again, and more changes nothing."""
+    floor = gemm_floor(m, n, a_bits, b_bits, ACC, depth)
+    least = sum(compulsory(m, n, k, a_bits, b_bits, 16))
+    at = gemm_tile(m, n, k, a_bits, b_bits, 16, ACC, floor, depth)
+    assert at.traffic == least and (at.tm, at.tn) == (m, n)
+    assert gemm_tile(m, n, k, a_bits, b_bits, 16, ACC, 2 * floor, depth).traffic == least
+    try:
+        assert gemm_tile(m, n, k, a_bits, b_bits, 16, ACC, floor - 1, depth).traffic > least
+    except CapacityError:
+        pass
+
+
+@settings(max_examples=150, deadline=None)
+@given(q_rows=st.integers(1, 4096), kv_len=st.integers(1, 4096), head_dim=st.sampled_from([64, 128]),
+       kv_bits=BITS, depth=DEPTH, causal=st.booleans())
+def test_the_attention_floor_streams_kv_once(q_rows, kv_len, head_dim, kv_bits, depth, causal):
+    floor = attention_floor(q_rows, head_dim, 16, kv_bits, ACC, depth)
+    once = bits_bytes(2 * kv_len * head_dim, kv_bits)
+    tile = attention_tile(q_rows, kv_len, head_dim, 16, kv_bits, ACC, floor, depth, once, causal)
+    assert tile.passes == 1 and tile.kv_traffic == once
+    if q_rows > 1:
+        assert attention_tile(q_rows, kv_len, head_dim, 16, kv_bits, ACC, floor - 1, depth, once, causal).passes > 1
