@@ -16,7 +16,13 @@ run's own summary rules out the others, exactly:
   even with that value at the high end of its range (the peak power can rise at most by that
   factor, or by that many watts): then the step time does not depend on it, and the energy at
   the ends follows without a rerun, energy being linear in those figures;
-- the power cap (the TDP) when even its low end is above the run's peak power.
+- the power cap (the TDP) when even its low end is above the run's peak power;
+- the figures of the clock grid and of the voltage curve (``power.min_clock``, ``clock_step``,
+  ``ridge_clock``, ``floor_voltage``, ``max_clock``) when the run was not power-limited: they
+  only shape a lowered clock, and a run at its full clock fits its cap whatever they are;
+- the limiter's window, in a run at full clock, when at either end of its range the chip could
+  not exceed its cap even if all the step's dynamic energy fell within one window.
+An end of a range equal to the value is the run itself and is not rerun.
 """
 from __future__ import annotations
 
@@ -25,6 +31,8 @@ from typing import Any, Callable
 from memsim.hardware.estimates import Estimate
 
 ENERGY_UNITS = ("bit_energy", "flop_energy")
+# What shapes the clock a capped run is lowered to (``memsim.mapping.power``): nothing at full clock.
+CLOCK_SHAPE = ("power.min_clock", "power.clock_step", "power.ridge_clock", "power.floor_voltage", "power.max_clock")
 
 
 def _moved(summary: dict, section: str) -> bool:
@@ -45,9 +53,26 @@ def _capped(summary: dict) -> float | None:
     return summary.get("power_cap_w") or None
 
 
+def _unused_level_or_link(e: Estimate, summary: dict) -> bool:
+    """A figure other than the capacity of a level or link the run moved no byte through."""
+    return e.section.startswith(("levels[", "links[")) and e.key != "capacity" and not _moved(summary, e.section)
+
+
+def _window_cannot_bind(e: Estimate, summary: dict, cap: float) -> bool:
+    """No window in ``e``'s range can hold a chip's mean power above ``cap``: the highest mean over
+    a window is at most the static power plus the step's dynamic energy (all chips') over it."""
+    seconds, chips = summary["step_time_s"], summary.get("chips", 1)
+    if not seconds:
+        return True
+    joules = summary["energy_j"]
+    static_w = joules.get("static", 0.0) / seconds / max(1, chips)
+    dynamic = joules["total"] - joules.get("static", 0.0)
+    return all(static_w + dynamic / (min(end / 10**12, seconds) if end else seconds) <= cap for end in (e.low, e.high))
+
+
 def affects_time(e: Estimate, summary: dict) -> bool:
     """Whether the step time can depend on ``e``: False only where it provably cannot."""
-    if e.section.startswith(("levels[", "links[")) and e.key != "capacity" and not _moved(summary, e.section):
+    if _unused_level_or_link(e, summary):
         return False
     if e.section == "system" and summary.get("chips", 1) <= 1:
         return False
@@ -58,6 +83,10 @@ def affects_time(e: Estimate, summary: dict) -> bool:
         return cap is not None and peak + (e.high - e.value) / 1000 > cap
     if e.path in ("power.tdp", "execution.power_cap"):
         return peak > e.low / 1000
+    if e.path in CLOCK_SHAPE:
+        return summary.get("clock", 1) < 1
+    if e.path == "power.window":
+        return cap is not None and (summary.get("clock", 1) < 1 or not _window_cannot_bind(e, summary, cap))
     return True
 
 
@@ -69,7 +98,7 @@ def energy_at(e: Estimate, summary: dict) -> tuple[float, float] | None:
     if e.path == "power.static":
         seconds, chips = summary["step_time_s"], summary.get("chips", 1)
         return tuple(total + (end - e.value) / 1000 * chips * seconds for end in (e.low, e.high))  # type: ignore
-    if e.unit not in ENERGY_UNITS or not e.value:
+    if e.unit not in ENERGY_UNITS or not e.value or _unused_level_or_link(e, summary):
         return None
     kind, _, name = e.section.partition("[")
     name = name.rstrip("]")
@@ -103,7 +132,8 @@ def report(summary: dict, found: tuple[Estimate, ...], top: int = 0,
         if energy is not None and not affects_time(e, summary):
             times = (base_s, base_s)
         else:
-            ends = [rerun(e.set_path, text) for text in (e.written[1], e.written[2])]
+            ends = [summary if end == e.value else rerun(e.set_path, text)
+                    for end, text in ((e.low, e.written[1]), (e.high, e.written[2]))]
             times = tuple(s["step_time_s"] for s in ends)
             energy = tuple(s["energy_j"]["total"] for s in ends)
         swing_s = max(abs(t - base_s) for t in times) / base_s if base_s else 0.0

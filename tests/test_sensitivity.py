@@ -1,6 +1,8 @@
 """The estimates a run rests on, and its step time and energy at the ends of their ranges."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 import memsim
@@ -74,3 +76,42 @@ def test_the_console_names_the_sensitive_estimates(chip_path, tiny_model_path):
     text = "\n".join(sensitivity.lines(s["estimates"]))
     assert "rests on 3 estimated preset values (of 5)" in text
     assert s["estimates"]["sensitive"][0]["field"] in text
+
+
+CLOCKED = (CHIP + "  max_clock: 1 GHz\n"
+           "  ridge_clock: {estimate: 700 MHz, range: [550 MHz, 850 MHz]}\n"
+           "  floor_voltage: {estimate: 0.65, range: [0.55, 0.8]}\n"
+           "  window: {estimate: 25 ms, range: [1 ms, 1 s]}\n")
+SHAPE = ("power.ridge_clock", "power.floor_voltage")
+
+
+@pytest.fixture()
+def clocked_path(tmp_path):
+    path = tmp_path / "clocked.yaml"
+    path.write_text(CLOCKED)
+    return str(path)
+
+
+def test_the_clock_curve_and_the_window_matter_only_where_the_cap_can_bind(clocked_path, tiny_model_path):
+    base = _run(clocked_path, str(tiny_model_path)).summary
+    assert base["clock"] == 1 and not set(base["estimates"]["used"]) & {*SHAPE, "power.window"}
+    for path, end in (("power.ridge_clock", "550 MHz"), ("power.floor_voltage", "0.55"), ("power.window", "1 ms")):
+        alone = _run(clocked_path, str(tiny_model_path), set={path: end}).summary  # what a rerun would give
+        assert (alone["step_time_s"], alone["energy_j"]["total"]) == (base["step_time_s"], base["energy_j"]["total"])
+    capped = _run(clocked_path, str(tiny_model_path), set={"execution.power_cap": "10.25 W"}).summary
+    assert capped["clock"] < 1 and set(SHAPE) | {"power.window"} <= set(capped["estimates"]["used"])
+
+
+def test_an_end_of_a_range_at_the_value_is_the_run_itself(clocked_path, tiny_model_path):
+    s = _run(clocked_path, str(tiny_model_path)).summary
+    at_low = next(e for e in estimates(clocked_path) if e.path == "execution.op_overhead")
+    at_low = dataclasses.replace(at_low, low=at_low.value, written=(at_low.written[0], at_low.written[0],
+                                                                     at_low.written[2]))
+    asked = []
+
+    def rerun(path, value):
+        asked.append(value)
+        return _run(clocked_path, str(tiny_model_path), set={path: value}).summary
+
+    row = sensitivity.report(s, (at_low,), 1, rerun)["sensitive"][0]
+    assert asked == [at_low.written[2]] and row["step_time_s"][0] == s["step_time_s"]

@@ -1,12 +1,27 @@
 """Estimated preset values: the ``{estimate: VALUE, range: [LOW, HIGH]}`` form, read and checked."""
 from __future__ import annotations
 
+import functools
+import re
+from pathlib import Path
+
 import pytest
 
 from memsim import hardware
+from memsim.api import estimates
 from memsim.errors import ConfigError
+from memsim.hardware import loader
 from memsim.hardware.loader import estimates_of, load_chip
 from tests.conftest import TINY_CHIP
+
+PRESETS = Path(__file__).resolve().parents[2] / "configs" / "hardware"
+# A field's line of a preset: its key, its value and its comment (no value on a section's line).
+FIELD = re.compile(r"^\s*(?:- )?(?P<key>\w+):(?P<value>[^#]*?)\s*(?:#\s?(?P<comment>.*))?$")
+DATA_FORM = re.compile(r"^\{estimate: [^{}\[\],]+, range: \[[^\[\],]+, [^\[\],]+\]\}$")
+# Fields whose comment says "estimate" but that are no quantity, so take no range: a system
+# section whose topology (and so the rest of it) is not published.
+NOT_QUANTITIES = {("gb10", "system"), ("m2-ultra", "system"), ("sn40l", "system"), ("wormhole-n150", "system"),
+                  ("xeon-gold-6242", "system")}
 
 ESTIMATED = (TINY_CHIP
              .replace("latency: 200 ns", "latency: {estimate: 200 ns, range: [100 ns, 600 ns]}")
@@ -66,8 +81,36 @@ def test_only_a_quantity_can_be_an_estimate(tmp_path):
     assert info.value.field == "name"
 
 
-def test_the_shipped_presets_load_with_their_estimates():
-    for name in hardware.presets():
-        chip, raw = hardware.load_chip(hardware.resolve(name, "hardware", hardware.HW_SUFFIXES))
-        for e in estimates_of(raw):
-            assert e.low <= e.value <= e.high, (name, e.path)
+@pytest.mark.parametrize("name", hardware.presets())
+def test_every_estimate_of_a_preset_has_its_range_in_the_data_and_says_why(name):
+    """Read as text: a quantity whose comment says "estimate" is written with its range, and an
+    estimate's line says why; the loader finds each one, its range holding its value."""
+    written, exceptions = 0, set()
+    for n, line in enumerate((PRESETS / f"{name}.yaml").read_text(encoding="utf-8").splitlines(), 1):
+        m = FIELD.match(line)
+        if not m or line.lstrip().startswith("#"):
+            continue
+        value, comment, where = m["value"].strip(), m["comment"] or "", f"{name}.yaml:{n}"
+        if value.startswith("{estimate"):
+            written += 1
+            assert DATA_FORM.match(value), f"{where}: write {{estimate: VALUE, range: [LOW, HIGH]}}"
+            assert "estimate" in comment, f"{where}: an estimate's comment says why it is what it is"
+        elif "estimate" in comment.lower():
+            assert (name, m["key"]) in NOT_QUANTITIES and not value, f"{where}: marked estimate without a range"
+            exceptions.add((name, m["key"]))
+    assert exceptions == {e for e in NOT_QUANTITIES if e[0] == name}  # no exception outlives its line
+    found = estimates(name)
+    assert len(found) == written
+    for e in found:
+        assert e.low <= e.value <= e.high, (name, e.path)
+
+
+@pytest.mark.parametrize("name", hardware.presets())
+def test_either_end_of_a_presets_range_loads_with_its_other_values(name, monkeypatch):
+    """What a sensitivity rerun sets: each end alone, everything else as it is (a clock's range
+    must not cross the ridge clock, a static power's the TDP)."""
+    monkeypatch.setattr(loader, "read_yaml", functools.lru_cache(None)(loader.read_yaml))
+    path = hardware.resolve(name, "hardware", hardware.HW_SUFFIXES)
+    for e in estimates(name):
+        for end in e.written[1:]:
+            load_chip(path, [(e.set_path, end)])
