@@ -27,7 +27,10 @@ BOUNDS = {"median": 0.06, "max": 0.15, "microbench": 0.10}
 
 
 def calibration_report(path: Path) -> dict[str, float]:
-    cases = calibration.load(path)
+    every = calibration.load(path)
+    cases = calibration.load(path, calibration.FITTED_ON)
+    print(f"fitted on the {len(cases)} rows of {', '.join(calibration.FITTED_ON)}; "
+          f"{len(every) - len(cases)} rows of other sources are not yet calibrated on")
     table = fit.table(cases)
     full, outcomes = fit.validate(table)
     print("fitted on every row: " + ", ".join(f"{p.path} = {p.text(v)}" for p, v in zip(fit.PARAMS, full)))

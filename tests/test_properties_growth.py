@@ -14,6 +14,14 @@ reversal found on the shipped presets was fixed where it arose rather than absor
 - A layer-pipelined prefill (wse-3) chunks its prompt whatever the batch, instead of switching
   between batch parts and prompt chunks as the batch divides or not.
 A step that no longer fits the chip is not faster either: it counts as infinitely slow.
+
+One reversal is the prefetch's, and is bounded rather than removed. A GEMM stages the part of
+its weights that its own compute does not hide (``memsim.mapping.prefetch``), so a bigger step's
+GEMM may stage less; the bytes it no longer stages leave the copy stream, which runs one
+prefetch at a time, and stream beside the next prefetch instead. The bigger step may then be
+faster by at most those bytes' time at their home level's bandwidth plus one latency of that
+level for each GEMM that stages less (GPT-2 prefill of one token on sn40l: 0.25 us faster at
+batch 2, its last MLP GEMM staging 393 KB less).
 """
 from __future__ import annotations
 
@@ -23,6 +31,8 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from memsim import CapacityError, simulate
+from memsim.mapping.lower import bandwidth_of
+from memsim.units import PS_PER_S
 
 # At least one preset of every family; groq-lpu holds GPT-2 and BERT only in int8.
 PRESETS = {
@@ -35,12 +45,29 @@ FITS = {"groq-lpu": ("gpt2", "bert-base")}
 TOP = {"batch": 32, "prompt": 192, "context": 512}
 
 
-def step_s(hw: str, model: str, phase: str, **dims: int) -> float:
-    """The step's time; infinite when it does not fit (a step too big for the chip is no faster)."""
+def run(hw: str, model: str, phase: str, **dims: int):
+    """The step's result; None when it does not fit (a step too big for the chip is no faster)."""
     try:
-        return simulate(hw, model, phase=phase, **EXTRA.get(hw, {}), **dims).summary["step_time_s"]
+        return simulate(hw, model, phase=phase, **EXTRA.get(hw, {}), **dims)
     except CapacityError:
-        return float("inf")
+        return None
+
+
+def step_s(result) -> float:
+    return result.summary["step_time_s"] if result is not None else float("inf")
+
+
+def unstaged_s(smaller, bigger) -> float:
+    """What the bigger step's prefetches stage less than the smaller's may save it: those bytes at
+    their home level's bandwidth, plus one latency of the level for each GEMM staging less."""
+    if smaller is None or bigger is None:
+        return 0.0
+    staged = {t.op: t.acquires for t in bigger.plan.tasks if t.acquires}
+    chip, ps = smaller.plan.chip, 0
+    for t in (t for t in smaller.plan.tasks if t.acquires and staged.get(t.op, 0) < t.acquires):
+        level = chip.level(t.bound.name)
+        ps += (t.acquires - staged.get(t.op, 0)) * PS_PER_S // bandwidth_of(chip, t.bound) + level.latency_ps
+    return ps / PS_PER_S
 
 
 @st.composite
@@ -67,10 +94,11 @@ def cases(draw) -> tuple[str, str, str, str, dict[str, int]]:
 @example(("wse-3", "gpt2", "prefill", "batch", {"batch": 2, "prompt": 2}))  # batch parts, then prompt chunks
 @example(("a100-80gb-sxm", "gpt2", "prefill", "prompt", {"batch": 1, "prompt": 191}))  # one more FlashDecoding split
 @example(("sn40l", "bert-base", "prefill", "batch", {"batch": 1, "prompt": 1}))  # a bias left out of a prefetch
+@example(("sn40l", "gpt2", "prefill", "batch", {"batch": 1, "prompt": 1}))  # staged less: within the bound
 def test_one_more_sequence_or_token_never_makes_a_step_faster(case):
     hw, model, phase, grow, dims = case
     bigger = {**dims, grow: dims[grow] + 1}
-    before = step_s(hw, model, phase, **dims)
-    assume(before < float("inf"))
-    after = step_s(hw, model, phase, **bigger)
-    assert after >= before, (PRESETS[hw], before, after)
+    small = run(hw, model, phase, **dims)
+    assume(small is not None)
+    big = run(hw, model, phase, **bigger)
+    assert step_s(big) >= step_s(small) - unstaged_s(small, big), (PRESETS[hw], step_s(small), step_s(big))

@@ -14,6 +14,9 @@ from pathlib import Path
 
 from memsim import api
 
+# The sources the presets' calibrated parameters are fitted on (README, Calibration). Rows of
+# other sources load and simulate, but are not yet part of the fit.
+FITTED_ON = ("pytorch-labs/gpt-fast", "NVIDIA/TensorRT-LLM")
 MODELS = {"Llama-2-7B": "llama-2-7b", "Llama-3.1-8B": "llama-3.1-8b", "GPT-J-6B": "gpt-j-6b"}
 CHIPS = {"A100": "a100-80gb-sxm", "H100": "h100-sxm"}
 
@@ -28,7 +31,7 @@ class Case:
     measured_ms: float
     kwargs: dict | None  # None: skipped
     why: str  # what is simulated, or why the row is skipped
-    settings: tuple[tuple[str, str], ...] = ()  # hardware fields the row was measured with (a power cap)
+    settings: tuple[tuple[str, str], ...] = ()  # hardware fields the row was measured with (a power cap, its system)
 
 
 def weight_format(text: str) -> tuple[str, int]:
@@ -48,12 +51,28 @@ def power_cap(text: str) -> tuple[tuple[str, str], ...]:
     return (("execution.power_cap", f"{cap.group(1)} W"),) if cap else ()
 
 
+# The system a row was measured on, where its notes name one other than the preset's NVSwitch
+# node. An 8-GPU hybrid cube mesh (DGX-1 style) is two quads of fully connected GPUs, each GPU
+# also cabled to its twin in the other quad: a dragonfly of groups of 4 with one global link a
+# chip. PyTorch's intra-node all-reduce (ENABLE_INTRA_NODE_COMM=1) runs its hybrid-cube-mesh
+# algorithm there, which reduces within the quads and then across them (pytorch/pytorch#114001):
+# memsim's hierarchical all-reduce. The 12 NVLinks of an A100 go 3 to each of its 4 peers.
+HYBRID_CUBE_MESH = (("system.topology", "dragonfly"), ("system.group", "4"), ("system.global_links", "1"),
+                    ("system.links_per_peer", "3"), ("system.collective", "hierarchical"))
+
+
+def system_of(notes: str) -> tuple[tuple[str, str], ...]:
+    """The system fields of the machine a row's notes name (``()``: the preset's own)."""
+    return HYBRID_CUBE_MESH if "hybrid cube mesh" in notes.lower() else ()
+
+
 def measured_ms(row: dict) -> float:
     if row["derived_ms_per_decode_step"]:
         return float(row["derived_ms_per_decode_step"])
-    if row["unit"] != "ms":
+    scale = {"ms": 1.0, "s": 1e3}.get(row["unit"])
+    if scale is None:
         raise ValueError(f"row {row['id']}: unit {row['unit']!r} is not a time")
-    return float(row["value"])
+    return float(row["value"]) * scale
 
 
 def source_of(row: dict) -> str:
@@ -65,7 +84,8 @@ def case(row: dict) -> Case:
     model, chip = MODELS.get(row["model"]), chip_of(row["accelerator"])
     dtype, group = weight_format(row["weight_precision"])
     label = f"{row['model']} {row['phase']} {row['weight_precision'].split()[0]}"
-    base = Case(row["id"], source_of(row), label, measured_ms(row), None, "", power_cap(row["accelerator"]))
+    base = Case(row["id"], source_of(row), label, measured_ms(row), None, "",
+                power_cap(row["accelerator"]) + system_of(row.get("notes", "")))
     tp = re.fullmatch(r"TP(\d+)", row["parallelism"].strip())
     if tp is None or int(tp.group(1)) != int(row["n_accelerators"]):
         return _skip(base, f"parallelism {row['parallelism']} on {row['n_accelerators']} chips is not modelled")
@@ -89,9 +109,11 @@ def _skip(base: Case, why: str) -> Case:
     return Case(base.id, base.source, base.label, base.measured_ms, None, why, base.settings)
 
 
-def load(path: Path) -> list[Case]:
+def load(path: Path, sources: tuple[str, ...] | None = None) -> list[Case]:
+    """Every row of ``path`` as a case; with ``sources``, only rows of those (URLs ending so)."""
     with path.open(newline="") as fh:
-        return [case(row) for row in csv.DictReader(fh)]
+        cases = [case(row) for row in csv.DictReader(fh)]
+    return cases if sources is None else [c for c in cases if c.source.endswith(sources)]
 
 
 def simulate_ms(c: Case, overrides: dict[str, str] | None = None) -> float:
