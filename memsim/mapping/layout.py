@@ -59,6 +59,8 @@ def branches(graph: OpGraph) -> set[str]:
     """Ops of a layer that neither feed nor follow its attention: an independent branch, such as
     the MLP of a parallel block (GPT-J, Falcon), which may run beside the attention."""
     deps = graph.graph()
+    order = list(nx.topological_sort(deps))
+    at = {name: i for i, name in enumerate(order)}
     by_layer: dict[int, list[Op]] = {}
     for op in graph:
         if op.layer >= 0:
@@ -67,8 +69,12 @@ def branches(graph: OpGraph) -> set[str]:
     for ops in by_layer.values():
         attention = [op.name for op in ops if op.kind == "attention"]
         related = set(attention)
+        # A path between two of the layer's ops only visits ops placed between them in a
+        # topological order, so the search keeps to the layer's span of it (exact, and linear
+        # in the graph over all layers rather than quadratic).
+        span = deps.subgraph(order[min(at[op.name] for op in ops):max(at[op.name] for op in ops) + 1])
         for name in attention:
-            related |= nx.ancestors(deps, name) | nx.descendants(deps, name)
+            related |= nx.ancestors(span, name) | nx.descendants(span, name)
         if attention:
             out |= {op.name for op in ops if op.name not in related}
     return out

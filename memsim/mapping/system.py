@@ -110,14 +110,19 @@ class Routes:
         self.chip, self.regions, self.tp = chip, regions, tp
         self.fabric = fabric.fabric(chip, chips) if chips > 1 else None
         self._least: dict[tuple[int, int], tuple[int, float]] = {}  # (narrowest peak, latency s) of a route
+        self._names: dict[tuple[int, int], tuple[str, ...]] = {}
 
-    def names(self, src: int, dst: int) -> list[str]:
+    def names(self, src: int, dst: int) -> tuple[str, ...]:
         """The link directions a transfer between two units crosses."""
-        a, b = unit_chip(src, self.tp, self.regions), unit_chip(dst, self.tp, self.regions)
-        if a == b:
-            return [f"region:{src}>{dst}"]
-        assert self.fabric is not None
-        return [f"{x}>{y}" for x, y in self.fabric.route(a, b)]
+        key = (src, dst)
+        if key not in self._names:
+            a, b = unit_chip(src, self.tp, self.regions), unit_chip(dst, self.tp, self.regions)
+            if a == b:
+                self._names[key] = (f"region:{src}>{dst}",)
+            else:
+                assert self.fabric is not None
+                self._names[key] = tuple(f"{x}>{y}" for x, y in self.fabric.route(a, b))
+        return self._names[key]
 
     def link(self, name: str):
         """The link a route's direction belongs to: a chip's region link or the one between chips."""
