@@ -45,7 +45,7 @@ class Run:
 def ms(seconds: float) -> str:
     """Three significant figures, in ms."""
     value = seconds * 1e3
-    return f"{value:.3g}" if value < 1000 else f"{value:.0f}"
+    return f"{value:#.3g}" if value < 100 else f"{value:.0f}"
 
 
 def _largest_stall(s: dict) -> str:
