@@ -22,13 +22,12 @@ from pathlib import Path
 from memsim.validation import calibration, fit, microbench
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "validation"
 BOUNDS = {"median": 0.06, "max": 0.15, "microbench": 0.10}
 
 
 def calibration_report(path: Path) -> dict[str, float]:
     every = calibration.load(path)
-    cases = calibration.load(path, calibration.FITTED_ON)
+    cases = calibration.fitted(every)
     print(f"fitted on the {len(cases)} rows of {', '.join(calibration.FITTED_ON)}; "
           f"{len(every) - len(cases)} rows of other sources are not yet calibrated on")
     table = fit.table(cases)
@@ -70,7 +69,7 @@ def microbench_report(path: Path) -> float:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--calibration", type=Path, default=SHARED / "calibration.csv")
+    ap.add_argument("--calibration", type=Path, default=calibration.DATA)
     ap.add_argument("--microbench", type=Path, default=ROOT / "memsim" / "validation" / "data" / "microbench.csv")
     ap.add_argument("--check", action="store_true", help="exit 1 unless the bounds in the docstring hold")
     args = ap.parse_args()

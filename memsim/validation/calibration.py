@@ -109,11 +109,17 @@ def _skip(base: Case, why: str) -> Case:
     return Case(base.id, base.source, base.label, base.measured_ms, None, why, base.settings)
 
 
-def load(path: Path, sources: tuple[str, ...] | None = None) -> list[Case]:
-    """Every row of ``path`` as a case; with ``sources``, only rows of those (URLs ending so)."""
+DATA = Path(__file__).resolve().parent / "data" / "calibration.csv"  # shipped in the repository
+
+
+def load(path: Path = DATA) -> list[Case]:
     with path.open(newline="") as fh:
-        cases = [case(row) for row in csv.DictReader(fh)]
-    return cases if sources is None else [c for c in cases if c.source.endswith(sources)]
+        return [case(row) for row in csv.DictReader(fh)]
+
+
+def fitted(cases: list[Case]) -> list[Case]:
+    """The cases of the sources the presets are fitted on (``FITTED_ON``)."""
+    return [c for c in cases if c.source.endswith(FITTED_ON)]
 
 
 def simulate_ms(c: Case, overrides: dict[str, str] | None = None) -> float:
