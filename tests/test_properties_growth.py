@@ -16,8 +16,8 @@ reversal found on the shipped presets was fixed where it arose rather than absor
 A step that no longer fits the chip is not faster either: it counts as infinitely slow.
 
 One reversal is the prefetch's, and is bounded rather than removed. A GEMM stages the part of
-its weights that its own compute does not hide (``memsim.mapping.prefetch``), so a bigger step's
-GEMM may stage less; the bytes it no longer stages leave the copy stream, which runs one
+its weights that its own work (its compute) does not hide (``memsim.mapping.prefetch``), so a
+bigger step's GEMM may stage less; the bytes it no longer stages leave the copy stream, which runs one
 prefetch at a time, and stream beside the next prefetch instead. The bigger step may then be
 faster by at most those bytes' time at their home level's bandwidth plus one latency of that
 level for each GEMM that stages less (GPT-2 prefill of one token on sn40l: 0.25 us faster at

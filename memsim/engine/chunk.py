@@ -1,12 +1,14 @@
 """The pieces a step's pipeline (``engine/pipeline.py``) is made of: the levels it reads and
 writes (``Port``), the chunks in flight from their loads to their compute (``Chunk``) and the
 stores of a chunk's output (``Stores``). Each is a small slotted record the pipeline updates
-in place, chunk by chunk. ``widen`` keeps the extent of the step's transfer rows.
+in place, chunk by chunk. ``widen`` keeps the extent of the step's transfer rows; ``status``,
+``servers`` and ``footprint`` say what a step's requests and resources are, for fast-forward
+and the scheduler.
 """
 from __future__ import annotations
 
 from memsim.engine.records import POWER, SRAM_CAPACITY, UNPACK, WAIT
-from memsim.engine.resources import Server
+from memsim.engine.resources import Server, Use
 
 # Stall keys are (kind, resource, holder); a holder is named where a load or compute queued behind another operator.
 CAPACITY = (SRAM_CAPACITY, "", "")
@@ -76,3 +78,27 @@ def widen(extent: dict[tuple[int, bool, bool], list[int]], transfers: list[tuple
                 extent[key] = [u.start, u.end]
             elif u.end > ext[1]:
                 ext[1] = u.end
+
+
+def status(use: Use | None, now: int) -> tuple:
+    """A request's state relative to now: done, granted with time left, or queued."""
+    if use is None:
+        return ()
+    if use.end < 0:
+        return ("queued", use.duration, use.resource.put_queue.index(use))
+    return ("held", use.end - now) if use.end > now else ("done",)
+
+
+def footprint(runs: list) -> list[Server]:
+    """The resources of steps (``StepRun.servers``), each once, in a fixed order."""
+    return list({id(s): s for run in runs for s in run.servers}.values())
+
+
+def servers(compute: Server | None, ports: list[Port]) -> list[Server]:
+    """The resources a step uses: its compute units if it computes, each level and link."""
+    out = {id(compute): compute} if compute is not None else {}
+    for port in ports:
+        out[id(port.server)] = port.server
+        if port.server.via is not None:
+            out[id(port.server.via)] = port.server.via
+    return list(out.values())

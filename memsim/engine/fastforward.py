@@ -25,7 +25,8 @@ from __future__ import annotations
 from typing import Protocol
 
 from memsim.engine import gapfill
-from memsim.engine.pipeline import StepRun, footprint
+from memsim.engine.chunk import footprint
+from memsim.engine.pipeline import StepRun
 from memsim.engine.resources import Server, Use
 
 MIN_PREFIX = 4  # chunks before looking for a periodic state

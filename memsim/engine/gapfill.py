@@ -72,7 +72,7 @@ def alone(gap: Gap, now: int, group: set[int]) -> bool:
     for chunk in run.pending:
         if chunk.left == 0 and not chunk.ready and not (inside and not run.step.compute_ps):
             return False
-        if any(still(u) or still(v) for u, v, _, _ in chunk.transfers):
+        if any(u is None or still(u) or still(v) for u, v, _, _ in chunk.transfers):  # (None: not yet requested)
             return False
     return not any(still(u) or still(v) for batch in run.outstanding for u, v, _ in batch.uses)
 

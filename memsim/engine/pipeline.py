@@ -24,19 +24,10 @@ from typing import Callable
 
 import simpy
 
-from memsim.engine.chunk import CAPACITY, THROTTLED, UNPACKING, Chunk, Port, Stores, widen
+from memsim.engine.chunk import CAPACITY, THROTTLED, UNPACKING, Chunk, Port, Stores, servers, status, widen
 from memsim.engine.records import COMPUTE, WAIT
 from memsim.engine.resources import PREFETCH, ChipResources, Job, Server, Use
 from memsim.mapping.plan import OpTask, Step
-
-
-def status(use: Use | None, now: int) -> tuple:
-    """A request's state relative to now: done, granted with time left, or queued."""
-    if use is None:
-        return ()
-    if use.end < 0:
-        return ("queued", use.duration, use.resource.put_queue.index(use))
-    return ("held", use.end - now) if use.end > now else ("done",)
 
 
 class StepRun:
@@ -89,7 +80,7 @@ class StepRun:
         self.extent: dict[tuple[int, bool, bool], list[int]] = {}
         # The callbacks of the step's requests, bound once.
         self.on_load, self.on_compute, self.on_store = self._loaded, self._computed, self._stored
-        self.servers = _servers(self)  # never changes
+        self.servers = servers(res.compute if step.compute_ps else None, self.loads + self.stores)  # never changes
 
     def _own(self, event):
         """Tag an event as this step's, so fast-forward can move it."""
@@ -135,24 +126,47 @@ class StepRun:
                 drain = 0
         chunk = Chunk(self.issued, now, drain, writer)
         transfers, job, prio, on_load = chunk.transfers, self.job, self.priority, self.on_load
+        # A stream of requests pays a level's latency once, before its first bytes arrive: a
+        # request the step makes within that time goes out when it is over (it holds neither the
+        # level, which another stream may use meanwhile, nor more than its buffer), and later
+        # ones were issued ahead, so their data lands as their transfer ends. How a step's bytes
+        # split between levels, or how finely it is cut, then never changes what latency costs.
+        late = self.started - now
         for i, port in enumerate(self.loads):
+            # Waiting for a buffer after the level could have taken the load is SRAM
+            # capacity's fault; waiting behind busy channels is the level's.
+            free = frees[i]
+            idle = now - (asked if asked > free else free)
+            chunk.left += 1 if port.via_hold is None else 2
+            if late + port.latency_ps > 0:
+                transfers.append((None, None, idle, port))
+                ev = self._own(self.env.timeout(late + port.latency_ps))
+                ev.chunk, ev.port = chunk, i
+                ev.callbacks.append(self._request)
+                continue
             use = Use(port.server, port.hold, job, prio, on_load, self)
             use.chunk = chunk
             via = None
             if port.via_hold is not None:
                 via = Use(port.server.via, port.via_hold, job, prio, on_load, self)
                 via.chunk = chunk
-                chunk.left += 1
-            # Waiting for a buffer after the level could have taken the load is SRAM
-            # capacity's fault; waiting behind busy channels is the level's.
-            free = frees[i]
-            transfers.append((use, via, now - (asked if asked > free else free), port))
-        chunk.left += len(transfers)
+            transfers.append((use, via, idle, port))
         self.issued += 1
         self.pending.append(chunk)
         if not chunk.left:
             self._arrived(chunk)
         return not self.step.unpack_ps
+
+    def _request(self, event: simpy.Event) -> None:
+        """A level's latency is over: the load the step asked it for goes out (as in ``_issue``)."""
+        chunk, i = event.chunk, event.port
+        _, _, idle, port = chunk.transfers[i]
+        use = Use(port.server, port.hold, self.job, self.priority, self.on_load, self)
+        use.chunk, via = chunk, None
+        if port.via_hold is not None:
+            via = Use(port.server.via, port.via_hold, self.job, self.priority, self.on_load, self)
+            via.chunk = chunk
+        chunk.transfers[i] = (use, via, idle, port)
 
     def _loaded(self, use: Use) -> None:
         chunk = use.chunk
@@ -170,9 +184,6 @@ class StepRun:
             end, limiter = use.end, port.key
             if via is not None and via.end > end:  # the link it is reached over ended last
                 end, limiter = via.end, port.via_key
-            # A stream of requests pays the latency once: later requests were issued ahead.
-            if first:
-                end += port.latency_ps
             if end > chunk.landed:
                 # A load that queued behind another operator's transfer names it as the holder.
                 if use.blocker is not None:
@@ -376,18 +387,3 @@ class StepRun:
         return (chunks, stores, servers, waiting, self.free_buffers, self.computing,
                 max(0, self.unpacking - now), (computed - now, freed - now, writer), max(0, self.last_store - now),
                 self.store_level, tuple(sorted(self.chunk_stalls.items())))
-
-
-def footprint(runs: list[StepRun]) -> list[Server]:
-    """The resources of steps, each once, in a fixed order."""
-    return list({id(s): s for run in runs for s in run.servers}.values())
-
-
-def _servers(run: StepRun) -> list[Server]:
-    """The resources a step uses: its compute units if it computes, each level and link."""
-    out = {id(run.res.compute): run.res.compute} if run.step.compute_ps else {}
-    for port in run.loads + run.stores:
-        out[id(port.server)] = port.server
-        if port.server.via is not None:
-            out[id(port.server.via)] = port.server.via
-    return list(out.values())

@@ -19,9 +19,10 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from memsim.engine.chunk import footprint
 from memsim.engine.environment import Environment
 from memsim.engine.fastforward import FastForward
-from memsim.engine.pipeline import StepRun, footprint
+from memsim.engine.pipeline import StepRun
 from memsim.engine.records import (BUBBLE, COMPUTE, DEPENDENCY, OVERHEAD, Cause, Interval, ResourceId,
                                    keep)
 from memsim.engine.replay import Recording, Replay
@@ -353,7 +354,7 @@ def _least_left(run: StepRun) -> int:
     now, unissued = run.env._now, run.step.count - run.issued
     left = [(run.step.count - run.consumed - run.computing) * run.step.compute_ps]
     for port in run.loads:
-        pending = sum(u.duration if u.end < 0 else max(0, u.end - now)
+        pending = sum(p.hold if u is None else u.duration if u.end < 0 else max(0, u.end - now)
                       for c in run.pending for u, _, _, p in c.transfers if p is port)
         left.append(pending + unissued * port.hold)
     return max(left)

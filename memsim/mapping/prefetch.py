@@ -9,9 +9,19 @@ scratchpad that holds weights, what ``placement.sram_split`` leaves it) before i
 GEMM gives them back when it is done. The staging area is double-buffered like a tile's operands (``prefetch_depth`` GEMMs'
 weights at a time), so a GEMM stages at most that share of it: all its weights where they fit,
 else the part that fits (its first weights, in input order), and the rest streams from their
-home while it computes, as without prefetch. Nor does it stage what its own compute would hide
-as it streams, after the home level's latency: a compute-bound GEMM streams its weights, and
-staging them would only put their transfer before it.
+home while it computes, as without prefetch.
+
+Nor does it stage what its own work would hide as the rest streams (``kept``). A GEMM starts
+once its prefetch has landed; then, after one latency of the levels it reads, its compute, its
+reads of the staged part from SRAM and the stream of the rest from home overlap. Where the
+home level is the bottleneck (the prefetch is on the critical path), staging S of its W weights
+costs S / rate before it and max((W - S) / rate, S / SRAM rate, compute) after: flat, W / rate
+plus the home latency, as long as the stream is the longest of the three, and longer by both
+transfers beyond. So a GEMM leaves at least max(compute x rate, W x rate / (rate + SRAM rate))
+to stream, or stages all of its weights where reading them from SRAM and computing take no
+longer than the home level's latency over the SRAM's. More SRAM stages a larger part, up to
+that, and never costs time: a compute-bound GEMM streams its weights, and the LM head, which
+nothing follows, is not staged whole only to be read from SRAM after its whole transfer.
 
 The copy is cut into few large transfers (a DMA engine moves big bursts) at the lowest
 priority: demand traffic preempts it, so it uses the bandwidth the running operators leave
@@ -31,9 +41,32 @@ from memsim.units import PS_PER_S
 from memsim.workload.graph import Op
 
 COPY_CHUNKS = 16  # transfers a prefetch is cut into
-# A staged part is a whole number of these, so that it splits into whole bytes over the copy's
-# transfers and over the GEMM's chunks: a part one byte larger must not round every chunk up.
+# A staged part is a whole number of grains (``grain``), at least of these, so that it splits into
+# whole bytes over the copy's transfers and over the GEMM's chunks: a part one byte larger must not
+# round every chunk up.
 GRAIN = COPY_CHUNKS * tiling.CHUNKS
+MAX_GRAIN = 64 * GRAIN  # a coarser grain would leave a small staging area unused: bytes are cut as GRAIN
+
+
+def grain(chip: ChipSpec, source: Ref, share: float = 1.0) -> int:
+    """The unit a GEMM's staged part (and what it leaves to stream) is cut in on ``chip`` from
+    level ``source``: whole bytes over the copy's transfers and the GEMM's chunks, as ``GRAIN``,
+    and whole picoseconds on each channel of the level (striped over the channels a step with
+    ``share`` of it uses) and on the link it is reached over. A grain moved from the stream to the
+    copy then moves whole picoseconds, so a larger part never rounds a transfer up (transfers are
+    rounded up to the picosecond per chunk): where that takes more than ``MAX_GRAIN``, ``GRAIN``."""
+    level = chip.level(source.name)
+    channel = max(1, level.effective_bandwidth(chip.compute.units) // level.channels)
+    if level.channels * share < 1 - 1e-9:  # less than a channel: its share of one (``Server.duration``)
+        rates = [(1, max(1, int(channel * level.channels * share)))]
+    else:
+        rates = [(max(1, min(level.channels, int(level.channels * share + 1e-9))), channel)]
+    if level.via:
+        rates.append((1, chip.link(level.via).effective_bandwidth))
+    unit = GRAIN
+    for ways, rate in rates:
+        unit = math.lcm(unit, tiling.CHUNKS * ways * (rate // math.gcd(rate, PS_PER_S)))
+    return unit if unit <= MAX_GRAIN else GRAIN
 
 
 def staging_area(chip: ChipSpec, share: float = 1.0) -> int:
@@ -44,15 +77,29 @@ def staging_area(chip: ChipSpec, share: float = 1.0) -> int:
     return round(chip.chip_capacity(chip.sram) * share) // 2
 
 
-def part_bytes(cx: Context, nbytes: int) -> int:
+def part_bytes(cx: Context, nbytes: int, unit: int = GRAIN) -> int:
     """Bytes of a GEMM's ``nbytes`` of weights that its prefetch stages: all of them if they fit
-    in its share of the staging area, else as many whole ``GRAIN``s as do.
+    in its share of the staging area, else as many whole grains (``unit``) as do.
 
     The share is the area over ``prefetch_depth``: the running GEMM's weights and the next one's
     (double buffering). With the whole area, a GEMM staged whole would hold it while it computes
     and the next prefetch could not start: the home level idles, and more SRAM could be slower."""
     share = cx.staging_bytes // cx.depth
-    return nbytes if nbytes <= share else share - share % GRAIN
+    return nbytes if nbytes <= share else share - share % unit
+
+
+def kept(total: int, compute_ps: int, rate: int, sram_rate: int, later_ps: int, unit: int = GRAIN) -> int:
+    """Bytes of a GEMM's ``total`` bytes of weights that stream from home rather than being
+    staged (module docstring): what its compute, or its reads of the staged part from SRAM,
+    hide as they stream at ``rate``, in whole grains (``unit``); or none, where its compute and its
+    read of them all from SRAM (at ``sram_rate``) take no longer than the ``later_ps`` by which
+    the home level's first bytes arrive after the SRAM's."""
+    stream = max(compute_ps * rate // PS_PER_S, -(-total * rate // (rate + sram_rate)))
+    if stream >= total:
+        return total
+    if max(compute_ps, total * PS_PER_S // sram_rate) <= later_ps:
+        return 0
+    return min(total, -(-stream // unit) * unit)
 
 
 def copy_step(label: str, loads: dict[Ref, int], into: Ref | None, depth: int) -> Step:
@@ -83,11 +130,12 @@ class Prefetcher:
         if not weights or len(homes) != 1:
             return None, cx
         source = Ref.level(homes.pop())
-        # What the GEMM's own compute hides as it streams (after the first bytes' latency) is left to
-        # stream: staging it would only put its transfer before the GEMM.
-        rate = int(bandwidth_of(cx.chip, source) * cx.compute_share)
-        hidden = max(0, gemm_compute_ps(op, cx) - cx.chip.level(source.name).latency_ps) * rate // PS_PER_S
-        room = part_bytes(cx, max(0, sum(b for _, b in weights) - hidden // GRAIN * GRAIN))
+        total = sum(b for _, b in weights)
+        later = cx.chip.level(source.name).latency_ps - cx.chip.level(STAGING.name).latency_ps
+        unit = grain(cx.chip, source, cx.compute_share)
+        keep = kept(total, gemm_compute_ps(op, cx), int(bandwidth_of(cx.chip, source) * cx.compute_share),
+                    int(bandwidth_of(cx.chip, STAGING) * cx.compute_share), later, unit)
+        room = part_bytes(cx, total - keep, unit)
         staged = []
         for tensor, nbytes in weights:  # the first part of the weights
             if room and nbytes:

@@ -87,3 +87,17 @@ def test_a_chunk_holds_a_level_for_its_share_of_the_whole_transfer():
     port = Port(hbm, 207 * 1024, 1024, 1.0)
     assert port.hold == -(-hbm.duration(207 * 1024) // 1024)
     assert port.hold < hbm.duration(207)  # 207 B striped over 5 channels is 42 B on each
+
+
+@given(st.integers(1, 2000), st.integers(0, 2_000_000), st.integers(1, 10**8))
+@settings(max_examples=60, deadline=None)
+def test_a_stream_pays_its_latency_once_however_finely_it_is_cut(count, latency, total):
+    """A step that only streams ``total`` bytes from HBM ends one latency after it starts plus
+    its chunks' transfers, back to back, however many chunks it is cut into: the latency comes before the
+    first bytes, and later requests were issued ahead. (When the first chunk's latency held its
+    buffer, a step of chunks shorter than the latency idled HBM for the difference at its start,
+    and one of longer chunks hid the latency altogether.)"""
+    chip = _chip(0, latency, 1, 3)
+    per = -(-total // count)
+    port = Port(ChipResources(Environment(), chip, 0).ports[HBM], per * count, count, 1.0)
+    assert _alone(chip, count, [(HBM, per)], [], 0) == latency + count * port.hold

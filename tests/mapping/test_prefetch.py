@@ -2,15 +2,22 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memsim import hardware, simulate
 from memsim.api import load_workload, resolve
 from memsim.hardware.resource import Ref
 from memsim.mapping import make_plan
-from memsim.mapping.lower import Context, lower_matmul
+from memsim.mapping.lower import STAGING, Context, bandwidth_of, gemm_compute_ps, lower_matmul
 from memsim.mapping.placement import sram_split
-from memsim.mapping.prefetch import GRAIN, Prefetcher, part_bytes
+from memsim.engine.environment import Environment
+from memsim.engine.resources import ChipResources
+from memsim.mapping import tiling
+from memsim.mapping.prefetch import GRAIN, Prefetcher, grain, kept, part_bytes
+from memsim.units import PS_PER_S
 
+HBM = Ref.level("hbm")
 UNCAPPED = {"execution.power_cap": "100000W"}  # power out of the way: times are the bytes' and rates'
 
 
@@ -42,14 +49,65 @@ def test_a_gemm_larger_than_its_share_prefetches_the_part_that_fits():
 
 @pytest.mark.parametrize("sram", ["1MiB", "7MiB", "520MB", "4GiB"])
 def test_a_part_is_all_the_weights_or_whole_grains_of_them(sram):
-    """A part is cut in whole grains, so that a larger one does not round every chunk up; weights
-    that fit are staged whole, biases and all (a bias left behind would pay a latency for bytes)."""
+    """A part is cut in whole grains, so that a larger one does not round every chunk up; a
+    GEMM stages what its share holds of what it does not leave to stream (``kept``)."""
     chip, g, cx, task, staged_cx = _staged(sram, "L0.o_proj")
     weights = g.tensors["L0.o_proj.weight"].bytes
     share = cx.staging_bytes // chip.execution.prefetch_depth
-    part = part_bytes(cx, weights + 1)
-    assert part == weights + 1 if weights + 1 <= share else part % GRAIN == 0 and part <= share
-    assert (task.acquires if task is not None else 0) == part_bytes(cx, weights)
+    unit = grain(chip, HBM)
+    assert unit % GRAIN == 0
+    part = part_bytes(cx, weights + 1, unit)
+    assert part == weights + 1 if weights + 1 <= share else part % unit == 0 and part <= share
+    keep = kept(weights, gemm_compute_ps(g.ops["L0.o_proj"], cx), bandwidth_of(chip, HBM),
+                bandwidth_of(chip, STAGING), chip.level("hbm").latency_ps - chip.level("sram").latency_ps, unit)
+    assert 0 < keep < weights and keep % unit == 0  # o_proj's compute outlasts HBM's latency on sn40l
+    assert (task.acquires if task is not None else 0) == part_bytes(cx, weights - keep, unit)
+
+
+@pytest.mark.parametrize("hw", ["sn40l", "wse-3", "h100-sxm", "wormhole-n150"])
+@pytest.mark.parametrize("share", [1.0, 0.5, 0.3])
+def test_a_grain_moved_between_copy_and_stream_is_whole_picoseconds(hw, share):
+    """A grain of a level's bytes is whole picoseconds on every channel the engine stripes a
+    step's transfer over (and on the link the level is reached over), and whole bytes over the
+    copy's transfers and the GEMM's chunks: a part a grain larger and a stream a grain smaller
+    round nothing differently, so staging more never costs a picosecond of rounding."""
+    chip = hardware.load(hw)
+    res = ChipResources(Environment(), chip, 0)
+    for level in chip.levels:
+        if level.is_scratchpad:
+            continue
+        unit, server = grain(chip, Ref.level(level.name), share), res.ports[Ref.level(level.name)]
+        assert unit % GRAIN == 0
+        if unit == GRAIN:  # a level whose picosecond needs more than MAX_GRAIN bytes: not exact
+            continue
+        ways = [(server, share)] + ([(server.via, 1.0)] if server.via is not None else [])
+        for s, of in ways:  # the level's channels, then the link it is reached over
+            assert s.duration(unit, of) % tiling.CHUNKS == 0
+            for nbytes in (1, 12345, 7 * 2**20 + 3, 3 * 10**9 + 1):
+                assert s.duration(nbytes + 5 * unit, of) - s.duration(nbytes, of) == 5 * s.duration(unit, of)
+
+
+RATE, SRAM_RATE = 10**12, 50 * 10**12  # bytes/s: a home level and the SRAM
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 10**10), st.integers(0, 10**9), st.integers(0, 10**6))
+def test_a_gemm_leaves_to_stream_what_its_work_hides(total, compute_ps, later_ps):
+    """What a GEMM leaves to stream from home is all its weights, none, or whole grains that the
+    stream needs at least as long as its compute and its read of the staged rest from SRAM; it
+    stages all of them only where that read and its compute take no longer than the home
+    level's latency over the SRAM's, which is what streaming any of them would add."""
+    keep = kept(total, compute_ps, RATE, SRAM_RATE, later_ps)
+    stream_ps = keep * PS_PER_S / RATE
+    if keep == 0:
+        assert max(compute_ps, total * PS_PER_S // SRAM_RATE) <= later_ps
+    elif keep < total:
+        assert keep % GRAIN == 0
+        assert stream_ps >= compute_ps and stream_ps >= (total - keep) * PS_PER_S / SRAM_RATE
+        assert (keep - GRAIN) * PS_PER_S / RATE < max(compute_ps, (total - keep + GRAIN) * PS_PER_S / SRAM_RATE)
+    else:
+        assert keep == total and total - GRAIN < max(compute_ps * RATE / PS_PER_S, total * RATE / (RATE + SRAM_RATE)) \
+            + 1  # what it must stream is within a grain of them all
 
 
 def test_every_prefetch_is_given_back_by_the_gemm_that_used_it():
