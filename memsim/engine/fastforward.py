@@ -179,6 +179,10 @@ def _account(run: StepRun, cycles: int, q: int, stalls: list[dict]) -> None:
             port.server.via.busy_ps += port.via_hold * n
     run.issued += n
     run.consumed += n
+    for c in run.pending:  # the chunks in flight come after the skipped ones (their rows' extent)
+        c.index += n
+    for b in run.outstanding:
+        b.index += n
 
 
 def _hold(run: StepRun, server) -> int:
