@@ -29,17 +29,25 @@ def sample_contexts(prompt: int, steps: int, samples: int) -> list[int]:
 
 
 def _sum_interpolated(samples: dict[int, dict], contexts: np.ndarray, key_path: tuple = ()) -> Any:
-    first = next(iter(samples.values()))
-    node = first
-    for k in key_path:
-        node = node[k]
+    # The samples may differ in keys (a later step spills its KV cache to a level an earlier one
+    # never touched): a key a sample lacks is 0 there, and its kind comes from one that has it.
+    node = next(n for n in (_find(s, key_path) for s in samples.values()) if n is not None)
     if isinstance(node, dict):
-        keys = set().union(*(_at(s, key_path).keys() for s in samples.values()))
+        keys = set().union(*(n for n in (_find(s, key_path) for s in samples.values()) if isinstance(n, dict)))
         return {k: _sum_interpolated(samples, contexts, (*key_path, k)) for k in sorted(keys)}
     xs = np.array(sorted(samples), dtype=float)
     ys = np.array([_at(samples[c], key_path) or 0 for c in sorted(samples)], dtype=float)
     total = float(np.interp(contexts, xs, ys).sum())
     return int(round(total)) if isinstance(node, int) else total
+
+
+def _find(summary: Any, key_path: tuple) -> Any:
+    """The value at ``key_path`` of a summary, or None where the summary lacks it."""
+    for k in key_path:
+        if not isinstance(summary, dict) or k not in summary:
+            return None
+        summary = summary[k]
+    return summary
 
 
 def _at(summary: dict, key_path: tuple) -> Any:
@@ -59,8 +67,8 @@ def add(a: Any, b: Any) -> Any:
 def interpolated_sums(samples: dict[int, dict], contexts: np.ndarray) -> dict[str, Any]:
     """The SUMMED keys (``COMBINE``) of steps at every one of ``contexts``, each interpolated linearly
     between the ``samples`` simulated (keyed by context) and added up."""
-    first = next(iter(samples.values()))
-    return {k: _sum_interpolated(samples, contexts, (k,)) for k in first if COMBINE.get(k) == SUMMED}
+    keys = dict.fromkeys(k for s in samples.values() for k in s)  # every sample's, in first-seen order
+    return {k: _sum_interpolated(samples, contexts, (k,)) for k in keys if COMBINE.get(k) == SUMMED}
 
 
 def per_token(step: dict) -> dict:

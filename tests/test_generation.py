@@ -84,3 +84,20 @@ def test_a_generation_takes_once_what_every_step_shares(tiny_chip_path, tiny_mod
 def test_a_generation_on_several_chips_counts_them_once(tiny_model_path):
     s = simulate("h100-sxm", str(tiny_model_path), phase="generate", prompt=16, generate=4, tp=2, pp=2).summary
     assert s["chips"] == 4
+
+
+def test_decode_samples_that_touch_different_levels_are_summed_level_by_level():
+    """A later decode step may spill its KV cache to a level an earlier one never touched (Llama-3.1-8B,
+    batch 32, 16,384 tokens generated on h100-sxm reaches host DDR): each sample's missing levels and
+    stalls count as 0 there, whichever sample comes first (it failed with ``KeyError: 'ddr'``)."""
+    import numpy as np
+
+    from memsim.generation import interpolated_sums
+
+    early = {"step_time_s": 1.0, "stall_s": {"hbm": 1.0}, "bytes_per_level": {"hbm": {"read": 10}}}
+    late = {"step_time_s": 3.0, "stall_s": {"hbm": 1.0, "link:pcie": 2.0},
+            "bytes_per_level": {"hbm": {"read": 10}, "ddr": {"read": 30}}}
+    sums = interpolated_sums({0: early, 2: late}, np.arange(3, dtype=float))
+    assert sums["step_time_s"] == pytest.approx(1.0 + 2.0 + 3.0)
+    assert sums["stall_s"] == pytest.approx({"hbm": 3.0, "link:pcie": 0.0 + 1.0 + 2.0})
+    assert sums["bytes_per_level"] == {"ddr": {"read": 0 + 15 + 30}, "hbm": {"read": 30}}
