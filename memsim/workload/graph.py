@@ -216,6 +216,9 @@ class OpGraph:
             for r in op.inputs:
                 if r.tensor not in self.tensors:
                     raise TraceError(f"input tensor {r.tensor!r} is not defined", file=file, field=f"ops[{op.name}].inputs")
+                if r.tensor in op.outputs:  # as a dependency on itself: the op waits for itself
+                    raise TraceError(f"cycle of 1 ops: {op.name} -> {op.name} (it reads its own output {r.tensor!r})",
+                                     file=file, field=f"ops[{op.name}].inputs")
             for t in op.outputs:
                 if t not in self.tensors:
                     raise TraceError(f"output tensor {t!r} is not defined", file=file, field=f"ops[{op.name}].outputs")

@@ -116,6 +116,17 @@ def test_self_dependency_is_a_cycle():
         from_json(data)
 
 
+def test_an_op_that_reads_its_own_output_is_a_cycle(tmp_path):
+    """Reading its own output is waiting for itself, as a dependency on itself is (issue 20: it was
+    accepted, the self-edge dropped)."""
+    data = trace_data()
+    op = data["ops"][1]
+    op["inputs"].append({"tensor": op["outputs"][0], "bytes": 4})
+    with pytest.raises(TraceError) as info:
+        read_trace(write_json(tmp_path, data))
+    assert "cycle of 1 ops" in str(info.value) and f"ops[{op['name']}].inputs" in str(info.value)
+
+
 def test_dangling_input_names_the_op(tmp_path):
     data = trace_data()
     data["ops"][1]["inputs"] = [{"tensor": "ghost", "bytes": 4}]
