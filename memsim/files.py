@@ -8,6 +8,7 @@ traces) naming the file, and the field or line where one is known.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,7 @@ def parse_yaml(text: str, file: str, error: type[MemsimError] = ConfigError) -> 
         if node is None:
             return None
         _check_keys(loader, node, "", set(), file, error)
-        return loader.construct_document(node)
+        return _unicode_only(loader.construct_document(node), text, file, error)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else None
@@ -140,9 +141,38 @@ def _finite(text: str) -> float:
     return value
 
 
+# A UTF-16 surrogate written as an escape (JSON ``\ud800``, YAML ``\ud800`` or ``\U0000d800``): a pair
+# of them is one character, a lone one is not text, and fails only when the output is written.
+_SURROGATE_ESCAPE = re.compile(r"\\(?:u|U0000)[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _unicode_only(value: Any, text: str, file: str, error: type[MemsimError]) -> Any:
+    """``value``, parsed from ``text``, if none of its strings holds a lone surrogate; else the
+    error names the first field that does. (Only a text with such an escape is walked.)"""
+    if not _SURROGATE_ESCAPE.search(text):
+        return value
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, dict):
+            for key, child in reversed(list(item.items())):
+                name = f"{where}.{key}" if where else str(key)
+                if isinstance(key, str) and _SURROGATE.search(key):  # named as escaped, so it can be printed
+                    raise error("holds a lone UTF-16 surrogate: not Unicode text", file=file,
+                                field=f"{where}.{ascii(key)[1:-1]}" if where else ascii(key)[1:-1])
+                stack.append((child, name))
+        elif isinstance(item, list):
+            stack.extend((child, f"{where}[{i}]") for i, child in reversed(list(enumerate(item))))
+        elif isinstance(item, str) and _SURROGATE.search(item):
+            raise error("holds a lone UTF-16 surrogate: not Unicode text", file=file, field=where or None)
+    return value
+
+
 def parse_json(text: str, file: str, error: type[MemsimError] = ConfigError) -> Any:
     try:
-        return json.loads(text, object_pairs_hook=_unique, parse_constant=_no_constant, parse_float=_finite)
+        return _unicode_only(json.loads(text, object_pairs_hook=_unique, parse_constant=_no_constant,
+                                        parse_float=_finite), text, file, error)
     except json.JSONDecodeError as exc:
         raise error(f"invalid JSON at line {exc.lineno}: {exc.msg}", file=file) from None
     except _Refused as exc:

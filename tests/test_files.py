@@ -84,3 +84,24 @@ def test_the_sweep_file_is_read_strictly(tmp_path):
     assert info.value.file == str(path) and info.value.field == "set.batch"
     path.write_text("model: gpt2\nset: {batch: [1, 2]}\n")
     assert read_sweep_file(path) == ({"model": "gpt2"}, ["batch=1,2"])
+
+
+@pytest.mark.parametrize("load,name,text,field", [
+    (load_json, "t.json", '{"ops": [{"name": "a\\ud800b"}]}', "ops[0].name"),
+    (load_json, "t.json", '{"meta": {"\\udc00": 1}}', "meta.\\udc00"),  # printable: escaped
+    (load_yaml, "h.yaml", 'description: "x\\ud800"\n', "description"),
+    (load_yaml, "h.yaml", 'levels: [{name: "\\U0000dfff"}]\n', "levels[0].name"),
+])
+def test_a_lone_surrogate_is_refused_at_load_naming_its_field(tmp_path, load, name, text, field):
+    """A UTF-16 surrogate written as an escape and not paired is not text: it is refused where the
+    file is read, naming the field, rather than failing when the output is written (issue 20)."""
+    path = tmp_path / name
+    path.write_text(text)
+    error = _error(load, path, TraceError if load is load_json else ConfigError)
+    assert error.field == field and "surrogate" in error.message
+
+
+def test_a_surrogate_pair_and_an_escaped_backslash_are_text(tmp_path):
+    path = tmp_path / "t.json"
+    path.write_text('{"a": "\\ud83d\\ude00", "b": "\\\\ud800"}')
+    assert load_json(path) == {"a": "\U0001f600", "b": "\\ud800"}
