@@ -17,6 +17,7 @@ PS_PER_S = 10**12
 # exponent beyond +-40 is refused before it is expanded (10^999999999 would take minutes).
 MAX_VALUE = 10**30
 _MAX_EXPONENT = 40
+MAX_QUANTITY = 100  # characters: "1.5 TB/s" needs eight, a number written out to 1e30 with all its digits 40
 
 _PREFIX_DEC = {"": 1, "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
 _PREFIX_BIN = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50}
@@ -47,6 +48,8 @@ def _split(text: str) -> tuple[Fraction, str]:
         raise UnitError(f"{shown(text)} has no unit")
     if not isinstance(text, str):
         raise UnitError(f"expected a quantity, got {shown(text)}")
+    if len(text) > MAX_QUANTITY:  # refused before matching: a long run of blanks makes the match quadratic
+        raise UnitError(f"{shown(text)} is too long for a quantity ({len(text)} characters, at most {MAX_QUANTITY})")
     m = _RE.match(text)
     if not m:
         raise UnitError(f"cannot parse {shown(text)} as a quantity")

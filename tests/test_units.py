@@ -232,7 +232,7 @@ def test_human_bytes_and_ps_to_s():
     (units.parse_flops, "1e400 TFLOP/s"),
     (units.parse_bytes, "1e31 B"),
     (units.parse_time_ps, "1e-999999999 s"),
-    (units.parse_bytes, "1" * 5000 + " B"),  # past Python's int-from-text digit limit
+    (units.parse_bytes, "1" * 90 + " B"),
 ])
 def test_quantities_past_range_are_refused_with_a_short_message(parse, text):
     with pytest.raises(UnitError, match="out of range") as info:
@@ -271,3 +271,15 @@ def test_check_number(value, kwargs, needle):
     with pytest.raises(UnitError, match=needle):
         units.check_number(value, **kwargs)
     assert units.check_number(7) == 7 and units.check_number(0.5, whole=False) == 0.5
+
+
+@pytest.mark.parametrize("text", ["1" + " " * 300_000 + "x", "9" * 300_000 + "B", " " * 101 + "1 B",
+                                  "1" * 5000 + " B"])  # (past Python's int-from-text digit limit)
+def test_a_quantity_longer_than_any_needs_is_refused_before_it_is_parsed(text):
+    """A 300 kB quantity string backtracked quadratically in the unit parser (issue 20): one past
+    ``MAX_QUANTITY`` characters is refused as such, its message showing a bounded prefix."""
+    with pytest.raises(units.UnitError) as info:
+        units.parse_bytes(text)
+    message = str(info.value)
+    assert f"{len(text)} characters, at most {units.MAX_QUANTITY}" in message and len(message) < 200
+    assert units.parse_bytes(" " * 40 + "1.5 GiB" + " " * 40) == 3 * 2**29  # within the bound, blanks are fine
