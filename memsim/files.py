@@ -153,8 +153,13 @@ def _unicode_only(value: Any, text: str, file: str, error: type[MemsimError]) ->
     if not _SURROGATE_ESCAPE.search(text):
         return value
     stack: list[tuple[Any, str]] = [(value, "")]
+    seen: set[int] = set()  # a YAML alias is the same object again: walked once, however often it is used
     while stack:
         item, where = stack.pop()
+        if isinstance(item, (dict, list)):
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
         if isinstance(item, dict):
             for key, child in reversed(list(item.items())):
                 name = f"{where}.{key}" if where else str(key)

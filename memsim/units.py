@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+import reprlib
 from decimal import Decimal
 from fractions import Fraction
 
@@ -33,12 +34,19 @@ class UnitError(ValueError):
 
 
 def shown(value: object, limit: int = 40) -> str:
-    """``repr(value)``, shortened for a one-line message."""
+    """``repr(value)``, shortened for a one-line message. Containers and strings are shown by
+    their first items and characters only (``reprlib``): the repr of a YAML alias bomb, a few
+    kilobytes that nest one list a billion times, is never built."""
     if isinstance(value, int) and abs(value) >= 10**limit:
         bits = abs(value).bit_length()  # str() of an int past 4300 digits raises
         return f"a {len(str(abs(value)))}-digit number" if bits < 14_000 else f"a number of {bits} bits"
-    text = repr(value)
+    text = _SHORT.repr(value)
     return text if len(text) <= limit else f"{text[:limit - 3]}..."
+
+
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother, _SHORT.maxlong = 3, 80, 80, 80
+_SHORT.maxlist = _SHORT.maxtuple = _SHORT.maxdict = _SHORT.maxset = _SHORT.maxfrozenset = 4
 
 
 def _split(text: str) -> tuple[Fraction, str]:

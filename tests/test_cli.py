@@ -119,6 +119,7 @@ def _one_line(monkeypatch, capsys, tmp_path, *args, expect: str, out_option: str
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     assert err.startswith("memsim: error: ") and expect in err, err
     assert not out.exists()
+    return err
 
 
 def _trace(monkeypatch, capsys, tmp_path, tiny_model_path, mutate):
@@ -213,3 +214,22 @@ def test_importers_refuse_an_empty_graph_and_write_nothing(monkeypatch, capsys, 
     et.write_text("not protobuf, just some words that are long enough to look like a message\n")
     _one_line(monkeypatch, capsys, tmp_path, "import", "chakra", str(et), expect="not a Chakra execution trace",
               out_option="-o")
+
+
+def _alias_bomb(levels: int = 10) -> str:
+    """A YAML flow list of a few hundred bytes whose last item nests nine lists ``levels`` deep
+    through aliases: 9**levels strings once expanded."""
+    parts = ["&a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    parts += [f"&a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, levels)]
+    return "[" + ", ".join(parts) + "]"
+
+
+@pytest.mark.parametrize("old,field", [("  units: 4", "compute.units"), ("name: tiny", "name")])
+def test_a_yaml_alias_bomb_under_a_field_is_one_short_line(monkeypatch, capsys, tmp_path, tiny_chip_path, tiny_model_path,
+                                                           old, field):
+    """A billion-laughs list under a scalar field: the error shows its first items only (issue 20: the
+    message's ``repr`` expanded it past 3 GiB before truncating)."""
+    indent = old[: len(old) - len(old.lstrip())]
+    hw = _bad_yaml(tmp_path, tiny_chip_path, old, f"{indent}{old.split(':')[0].strip()}: {_alias_bomb()}")
+    err = _one_line(monkeypatch, capsys, tmp_path, "run", "--hw", hw, "--trace", str(tiny_model_path), expect=field)
+    assert len(err) < 400 and "lol" in err

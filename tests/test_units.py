@@ -283,3 +283,14 @@ def test_a_quantity_longer_than_any_needs_is_refused_before_it_is_parsed(text):
     message = str(info.value)
     assert f"{len(text)} characters, at most {units.MAX_QUANTITY}" in message and len(message) < 200
     assert units.parse_bytes(" " * 40 + "1.5 GiB" + " " * 40) == 3 * 2**29  # within the bound, blanks are fine
+
+
+def test_shown_never_builds_the_repr_of_an_alias_bomb():
+    """A list nesting one list ten billion items deep (as YAML aliases build it from a few hundred
+    bytes) is shown by its first items only."""
+    bomb: list = ["lol"] * 10
+    for _ in range(10):
+        bomb = [bomb] * 10
+    text = units.shown(bomb)
+    assert text.startswith("[[[") and len(text) <= 40
+    assert units.shown([1, 2, 3]) == "[1, 2, 3]" and units.shown("abc") == "'abc'"
