@@ -11,7 +11,7 @@ import contextlib
 import dataclasses
 
 from memsim import engine, generation, grid, hardware, mapping, powercap, report, runspec, sensitivity, speculative, \
-    workload
+    units, workload
 from memsim.errors import CapacityError, ConfigError
 from memsim.hardware.estimates import Estimate
 from memsim.hardware.loader import build, dump_chip, estimates_of, load_chip, read_yaml
@@ -189,6 +189,8 @@ def _run(chip: hardware.ChipSpec, hw_file: str, graph: workload.OpGraph, fast_fo
 def simulate_graph(hw: str, graph: workload.OpGraph, *, set: Iterable[str] | dict[str, str] = (),
                    fast_forward: bool = True, memoize: bool = True) -> Result:
     """Simulate an operator DAG built in Python (or by an importer) on a chip."""
+    if not isinstance(graph, workload.OpGraph):
+        raise ConfigError(f"expected an OpGraph (memsim.workload), got {units.shown(graph)}", field="graph")
     chip, hw_path, raw = _load_chip_raw(hw, set)
     graph.validate()
     result = _run(chip, hw_path, graph, fast_forward, memoize)
@@ -208,6 +210,8 @@ def run(spec: RunSpec) -> Result:
     grid that fits (``memsim.grid``). The summary's ``estimates`` names the estimated preset
     values the result rests on and, with ``spec.sensitivity``, how far the step moves across
     their ranges (``memsim.sensitivity``)."""
+    if not isinstance(spec, RunSpec):
+        raise ConfigError(f"expected a RunSpec (memsim.resolve), got {units.shown(spec)}", field="spec")
     if spec.context is None or spec.prompt is None:
         spec = spec.resolved(None)
     result = _simulate(spec)

@@ -12,6 +12,7 @@ import math
 from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any, Iterable, Mapping
 
+from memsim import units
 from memsim.errors import ConfigError
 from memsim.workload.dtypes import KV_DTYPES, WEIGHT_DTYPES
 
@@ -226,18 +227,23 @@ def _in_range(f, value: float, name: str) -> Any:
 
 def overrides(items: Iterable[str] | Mapping[str, str] | Iterable[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
     """``--set`` items (``PATH=VALUE`` texts, pairs or a mapping) as pairs; a path given twice is an error."""
+    if items is None:
+        return ()
     if isinstance(items, str):
         items = [items]
+    if not isinstance(items, (Mapping, Iterable)):
+        raise ConfigError(f"expected PATH=VALUE texts, (path, value) pairs or a mapping, got {units.shown(items)}",
+                          field="--set")
     pairs = []
     for item in (items.items() if isinstance(items, Mapping) else items):
         if isinstance(item, str):
             key, sep, value = item.partition("=")
             if not sep or not key.strip() or not value.strip():
-                raise ConfigError(f"expected PATH=VALUE, got {item!r}", field="--set")
+                raise ConfigError(f"expected PATH=VALUE, got {units.shown(item)}", field="--set")
         elif isinstance(item, tuple) and len(item) == 2:
             key, value = item
         else:
-            raise ConfigError(f"expected PATH=VALUE, got {item!r}", field="--set")
+            raise ConfigError(f"expected PATH=VALUE, got {units.shown(item)}", field="--set")
         pairs.append((str(key).strip(), str(value).strip()))
     seen = set()
     for key, _ in pairs:
