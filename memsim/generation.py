@@ -31,12 +31,13 @@ def sample_contexts(prompt: int, steps: int, samples: int) -> list[int]:
 def _sum_interpolated(samples: dict[int, dict], contexts: np.ndarray, key_path: tuple = ()) -> Any:
     # The samples may differ in keys (a later step spills its KV cache to a level an earlier one
     # never touched): a key a sample lacks is 0 there, and its kind comes from one that has it.
-    node = next(n for n in (_find(s, key_path) for s in samples.values()) if n is not None)
+    found = {c: _find(s, key_path) for c, s in samples.items()}
+    node = next(n for n in found.values() if n is not None)
     if isinstance(node, dict):
-        keys = set().union(*(n for n in (_find(s, key_path) for s in samples.values()) if isinstance(n, dict)))
+        keys = set().union(*(n for n in found.values() if isinstance(n, dict)))
         return {k: _sum_interpolated(samples, contexts, (*key_path, k)) for k in sorted(keys)}
     xs = np.array(sorted(samples), dtype=float)
-    ys = np.array([_at(samples[c], key_path) or 0 for c in sorted(samples)], dtype=float)
+    ys = np.array([found[c] or 0 for c in sorted(samples)], dtype=float)
     total = float(np.interp(contexts, xs, ys).sum())
     return int(round(total)) if isinstance(node, int) else total
 
@@ -47,12 +48,6 @@ def _find(summary: Any, key_path: tuple) -> Any:
         if not isinstance(summary, dict) or k not in summary:
             return None
         summary = summary[k]
-    return summary
-
-
-def _at(summary: dict, key_path: tuple) -> Any:
-    for k in key_path:
-        summary = summary.get(k, 0) if isinstance(summary, dict) else 0
     return summary
 
 
