@@ -9,7 +9,8 @@ from pathlib import Path
 
 import click
 
-from memsim import __version__, api, hardware, report, runspec, sensitivity, workload
+from memsim import __version__, api, hardware, inputs, report, runspec, sensitivity, workload
+from memsim.atomic import check_output_file
 from memsim.errors import MemsimError, MemsimWarning
 from memsim.runspec import RunSpec
 from memsim.units import human_bytes
@@ -58,9 +59,10 @@ def run(out, perfetto, **kwargs):
     """Simulate one decode or prefill step, or a whole generation, and print a summary."""
     if perfetto and not out:
         raise MemsimError("--perfetto needs --out", field="--perfetto")
+    spec = api.resolve(**_spec_values(kwargs))
     if out:
-        report.check_target(Path(out))
-    result = api.simulate(**_spec_values(kwargs))
+        report.check_target(Path(out), inputs.files(spec))
+    result = api.run(spec)
     click.echo(format_summary(result.summary))
     if out:
         for path in _writing("--out", out, lambda: result.write(out, perfetto=perfetto)):
@@ -118,6 +120,7 @@ def plot_sweep(results, x_field, output):
     """Step time and bytes per level against a swept field."""
     from memsim.report.plots import plot_sweep as draw
 
+    check_output_file(Path(output or Path(results).with_suffix(".png")), "--output", [Path(results)])
     path = _writing("--output", output or results, lambda: draw(Path(results), x_field, Path(output) if output else None))
     click.echo(f"wrote {path}")
 
@@ -126,8 +129,10 @@ def plot_sweep(results, x_field, output):
 @click.argument("folder", type=click.Path(file_okay=False))
 def plot_run(folder):
     """Gantt chart, roofline chart, stall breakdown and energy breakdown of a run's --out folder."""
-    from memsim.report.run_plots import plot_run as draw
+    from memsim.report.run_plots import FIGURES, plot_run as draw
 
+    for name in FIGURES:
+        check_output_file(Path(folder) / name, "FOLDER")
     for path in _writing("FOLDER", folder, lambda: draw(Path(folder))):
         click.echo(f"wrote {path}")
 
@@ -140,6 +145,7 @@ def trace(output, **kwargs):
     spec = api.resolve(**_spec_values(kwargs))
     if spec.phase == "generate":
         raise MemsimError("a trace holds one step: use --phase decode or prefill", field="--phase")
+    check_output_file(Path(output), "--output", inputs.files(spec))
     graph = api.load_workload(spec)
     _writing("--output", output, lambda: workload.write_trace(graph, Path(output)))
     click.echo(f"wrote {output}: {len(graph.ops)} ops, {len(graph.tensors)} tensors")
@@ -180,6 +186,7 @@ def import_onnx(model_file, output, dims):
         if not sep or not value.isascii() or not value.isdigit() or len(value) > 30:
             raise MemsimError(f"expected NAME=INTEGER (at most 30 digits), got {item[:60]!r}", field="--dim")
         values[key] = int(value)
+    check_output_file(Path(output), "--output", [Path(model_file)])
     graph, report = convert(Path(model_file), values)
     _write_import(graph, report, output)
 
@@ -195,6 +202,7 @@ def import_torch(config_file, tokens, output):
 
     if tokens < 1:
         raise MemsimError("must be at least 1", field="--tokens")
+    check_output_file(Path(output), "--output", [Path(config_file)])
     graph, report = convert(Path(config_file), tokens)
     _write_import(graph, report, output)
 
@@ -209,6 +217,7 @@ def import_chakra(trace_file, output, ranks):
 
     if ranks < 1:
         raise MemsimError("must be at least 1", field="--ranks")
+    check_output_file(Path(output), "--output", [Path(trace_file)])
     graph, report = convert(Path(trace_file), ranks)
     _write_import(graph, report, output)
 

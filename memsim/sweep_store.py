@@ -23,13 +23,10 @@ import pandas as pd
 from memsim import __version__
 from memsim.atomic import atomic_write_text
 from memsim.errors import ConfigError
-from memsim.hardware import HW_SUFFIXES
-from memsim.runspec import SELF_DRAFT, RunSpec
-from memsim.workload import MODEL_SUFFIXES
+from memsim.inputs import FILE_FIELDS, path_of
+from memsim.runspec import RunSpec
 
 MANIFEST = "sweep.json"
-FILE_FIELDS = {"hw": ("hardware", HW_SUFFIXES), "model": ("models", MODEL_SUFFIXES),
-               "draft": ("models", MODEL_SUFFIXES), "trace": (None, ()), "system": (None, ())}
 
 
 def digest(data: bytes | str) -> str:
@@ -39,16 +36,13 @@ def digest(data: bytes | str) -> str:
 def file_digest(field: str, value: str | None, memo: dict | None = None) -> str | None:
     """The content hash of the file a run field names (a preset name is resolved first);
     ``memo`` keeps the hashes already taken in one sweep."""
-    if value is None or (field == "draft" and value == SELF_DRAFT):  # names no file
-        return None
     if memo is not None:
         if (field, value) not in memo:
             memo[field, value] = file_digest(field, value)
         return memo[field, value]
-    from memsim.presets import resolve
-
-    kind, suffixes = FILE_FIELDS[field]
-    path = resolve(value, kind, suffixes) if kind else Path(value)
+    path = path_of(field, value)
+    if path is None:  # names no file
+        return None
     try:
         return digest(path.read_bytes())
     except OSError as exc:

@@ -19,7 +19,7 @@ from memsim import units
 from memsim.errors import ConfigError
 from memsim.files import load_json
 from memsim.hardware.loader import load_chip
-from memsim.report.output import read_table
+from memsim.report.output import FIGURES, read_table
 
 # tab10 and tab20b shades: compute green, transfers blue, every stall cause its own hue
 FIXED_COLORS = {"compute": "#2ca02c", "transfer": "#1f77b4", "hbm": "#ff7f0e", "l2": "#9467bd", "sram": "#8c564b",
@@ -263,8 +263,9 @@ def plot_run(folder: Path) -> list[Path]:
     _, hardware = load_chip(folder / "hardware.yaml")
     spent = read_energy(folder / "summary.json")
     palette = colours([*timeline_labels(timeline), *(spent["parts"] if spent else ())])
-    paths = [gantt(timeline, folder / "gantt.png", palette), roofline(ops, hardware, folder / "roofline.png"),
-             stalls_per_layer(timeline, folder / "stalls.png", palette)]
+    gantt_png, roofline_png, stalls_png, energy_png = (folder / name for name in FIGURES)
+    paths = [gantt(timeline, gantt_png, palette), roofline(ops, hardware, roofline_png),
+             stalls_per_layer(timeline, stalls_png, palette)]
     if spent is not None:
-        paths.append(energy(spent, folder / "energy.png", palette))
+        paths.append(energy(spent, energy_png, palette))
     return paths

@@ -56,7 +56,8 @@ def test_plot_run_refuses_a_bad_hardware_file(monkeypatch, capsys, run_dir):
 
 
 @pytest.mark.parametrize(("name", "data", "expect"), [
-    ("results.png", b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe", "not a CSV file"),
+    ("results.pdf", b"%PDF-1.4\n\xff\xfe", "not a CSV file"),
+    ("results.png", b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe", "is this command's input"),  # the figure would replace it
     ("results.csv", b"", "not a CSV file"),
     ("results.json", b'{"a": 1}\n', "not a memsim sweep results.csv: no column 'error'"),
     ("results.csv", b"batch,error,step_time_s\n", "holds no rows"),
