@@ -84,27 +84,27 @@ def sweep(sets, sweep_file, out, workers, scheduler, keep, no_progress, **kwargs
     from memsim import sweep as sweeping
 
     base = _spec_values(kwargs)
-    items = list(sets)
+    listed: dict = {}
     if sweep_file:
-        fixed, file_items = sweeping.read_sweep_file(Path(sweep_file))
+        fixed, listed = sweeping.read_sweep_file(Path(sweep_file))
         base.update(fixed)
-        items = file_items + items
-    sweeps = sweeping.parse_sweeps(items)
+    sweeps = sweeping.parse_sweeps(list(sets), known=listed)
     if not sweeps:
         raise MemsimError("nothing to sweep: give --set PATH=V1,V2 or --sweep FILE", field="--set")
-    total = 1
-    for values in sweeps.values():
-        total *= len(values)
+    total = sweeping.size(sweeps)
     click.echo(f"sweeping {', '.join(f'{k} ({len(v)})' for k, v in sweeps.items())}: {total} points -> {out}")
     try:
         results = sweeping.run_sweep(base, sweeps, Path(out), workers, scheduler, keep, not no_progress)
     except KeyboardInterrupt:
-        click.echo(f"interrupted: finished points are kept in {Path(out) / 'results.csv'}; run again to resume",
-                   err=True)
+        click.echo(f"memsim: interrupted: finished points are kept in {Path(out) / 'results.csv'}; run again to "
+                   "resume", err=True)
         sys.exit(130)
-    failed = sum(1 for r in results.rows if r.get("error"))
-    click.echo(f"wrote {Path(out) / 'results.csv'}: {len(results.rows)} points ({results.skipped} already done), "
-               f"{failed} failed")
+    failed = [r["error"] for r in results.rows if r.get("error")]
+    repeats = f", {results.repeats} the same run as another point" if results.repeats else ""
+    click.echo(f"wrote {Path(out) / 'results.csv'}: {len(results.rows)} points ({results.skipped} already done"
+               f"{repeats}), {len(failed)} failed")
+    if results.rows and len(failed) == len(results.rows):
+        raise MemsimError(f"every point failed; the first: {failed[0]}", file=str(Path(out) / "results.csv"))
 
 
 @main.group()

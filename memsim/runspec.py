@@ -165,19 +165,19 @@ def parse_value(f, text: str) -> Any:
         try:
             return int(str(text).strip())
         except ValueError:
-            raise ConfigError(f"expected an integer, got {text!r}", field=f.name) from None
+            raise ConfigError(f"expected an integer, got {units.shown(text)}", field=f.name) from None
     if kind is float:
         try:
             return float(str(text).strip())
         except ValueError:
-            raise ConfigError(f"expected a number, got {text!r}", field=f.name) from None
+            raise ConfigError(f"expected a number, got {units.shown(text)}", field=f.name) from None
     if kind is bool:
         lowered = str(text).strip().lower()
         if lowered in ("true", "1", "yes", "on"):
             return True
         if lowered in ("false", "0", "no", "off"):
             return False
-        raise ConfigError(f"expected true or false, got {text!r}", field=f.name)
+        raise ConfigError(f"expected true or false, got {units.shown(text)}", field=f.name)
     return str(text)
 
 
@@ -190,27 +190,27 @@ def check(f, value: Any) -> Any:
         return None
     if kind is bool:
         if not isinstance(value, bool):
-            raise ConfigError(f"expected true or false, got {value!r}", field=name)
+            raise ConfigError(f"expected true or false, got {units.shown(value)}", field=name)
         return value
     if kind is int:
         if isinstance(value, bool) or not isinstance(value, int):
             if isinstance(value, float) and math.isfinite(value) and value.is_integer():
                 value = int(value)
             else:
-                raise ConfigError(f"expected an integer, got {value!r}", field=name)
+                raise ConfigError(f"expected an integer, got {units.shown(value)}", field=name)
         return _in_range(f, value, name)
     if kind is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise ConfigError(f"expected a finite number, got {value!r}", field=name)
+            raise ConfigError(f"expected a finite number, got {units.shown(value)}", field=name)
         return _in_range(f, float(value), name)
     if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"expected a non-empty text, got {value!r}", field=name)
+        raise ConfigError(f"expected a non-empty text, got {units.shown(value)}", field=name)
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise ConfigError(f"not valid text (an undecodable byte): {value!r}", field=name) from None
+        raise ConfigError(f"not valid text (an undecodable byte): {units.shown(value)}", field=name) from None
     if f.metadata["choices"] and value not in f.metadata["choices"]:
-        raise ConfigError(f"{value!r} is not one of {', '.join(f.metadata['choices'])}", field=name)
+        raise ConfigError(f"{units.shown(value)} is not one of {', '.join(f.metadata['choices'])}", field=name)
     return value
 
 

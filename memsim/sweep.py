@@ -1,144 +1,67 @@
 """Parameter sweeps: the cartesian product of swept fields, run on a local process pool or a
 Dask cluster, with every finished point kept.
 
-Orchestration only: each point is an ordinary ``memsim.simulate`` call. Every point's run is
-checked before any runs, so a bad value stops the sweep with one line. Finished points are
+Orchestration only: each point is an ordinary ``memsim.simulate`` call. Before any point runs,
+every swept value is checked on its own, and every chip and file the sweep names is loaded or
+hashed, so a bad value or file stops the sweep with one line. The product is walked lazily,
+with a few points in flight a worker, so a sweep's memory does not grow with its size.
+
+A sweep is one experiment: the contents of every file it reads are part of it, and each point
+checks, before and after its run, that the files it read hold what the sweep recorded; a file
+edited during the sweep stops it with one line (``sweep_store`` refuses a resume after the edit).
+Two points that are the same run (a value listed twice) are one point. Finished points are
 kept by ``sweep_store`` (keyed by everything their result depends on), so a killed sweep loses
-nothing that finished and a re-run resumes. A point that fails in simulation (a tile that fits
-no SRAM at one swept size) records its error in its row and the sweep goes on.
+nothing that finished and a re-run resumes; ``--keep`` outputs are kept under the point's key.
+A point that fails in simulation (a tile that fits no SRAM at one swept size) records its error
+in its row and the sweep goes on.
 """
 from __future__ import annotations
 
 import itertools
 import math
 import os
+import re
+import threading
+import warnings
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Iterator
 
 from memsim import runspec, sweep_store, units
-from memsim.errors import ConfigError, MemsimError
-from memsim.files import load_yaml
+from memsim.errors import ConfigError, MemsimError, MemsimWarning
+from memsim.inputs import FILE_FIELDS
 from memsim.runspec import RunSpec
 from memsim.sweep_store import Lock, Results
+from memsim.sweep_values import ALIASES, RUN_FIELDS, expand, parse_sweeps, read_sweep_file
 
-# Sweepable fields that are arguments of the run (RunSpec's) rather than hardware fields.
-RUN_FIELDS = runspec.sweepable()
-ALIASES = {name.replace("_", "-"): name for name in RUN_FIELDS if "_" in name}
-
-
-def expand(spec: str) -> list[str]:
-    """Comma-separated values, each a value or a range ``A..B:xF`` (geometric) or ``A..B:+S``
-    (arithmetic), with units: ``256KiB..4MiB:x2,16MiB``."""
-    values = [v for part in spec.split(",") if part.strip() for v in _expand_one(part.strip())]
-    if not values:
-        raise ConfigError(f"no values in {spec!r}", field="--set")
-    return values
+PER_WORKER = 512 * 2**20  # bytes a pool worker may hold (estimate, 300-700 MiB: its imports and one point's run)
+IN_FLIGHT = 2  # points queued for each worker
+CONNECT_S = 10  # seconds to reach a Dask scheduler
 
 
-def _expand_one(spec: str) -> list[str]:
-    if ".." not in spec:
-        return [spec]
-    lo, _, rest = spec.partition("..")
-    hi, sep, step = rest.partition(":")
-    if not sep or not step or step[0] not in "x+":
-        raise ConfigError(f"range {spec!r} needs a step: A..B:x2 or A..B:+S", field="--set")
-    kind, parse = _quantity(lo)
-    try:
-        a, b = parse(lo), parse(hi)
-        factor = float(step[1:]) if step[0] == "x" else parse(step[1:])
-    except (ValueError, units.UnitError) as exc:
-        raise ConfigError(f"range {spec!r}: {exc}", field="--set") from None
-    if not all(math.isfinite(v) for v in (a, b, factor)):
-        raise ConfigError(f"range {spec!r} is not finite", field="--set")
-    if (step[0] == "x" and (factor <= 1 or a <= 0)) or (step[0] == "+" and factor <= 0) or b < a:
-        raise ConfigError(f"range {spec!r} does not advance from {lo} to {hi}", field="--set")
-    out, v = [], a
-    while v <= b * (1 + 1e-12):
-        out.append(_format(kind, v))
-        v = v * factor if step[0] == "x" else v + factor
-        if len(out) > 100_000:
-            raise ConfigError(f"range {spec!r} has too many points", field="--set")
-    return out
+@dataclass(frozen=True)
+class Task:
+    """One point to run: its swept values, its run, its key, where ``--keep`` writes it, and the
+    content hash of each file it reads."""
 
+    point: dict[str, str]
+    spec: RunSpec
+    key: str
+    keep: str | None
+    contents: tuple[tuple[str, str, str | None], ...]
 
-def _quantity(text: str) -> tuple[str, Callable]:
-    for kind in ("bytes", "bandwidth", "time", "flops"):
-        try:
-            units.PARSERS[kind](text)
-            return kind, units.PARSERS[kind]
-        except units.UnitError:
-            continue
-    try:
-        int(text)
-        return "count", int
-    except ValueError:
-        pass
-    try:
-        float(text)
-        return "number", float
-    except ValueError:
-        raise ConfigError(f"cannot make a range from {text!r}", field="--set") from None
-
-
-def _format(kind: str, value: float) -> str:
-    if kind in units.FORMATTERS and kind not in ("count", "ratio"):
-        return units.FORMATTERS[kind](int(round(value)))
-    return str(int(value)) if kind == "count" else f"{value:g}"
-
-
-def read_sweep_file(path: Path) -> tuple[dict[str, Any], list[str]]:
-    """A sweep YAML: run arguments at the top level and ``set: {PATH: [values] or "A..B:x2"}``."""
-    raw = load_yaml(path) or {}
-    if not isinstance(raw, dict):
-        raise ConfigError("expected a mapping", file=str(path))
-    sets = raw.pop("set", {}) or {}
-    if not isinstance(sets, dict):
-        raise ConfigError("expected a mapping of PATH to values", file=str(path), field="set")
-    for key in raw:
-        if ALIASES.get(key, key) not in RUN_FIELDS:
-            raise ConfigError(f"unknown field (known: set, {', '.join(sorted(RUN_FIELDS))})", file=str(path),
-                              field=str(key))
-    items = []
-    for k, v in sets.items():
-        if isinstance(v, list):
-            if not v or any(isinstance(x, (dict, list)) or x is None for x in v):
-                raise ConfigError("expected a list of values", file=str(path), field=f"set.{k}")
-            v = ",".join(map(str, v))
-        elif isinstance(v, dict) or v is None:
-            raise ConfigError("expected values: a list or \"A..B:x2\"", file=str(path), field=f"set.{k}")
-        items.append(f"{k}={v}")
-    fixed = {ALIASES.get(k, k): v for k, v in raw.items()}
-    for name, value in fixed.items():
-        try:
-            runspec.check(RUN_FIELDS[name], value)
-        except ConfigError as exc:
-            raise ConfigError(exc.message, file=str(path), field=name) from None
-    return fixed, items
-
-
-def parse_sweeps(items: Iterable[str]) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    for item in items:
-        key, sep, spec = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"expected PATH=V1,V2 or PATH=A..B:xF, got {item!r}", field="--set")
-        name = ALIASES.get(key.strip(), key.strip())
-        if name in out:
-            raise ConfigError(f"{name} is swept twice", field="--set")
-        if name in ("set", "fast_forward"):
-            raise ConfigError(f"{name} cannot be swept", field="--set")
-        try:
-            item.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ConfigError(f"{name}: a value that is not valid text (an undecodable byte)", field="--set") from None
-        out[name] = expand(spec.strip())
-    return out
+    def call(self) -> tuple:
+        return self.spec, self.point, self.key, self.keep, self.contents
 
 
 def points(sweeps: dict[str, list[str]]) -> Iterator[dict[str, str]]:
     keys = list(sweeps)
     for combo in itertools.product(*(sweeps[k] for k in keys)):
         yield dict(zip(keys, combo))
+
+
+def size(sweeps: dict[str, list[str]]) -> int:
+    return math.prod(len(v) for v in sweeps.values())
 
 
 def point_spec(base: dict[str, Any], point: dict[str, str], positions: dict[str, int] | None = None) -> RunSpec:
@@ -167,53 +90,131 @@ def flatten(summary: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return row
 
 
-def run_point(spec: RunSpec, point: dict[str, str], key: str, keep: str | None = None) -> dict[str, Any]:
-    """Simulate one point; never raises: a failure becomes the row's ``error``."""
+def run_point(spec: RunSpec, point: dict[str, str], key: str, keep: str | None = None,
+              contents: tuple = ()) -> dict[str, Any]:
+    """Simulate one point; never raises: a failure becomes the row's ``error``, and a file that
+    does not hold its recorded ``contents`` (field, value, hash) before or after the run, the
+    row's ``changed``."""
     from memsim.api import run
 
+    row = {**point, "run_key": key}
+    changed = _changed(contents)
+    if changed:
+        return {**row, "changed": changed}
     try:
         result = run(spec)
         if keep:
             result.write(Path(keep))
-        return {**point, "run_key": key, "error": "", **flatten(result.summary)}
+        row = {**row, "error": "", **({"outputs": str(Path("points") / Path(keep).name)} if keep else {}),
+               **flatten(result.summary)}
     except MemsimError as exc:
-        return {**point, "run_key": key, "error": exc.one_line()}
+        row = {**row, "error": exc.one_line()}
     except Exception as exc:  # a sweep records every failure and goes on
-        return {**point, "run_key": key, "error": f"{type(exc).__name__}: {exc}"}
+        row = {**row, "error": f"{type(exc).__name__}: {exc}"}
+    changed = _changed(contents)
+    return {**row, "changed": changed} if changed else row
+
+
+def _changed(contents: tuple) -> str | None:
+    """The first file of ``contents`` whose content is not its recorded hash (or cannot be read)."""
+    for field, value, want in contents:
+        try:
+            got = sweep_store.file_digest(field, value)
+        except MemsimError as exc:
+            return exc.one_line()
+        if got != want:
+            return f"{value}: changed while the sweep ran"
+    return None
 
 
 def run_sweep(base: dict[str, Any], sweeps: dict[str, list[str]], out: Path, workers: int | None = None,
-              scheduler: str | None = None, keep: bool = False, progress: bool = True) -> Results:
+              scheduler: Any = None, keep: bool = False, progress: bool = True) -> Results:
     """Run every point not already in ``out``; returns the results, finished ones included."""
     if workers is not None and workers < 1:
         raise ConfigError("must be at least 1", field="--workers")
-    fields = list(sweeps)
-    every = list(points(sweeps))
-    # Every point's run, each model read once: a bad value or model file stops here, before anything is written.
+    out, fields, total = Path(out), list(sweeps), size(sweeps)
     positions: dict[str, int] = {}
-    specs = [point_spec(base, p, positions) for p in every]
-    _check_chips(specs, fields)
     digests: dict = {}
-    keys = [sweep_store.run_key(s, digests) for s in specs]
-    experiment = _experiment(specs[0], fields, digests)
-    Path(out).mkdir(parents=True, exist_ok=True)
-    with Lock(Path(out)):
-        sweep_store.claim(Path(out), experiment)
-        results = Results(out, fields, {k: i for i, k in enumerate(keys)})
-        done = results.done()
-        todo = [(i, every[i], specs[i], keys[i]) for i in range(len(every)) if keys[i] not in done]
-        results.skipped = len(every) - len(todo)
-        bar = _bar(len(every), len(every) - len(todo), progress)
-        keep_dir = lambda i: str(Path(out) / "points" / f"{i:05d}") if keep else None  # noqa: E731
+    first = _check(base, sweeps, positions, digests)
+    sweep_store.check_folder(out)
+    client = _connect(scheduler) if scheduler is not None else None
+    experiment = _experiment(first, fields, digests)
+    experiment[sweep_store.SWEPT_FILES] = {f"{f}={v}": sweep_store.file_digest(f, v, digests)
+                                           for f in fields if f in FILE_FIELDS for v in sweeps[f]}
+    out.mkdir(parents=True, exist_ok=True)
+    with Lock(out):
+        sweep_store.claim(out, experiment)
+        results = Results(out, fields, {})
+        bar = _bar(total, progress)
+        todo = _tasks(base, sweeps, positions, digests, results, bar, out if keep else None)
         try:
-            if scheduler:
-                _run_dask(scheduler, todo, keep_dir, results, bar)
+            if client is not None:
+                _run_dask(client, todo, results, bar)
             else:
-                _run_pool(workers, todo, keep_dir, results, bar)
+                _run_pool(_workers(workers, total), todo, results, bar, out)
         finally:
             bar.close()
             results.write_csv()
     return results
+
+
+def _check(base: dict[str, Any], sweeps: dict[str, list[str]], positions: dict, digests: dict) -> RunSpec:
+    """Check every swept run value on its own, and load every chip and hash every file the sweep
+    names; returns the first point's run."""
+    for name, values in sweeps.items():
+        if name in RUN_FIELDS:
+            for value in values:
+                runspec.check(RUN_FIELDS[name], runspec.parse_value(RUN_FIELDS[name], value))
+    from memsim.workload import model_config
+
+    first = point_spec(base, next(points(sweeps)), positions)
+    for field in FILE_FIELDS:
+        for value in sweeps.get(field, [getattr(first, field)]):
+            sweep_store.file_digest(field, value, digests)
+            if field == "model" and value is not None and value not in positions:
+                positions[value] = model_config(value).max_positions
+    _check_chips(first, sweeps)
+    return first
+
+
+def _tasks(base, sweeps, positions, digests, results: Results, bar, keep_root: Path | None) -> Iterator[Task]:
+    """The points still to run, in the sweep's order, made one at a time: a point that is another
+    point's run, or already done, is counted and passed over; one whose run cannot be made is
+    recorded as an error row."""
+    done = results.done()
+    for i, point in enumerate(points(sweeps)):
+        try:
+            spec = point_spec(base, point, positions)
+        except MemsimError as exc:
+            key = sweep_store.digest(repr(sorted(point.items())))
+            if key not in results.order:
+                results.order[key] = i
+                if key not in done:
+                    results.add({**point, "run_key": key, "error": exc.one_line()})
+            bar.update()
+            continue
+        key = sweep_store.run_key(spec, digests)
+        bar.update(key in results.order or key in done)
+        if key in results.order:
+            results.repeats += 1
+            continue
+        results.order[key] = i
+        if key in done:
+            results.skipped += 1
+            continue
+        contents = tuple((f, getattr(spec, f), digests[f, getattr(spec, f)]) for f in FILE_FIELDS
+                         if (f, getattr(spec, f)) in digests)
+        keep = str(keep_root / "points" / key[:16]) if keep_root is not None else None
+        yield Task(point, spec, key, keep, contents)
+
+
+def _record(results: Results, row: dict[str, Any], bar) -> None:
+    """Keep a finished point; a file that changed under it stops the sweep."""
+    if row.get("changed"):
+        raise ConfigError(f"{row['changed']}: the sweep stops, keeping its finished points (a resume is refused "
+                          "while the file differs from what the sweep began with)", field="--out")
+    results.add(row)
+    bar.update()
 
 
 def _experiment(spec: RunSpec, swept: list[str], digests: dict) -> dict[str, Any]:
@@ -225,49 +226,92 @@ def _experiment(spec: RunSpec, swept: list[str], digests: dict) -> dict[str, Any
     return ident
 
 
-def _check_chips(specs: list[RunSpec], swept: list[str]) -> None:
-    """Load every distinct chip (without swept hardware fields) once: a file that every point would
-    fail on is one error, not a column of them."""
+def _check_chips(first: RunSpec, sweeps: dict[str, list[str]]) -> None:
+    """Load every distinct chip the sweep names (without swept hardware fields) once: a file that
+    every point would fail on is one error, not a column of them."""
     from memsim.api import _load_chip
 
-    hardware_swept = [f for f in swept if f not in RUN_FIELDS]
-    seen = set()
-    for spec in specs:
-        chip = (spec.hw, tuple(kv for kv in spec.set if kv[0] not in hardware_swept), spec.system)
-        if chip not in seen:
-            seen.add(chip)
-            _load_chip(*chip)
+    fixed = tuple(kv for kv in first.set if kv[0] not in sweeps or kv[0] in RUN_FIELDS)
+    for hw in sweeps.get("hw", [first.hw]):
+        for system in sweeps.get("system", [first.system]):
+            _load_chip(hw, fixed, system)
 
 
-def _bar(total: int, initial: int, enabled: bool):
+def _bar(total: int, enabled: bool):
     from tqdm import tqdm
 
-    return tqdm(total=total, initial=initial, unit="point", disable=not enabled, dynamic_ncols=True)
+    return tqdm(total=total, unit="point", disable=not enabled, dynamic_ncols=True)
 
 
-def _run_pool(workers, todo, keep_dir, results: Results, bar) -> None:
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+def worker_cap() -> int:
+    """The pool workers this machine holds: one a core, at most one per ``PER_WORKER`` of the
+    memory available."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cores, _available_memory() // PER_WORKER))
+
+
+def _available_memory() -> int:
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 2**62  # unknown: cores alone cap the pool
+
+
+def _workers(requested: int | None, total: int) -> int:
+    cap = worker_cap()
+    if requested is not None and requested > cap:
+        warnings.warn(f"--workers {requested} is more than this machine holds: {cap} (a core each, "
+                      f"{units.human_bytes(PER_WORKER)} of available memory each)", MemsimWarning, stacklevel=3)
+    return max(1, min(requested or cap, cap, total))
+
+
+def _run_pool(workers: int, todo: Iterator[Task], results: Results, bar, out: Path) -> None:
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
 
     if workers == 1:
-        for i, p, spec, key in todo:
-            results.add(run_point(spec, p, key, keep_dir(i)))
-            bar.update()
+        for task in todo:
+            _record(results, run_point(*task.call()), bar)
         return
-    pool = ProcessPoolExecutor(max_workers=workers or os.cpu_count(), initializer=die_with_parent,
-                               initargs=(os.getpid(),))
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=worker_start, initargs=(os.getpid(),))
+    pending: set = set()
     try:
-        futures = [pool.submit(run_point, spec, p, key, keep_dir(i)) for i, p, spec, key in todo]
-        for fut in as_completed(futures):
-            results.add(fut.result())
-            bar.update()
+        for task in itertools.chain(todo, [None]):
+            if task is not None:
+                pending.add(pool.submit(run_point, *task.call()))
+            while pending and (task is None or len(pending) >= workers * IN_FLIGHT):
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    _record(results, fut.result(), bar)
+    except BrokenProcessPool:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise MemsimError("a worker process died (killed from outside, as by the out-of-memory killer); the finished "
+                          "points are kept: run again, with fewer --workers, to resume", file=str(out),
+                          field="--workers") from None
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown()
 
 
+def worker_start(parent: int) -> None:
+    """Pool worker start-up: Ctrl-C is the sweep's to handle (the worker ignores it), and the
+    worker ends when the sweep's process dies, even by SIGKILL."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent(parent)
+
+
 def die_with_parent(parent: int) -> None:
-    """Pool worker start-up: end this worker when the sweep's process dies, even by SIGKILL."""
+    """End this worker when the sweep's process dies, even by SIGKILL."""
     import signal
     import threading
     import time
@@ -287,20 +331,62 @@ def die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def _run_dask(address, todo, keep_dir, results: Results, bar) -> None:
+_ADDRESS = re.compile(r"(tcp|tls|ws|wss|ucx|inproc)://[^\s/]+(:\d{1,5})?/?")
+
+
+def _connect(address: Any):
+    """A Dask client on ``address`` (a client is used as it is); an address that is malformed,
+    refuses or does not answer within ``CONNECT_S`` is one line, before anything is written."""
+    if hasattr(address, "submit"):
+        return address
+    text = str(address)
+    if not _ADDRESS.fullmatch(text):
+        raise ConfigError(f"expected a scheduler address such as tcp://host:8786, got {units.shown(text)}",
+                          field="--scheduler")
     try:
-        from distributed import Client, as_completed
+        from distributed import Client
     except ImportError:
         raise ConfigError("Dask is not installed (pip install '.[dask]')", field="--scheduler") from None
-    client = address if hasattr(address, "submit") else Client(address)
-    futures = [client.submit(run_point, spec, p, key, keep_dir(i), pure=False) for i, p, spec, key in todo]
+    port = text.rstrip("/").rpartition(":")[2]
+    if port.isdigit() and not 0 < int(port) < 65536:
+        raise ConfigError(f"port {port} is not a port (1 to 65535)", field="--scheduler")
+    made: list = []
+
+    def connect() -> None:  # a scheduler that accepts but never answers can hold Client past its timeout
+        try:
+            made.append(Client(text, timeout=f"{CONNECT_S}s", set_as_default=False))
+        except Exception as exc:  # noqa: BLE001 - OSError, TimeoutError, ValueError: all mean "not reached"
+            made.append(exc)
+
+    worker = threading.Thread(target=connect, daemon=True)
+    worker.start()
+    worker.join(CONNECT_S + 2)
+    if made and not isinstance(made[0], Exception):
+        return made[0]
+    exc = made[0] if made else TimeoutError("no answer")
+    reason = str(exc).strip().splitlines()[0][:100] if str(exc).strip() else type(exc).__name__
+    raise ConfigError(f"cannot reach the scheduler within {CONNECT_S} s ({reason})", field="--scheduler")
+
+
+def _run_dask(client, todo: Iterator[Task], results: Results, bar) -> None:
+    from distributed import as_completed
+
+    window = max(1, sum(client.nthreads().values())) * IN_FLIGHT
+    submit = lambda task: client.submit(run_point, *task.call(), pure=False)  # noqa: E731
+    live = {submit(task) for task in itertools.islice(todo, window)}
+    flow = as_completed(list(live))
     try:
-        for fut in as_completed(futures):
-            results.add(fut.result())
-            bar.update()
+        for fut in flow:
+            live.discard(fut)
+            _record(results, fut.result(), bar)
+            for task in itertools.islice(todo, 1):
+                nxt = submit(task)
+                live.add(nxt)
+                flow.add(nxt)
     except BaseException:
-        client.cancel(futures)
+        client.cancel(list(live))
         raise
 
 
-__all__ = ["expand", "parse_sweeps", "points", "point_spec", "run_point", "run_sweep", "Results"]
+__all__ = ["expand", "parse_sweeps", "points", "point_spec", "read_sweep_file", "run_point", "run_sweep", "size",
+           "Results", "ALIASES"]

@@ -4,29 +4,38 @@ A point is keyed by everything its result depends on: the resolved run (every ``
 field, hardware overrides included), the content of the files it names (hardware, system,
 model or trace) and the memsim version. The folder records its experiment in
 ``sweep.json``; a different experiment sent to the same folder is refused, never mixed in.
-One sweep at a time writes a folder: the second finds its lock taken and stops.
+One sweep at a time writes a folder: the second finds its lock taken and stops. A folder
+that holds anything but a sweep's own files is refused, so a sweep writes nothing among
+someone else's files.
+
+The contents of the files a swept field names (``--set hw=a.yaml,b.yaml``) are recorded too: a
+resume after one of them changed is refused rather than mixing old and new results.
 
 Finished points are appended to ``points.jsonl`` (fsynced, the log a re-run resumes from) and
-``results.csv`` is rewritten atomically after each one.
+to ``results.csv``; the CSV is written whole only when a row brings a column it lacks, and once
+at the end in the sweep's order, so a point costs the same at the end of a long sweep as at
+its start.
 """
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
 import json
 import os
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
-from memsim import __version__
-from memsim.atomic import atomic_write_text
+from memsim import __version__, units
+from memsim.atomic import atomic_write_text, check_writable_parent
 from memsim.errors import ConfigError
 from memsim.inputs import FILE_FIELDS, path_of
 from memsim.runspec import RunSpec
 
 MANIFEST = "sweep.json"
+OWN = frozenset({".lock", MANIFEST, "points.jsonl", "results.csv", "results.png", "points"})
+SWEPT_FILES = "swept_files"  # the manifest's record of the swept files' contents
 
 
 def digest(data: bytes | str) -> str:
@@ -90,35 +99,67 @@ class Lock:
         self.fh.close()
 
 
+def check_folder(out: Path) -> None:
+    """Refuse an ``--out`` that is a link, not a folder, or a folder holding files of something
+    other than a sweep (nothing is created)."""
+    out = Path(out)
+    if out.is_symlink():
+        raise ConfigError("is a link: give the folder itself", file=str(out), field="--out")
+    if out.exists() and not out.is_dir():
+        raise ConfigError("exists and is not a folder", file=str(out), field="--out")
+    held = sorted(p.name for p in out.iterdir()) if out.is_dir() else []
+    foreign = [n for n in held if n not in OWN and not n.startswith((".results.csv.", f".{MANIFEST}."))]
+    if foreign and MANIFEST not in held:
+        raise ConfigError(f"holds {units.shown(foreign[0])}, which no sweep writes: give a new or empty folder",
+                          file=str(out), field="--out")
+    check_writable_parent(out / MANIFEST, "--out")
+
+
 def claim(out: Path, experiment: dict[str, Any]) -> None:
-    """Record ``experiment`` as the folder's, or refuse if the folder holds another one."""
+    """Record ``experiment`` as the folder's, or refuse if the folder holds another one. Its
+    ``swept_files`` (``field=value`` -> content hash) may grow, as values are added to a sweep,
+    but a file whose content changed is refused."""
     manifest = Path(out) / MANIFEST
+    files = dict(experiment.get(SWEPT_FILES, {}))
     if manifest.exists():
         try:
             held = json.loads(manifest.read_text())
         except (OSError, ValueError):
             raise ConfigError("unreadable; remove the folder or use another --out", file=str(manifest)) from None
-        if held != experiment:
-            differ = sorted(k for k in {*held, *experiment} if held.get(k) != experiment.get(k))
+        if not isinstance(held, dict):
+            raise ConfigError("not a sweep's record; remove the folder or use another --out", file=str(manifest))
+        held_files = held.pop(SWEPT_FILES, {})
+        rest = {k: v for k, v in experiment.items() if k != SWEPT_FILES}
+        if held != rest:
+            differ = sorted(k for k in {*held, *rest} if held.get(k) != rest.get(k))
             raise ConfigError(f"holds another experiment (it differs in {', '.join(differ)}); use another --out",
                               file=str(out), field="--out")
-        return
-    if (Path(out) / "points.jsonl").exists() or (Path(out) / "results.csv").exists():
+        changed = [k for k in files if k in held_files and held_files[k] != files[k]]
+        if changed:
+            raise ConfigError(f"{changed[0]}: the file changed since this sweep began, so a resume would mix its "
+                              "old and new results; use another --out", file=str(out), field="--out")
+        if all(k in held_files for k in files):
+            return
+        experiment = {**rest, SWEPT_FILES: {**held_files, **files}}
+    elif (Path(out) / "points.jsonl").exists() or (Path(out) / "results.csv").exists():
         raise ConfigError("holds results of an unknown experiment; use another --out", file=str(out), field="--out")
     atomic_write_text(manifest, json.dumps(experiment, indent=2, sort_keys=True, default=str) + "\n")
 
 
 class Results:
-    """points.jsonl (append-only, fsynced) and results.csv (rewritten atomically) in ``out``."""
+    """points.jsonl (append-only, fsynced) and results.csv (appended; see the module) in ``out``."""
 
     def __init__(self, out: Path, fields: list[str], order: dict[str, int] | None = None) -> None:
-        self.order = order or {}  # run key -> position in the sweep, for the CSV's row order
+        self.order = order if order is not None else {}  # run key -> position in the sweep, for the CSV's order
         self.out = Path(out)
         self.out.mkdir(parents=True, exist_ok=True)
         self.log = self.out / "points.jsonl"
+        self.csv = self.out / "results.csv"
         self.fields = fields
         self.rows: list[dict[str, Any]] = []
+        self.columns: list[str] | None = None  # results.csv's header as written
         self.skipped = 0  # points already done when this run started
+        self.repeats = 0  # points that are another point's run
         if self.log.exists():
             for line in self.log.read_text().splitlines():
                 if line.strip():
@@ -143,13 +184,25 @@ class Results:
             fh.flush()
             os.fsync(fh.fileno())
         self.rows.append(row)
-        self.write_csv()
+        cells = [c for c in row if c != "run_key"]
+        if self.columns is None or not self.csv.exists() or any(c not in self.columns for c in cells):
+            self.write_csv()
+            return
+        with self.csv.open("a", newline="") as fh:
+            csv.writer(fh, lineterminator="\n").writerow(_cells(row, self.columns))
 
     def write_csv(self) -> None:
+        """results.csv whole, in the sweep's order."""
         rows = sorted(self.rows, key=lambda r: self.order.get(r["run_key"], len(self.order)))
-        df = pd.DataFrame(rows).drop(columns=["run_key"], errors="ignore")
-        if df.empty:
-            df = pd.DataFrame(columns=[*self.fields, "error"])
         lead = [*self.fields, "error"]
-        df = df[lead + [c for c in df.columns if c not in lead]]
-        atomic_write_text(self.out / "results.csv", df.to_csv(index=False))
+        seen = dict.fromkeys(c for r in rows for c in r if c != "run_key")
+        self.columns = lead + [c for c in seen if c not in lead]
+        text = io.StringIO()
+        writer = csv.writer(text, lineterminator="\n")
+        writer.writerow(self.columns)
+        writer.writerows(_cells(r, self.columns) for r in rows)
+        atomic_write_text(self.csv, text.getvalue())
+
+
+def _cells(row: dict[str, Any], columns: list[str]) -> list[Any]:
+    return ["" if row.get(c) is None else row[c] for c in columns]

@@ -26,8 +26,8 @@ SIZES = "64KiB..1MiB:x2"
 def attention_hbm(out: Path) -> pd.DataFrame:
     rows = []
     results = pd.read_csv(out / "results.csv")
-    for i, row in results.iterrows():
-        ops = pd.read_csv(out / "points" / f"{i:05d}" / "ops.csv")
+    for _, row in results.iterrows():
+        ops = pd.read_csv(out / row["outputs"] / "ops.csv")  # each point's kept outputs, named in its row
         attn = ops[ops.op_kind == "attention"]
         rows.append({"sram_bytes": units.parse_bytes(row["sram.capacity"]), "attention": row["execution.attention"],
                      "hbm_bytes": int(attn["hbm_read_bytes"].sum() + attn["hbm_written_bytes"].sum())})

@@ -72,12 +72,8 @@ def _sweep_points(args: list[str]) -> int | None:
 
     items = [args[i + 1] for i, a in enumerate(args[:-1]) if a == "--set"]
     try:
-        if "--sweep" in args:
-            items = sweep.read_sweep_file(Path(args[args.index("--sweep") + 1]))[1] + items
-        total = 1
-        for values in sweep.parse_sweeps(items).values():
-            total *= len(values)
-        return total
+        listed = sweep.read_sweep_file(Path(args[args.index("--sweep") + 1]))[1] if "--sweep" in args else {}
+        return sweep.size(sweep.parse_sweeps(items, known=listed))
     except BaseException:  # the real run reports it
         return None
 

@@ -83,7 +83,7 @@ def test_the_sweep_file_is_read_strictly(tmp_path):
         read_sweep_file(path)
     assert info.value.file == str(path) and info.value.field == "set.batch"
     path.write_text("model: gpt2\nset: {batch: [1, 2]}\n")
-    assert read_sweep_file(path) == ({"model": "gpt2"}, ["batch=1,2"])
+    assert read_sweep_file(path) == ({"model": "gpt2"}, {"batch": ["1", "2"]})
 
 
 @pytest.mark.parametrize("load,name,text,field", [

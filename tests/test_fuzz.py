@@ -87,7 +87,7 @@ def test_a_crash_is_caught_in_the_forked_child(monkeypatch, tmp_path):
     def boom(*a, **k):
         return 1 / 0
 
-    monkeypatch.setattr(memsim.api, "simulate", boom)
+    monkeypatch.setattr(memsim.api, "run", boom)
     # Without MEMSIM_DEBUG the CLI's safety net turns a bug into one line, which the judge still fails.
     o = fuzz_run.run_forked(["run", "--model", "gpt2"], tmp_path, 60, 0)
     assert o.rc == 2 and "internal error, please report it: ZeroDivisionError" in o.stderr
@@ -105,13 +105,13 @@ def test_replay(monkeypatch, tmp_path, capsys):
     import memsim.api
 
     record = {"kind": "hw", "case": 0, "steps": [["run", "--hw", "{DIR}/hw.yaml", "--model", "gpt2", "--context",
-                                                 "16", "--out", "{DIR}/out"]], "recipe": ["a folder"],
+                                                 "16"]], "recipe": ["a folder"],
               "files": {"hw.yaml": {"special": "directory"}}}
     report = tmp_path / "r.jsonl"
     report.write_text(json.dumps(record) + "\n")
     assert fuzz.main(["--replay", str(report), "--isolate", "none"]) == 0  # "file not found": one line
     assert "0 of 1 cases still fail" in capsys.readouterr().out
-    monkeypatch.setattr(memsim.api, "simulate", lambda *a, **k: 1 / 0)
+    monkeypatch.setattr(memsim.api, "run", lambda *a, **k: 1 / 0)
     monkeypatch.setenv("MEMSIM_DEBUG", "1")  # the traceback escapes, as without the CLI's safety net
     assert fuzz.main(["--replay", str(report), "--isolate", "none"]) == 1
     assert "ZeroDivisionError at memsim/cli.py" in capsys.readouterr().out

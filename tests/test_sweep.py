@@ -106,7 +106,10 @@ def test_cli_sweep_yaml_keep_and_plot(monkeypatch, capsys, tmp_path):
     assert code == 0, io.err
     df = pd.read_csv(out / "results.csv")
     assert len(df) == 4 and list(df.columns[:3]) == ["sram.capacity", "hbm.bandwidth", "error"]
-    assert (out / "points" / "00000" / "summary.json").exists()
+    for kept in df["outputs"]:  # each point's outputs under its key, named in its row
+        summary = pd.read_json(out / kept / "summary.json", typ="series")
+        row = df[df["outputs"] == kept].iloc[0]
+        assert summary["step_time_s"] == pytest.approx(row["step_time_s"], rel=1e-12)
     fast = df[df["hbm.bandwidth"] == "2 TB/s"]["step_time_s"].tolist()
     slow = df[df["hbm.bandwidth"] == "1 TB/s"]["step_time_s"].tolist()
     assert all(f < s for f, s in zip(fast, slow))
@@ -243,3 +246,171 @@ def test_pool_workers_die_with_a_killed_sweep(tmp_path):
         alive = [w for w in workers if os.path.exists(f"/proc/{w}") and
                  open(f"/proc/{w}/stat").read().split()[2] != "Z"]
     assert not alive, f"workers outlived their sweep: {alive}"
+
+
+# --- issue 20: one sweep, one experiment; nothing written among someone else's files ---
+
+def _sweep_cli(monkeypatch, capsys, out, *sets, extra=()):
+    args = ["sweep", "--model", "gpt2", "--context", "16", "--out", str(out), "--workers", "1", "--no-progress"]
+    for item in sets:
+        args += ["--set", item]
+    return _cli(monkeypatch, capsys, *args, *extra)
+
+
+def test_a_folder_of_someone_elses_files_is_refused_even_through_a_link(monkeypatch, capsys, tmp_path):
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "thesis.tex").write_text("x")
+    link = tmp_path / "link"
+    link.symlink_to(theirs)
+    for out in (theirs, link):
+        code, io = _sweep_cli(monkeypatch, capsys, out, "batch=1,2")
+        assert code == 2 and "--out" in io.err and len(io.err.strip().splitlines()) == 1, io.err
+    assert sorted(p.name for p in theirs.iterdir()) == ["thesis.tex"]
+
+
+def test_a_sweep_whose_every_point_fails_exits_2(monkeypatch, capsys, tmp_path):
+    code, io = _sweep_cli(monkeypatch, capsys, tmp_path / "o", "sram.capacityy=1MiB,2MiB")
+    assert code == 2 and "every point failed" in io.err and "capacityy" in io.err, io.err
+    assert len(io.err.strip().splitlines()) == 1
+    assert len(pd.read_csv(tmp_path / "o" / "results.csv")) == 2  # the rows say why, each
+    code, io = _sweep_cli(monkeypatch, capsys, tmp_path / "p", "sram.capacity=1MiB,-1MiB")
+    assert code == 0, io.err  # one good point: the sweep stands
+
+
+def test_a_repeated_value_is_one_point_before_and_after_a_resume(monkeypatch, capsys, tmp_path):
+    out = tmp_path / "o"
+    code, io = _sweep_cli(monkeypatch, capsys, out, "batch=1,2,3,1")
+    assert code == 0 and "listed more than once" in io.err
+    assert list(pd.read_csv(out / "results.csv")["batch"]) == [1, 2, 3]
+    log = out / "points.jsonl"
+    log.write_text("".join(log.read_text().splitlines(keepends=True)[:1]))  # killed after one point
+    code, io = _sweep_cli(monkeypatch, capsys, out, "batch=1,2,3,1")
+    assert code == 0 and list(pd.read_csv(out / "results.csv")["batch"]) == [1, 2, 3]
+
+
+def test_kept_outputs_are_keyed_by_the_point_not_its_place(monkeypatch, capsys, tmp_path):
+    out = tmp_path / "o"
+    assert _sweep_cli(monkeypatch, capsys, out, "batch=1,4", extra=["--keep"])[0] == 0
+    first = pd.read_csv(out / "results.csv").set_index("batch")["outputs"].to_dict()
+    kept4 = (out / first[4] / "summary.json").read_text()
+    assert _sweep_cli(monkeypatch, capsys, out, "batch=1,2,4", extra=["--keep"])[0] == 0
+    df = pd.read_csv(out / "results.csv").set_index("batch")
+    assert df["outputs"][4] == first[4] and (out / first[4] / "summary.json").read_text() == kept4
+    for batch, kept in df["outputs"].items():
+        import json
+        assert json.loads((out / kept / "summary.json").read_text())["workload"]["batch"] == batch
+
+
+def test_a_file_edited_during_a_sweep_stops_it_and_a_resume_is_refused(monkeypatch, tmp_path):
+    from memsim import api
+    from memsim.presets import resolve
+
+    chip = tmp_path / "chip.yaml"
+    chip.write_text(resolve("h100-sxm", "hardware", (".yaml",)).read_text())
+    real, calls = api.run, []
+
+    def editing(spec):
+        calls.append(spec)
+        if len(calls) == 2:  # someone edits the chip while the second point runs
+            chip.write_text(chip.read_text().replace("name: h100-sxm", "name: h100-edited"))
+        return real(spec)
+
+    monkeypatch.setattr(api, "run", editing)
+    out = tmp_path / "o"
+    with pytest.raises(ConfigError, match="changed while the sweep ran"):
+        sweeping.run_sweep(_gpt2(hw=str(chip)), sweeping.parse_sweeps(["batch=1,2,3,4"]), out, workers=1,
+                           progress=False)
+    df = pd.read_csv(out / "results.csv")
+    assert list(df["batch"]) == [1] and set(df["hardware"]) == {"h100-sxm"}  # the edited point is not kept
+    with pytest.raises(ConfigError, match="another experiment.*hw_content"):
+        sweeping.run_sweep(_gpt2(hw=str(chip)), sweeping.parse_sweeps(["batch=1,2,3,4"]), out, workers=1,
+                           progress=False)
+
+
+def test_a_swept_file_edited_between_a_kill_and_the_resume_is_refused(tmp_path):
+    from memsim.presets import resolve
+
+    files = []
+    for name in ("hwa.yaml", "hwb.yaml"):
+        files.append(tmp_path / name)
+        files[-1].write_text(resolve("h100-sxm", "hardware", (".yaml",)).read_text())
+    out = tmp_path / "o"
+    sweeps = sweeping.parse_sweeps([f"hw={files[0]},{files[1]}", "batch=1,2"])
+    sweeping.run_sweep(_gpt2(), sweeps, out, workers=1, progress=False)
+    files[0].write_text(files[0].read_text().replace("name: h100-sxm", "name: h100-edited"))
+    with pytest.raises(ConfigError, match="hwa.yaml: the file changed since this sweep began"):
+        sweeping.run_sweep(_gpt2(), sweeps, out, workers=1, progress=False)
+    assert len(pd.read_csv(out / "results.csv")) == 4
+
+
+def _killed(*args, **kwargs):
+    import os
+    import signal
+
+    os.kill(os.getpid(), signal.SIGKILL)  # the out-of-memory killer takes the worker
+
+
+def test_a_lost_worker_is_one_line_and_the_finished_points_are_kept(monkeypatch, capsys, tmp_path):
+    out = tmp_path / "o"
+    assert _sweep_cli(monkeypatch, capsys, out, "batch=1,2")[0] == 0
+    monkeypatch.setattr(sweeping, "run_point", _killed)
+    code, io = _cli(monkeypatch, capsys, "sweep", "--model", "gpt2", "--context", "16", "--out", str(out),
+                    "--workers", "2", "--no-progress", "--set", "batch=1,2,3,4")
+    assert code == 2 and "a worker process died" in io.err and len(io.err.strip().splitlines()) == 1, io.err
+    assert list(pd.read_csv(out / "results.csv")["batch"]) == [1, 2]
+
+
+def test_results_csv_is_appended_not_rewritten_for_each_point(monkeypatch, tmp_path):
+    from memsim import sweep_store
+
+    whole = []
+    real = sweep_store.Results.write_csv
+    monkeypatch.setattr(sweep_store.Results, "write_csv", lambda self: whole.append(1) or real(self))
+    out = tmp_path / "o"
+    sweeping.run_sweep(_gpt2(), sweeping.parse_sweeps(["batch=1..8:+1"]), out, workers=1, progress=False)
+    assert len(whole) == 2  # once when the first row sets the columns, once at the end in the sweep's order
+    appended = (out / "results.csv").read_text()
+    df = pd.read_csv(out / "results.csv")
+    assert list(df["batch"]) == list(range(1, 9)) and df["error"].isna().all()
+    real(sweep_store.Results(out, ["batch"], {}))  # written whole from the log: the same table
+    assert pd.read_csv(out / "results.csv").equals(pd.read_csv(__import__("io").StringIO(appended)))
+
+
+def test_the_product_is_walked_lazily_and_workers_are_capped(monkeypatch, tmp_path):
+    import tracemalloc
+    import warnings
+
+    sweeps = sweeping.parse_sweeps(["batch=1..50000:+1", "context=1..50000:+1"])
+    assert sweeping.size(sweeps) == 2_500_000_000
+    ran = []
+
+    def two(results, row, bar):
+        ran.append(row)
+        if len(ran) == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(sweeping, "_record", two)
+    tracemalloc.start()
+    with pytest.raises(KeyboardInterrupt):
+        sweeping.run_sweep({"model": "gpt2"}, sweeps, tmp_path / "o", workers=1, progress=False)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert [r["batch"] for r in ran] == ["1", "1"] and peak < 200 * 2**20
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert sweeping._workers(200, 4) == min(4, sweeping.worker_cap())
+    assert any("--workers 200 is more than this machine holds" in str(w.message) for w in caught)
+    assert sweeping._workers(None, 3) == min(3, sweeping.worker_cap())
+
+
+@pytest.mark.parametrize("address, needle", [("garbage", "expected a scheduler address"),
+                                             ("tcp://127.0.0.1:99999", "not a port"),
+                                             ("tcp://127.0.0.1:1", "cannot reach the scheduler")])
+def test_a_dask_scheduler_not_reached_is_one_line_before_anything_is_written(monkeypatch, capsys, tmp_path,
+                                                                             address, needle):
+    pytest.importorskip("distributed")
+    monkeypatch.setattr(sweeping, "CONNECT_S", 2)
+    code, io = _sweep_cli(monkeypatch, capsys, tmp_path / "o", "batch=1,2", extra=["--scheduler", address])
+    assert code == 2 and needle in io.err and len(io.err.strip().splitlines()) == 1, io.err
+    assert not (tmp_path / "o").exists()

@@ -1,0 +1,159 @@
+"""A sweep's swept values: ``--set PATH=V1,V2`` and ranges ``A..B:x2``, or a sweep YAML's lists.
+
+A value is a range only where both ends are quantities of one kind (``256KiB..4MiB:x2``,
+``1..7:+3``); anything else holding ``..`` (``../hw/a.yaml``) is a value as written, and a field
+that names a file is never a range. A sweep YAML's list holds its values as they are, so a comma
+inside one does not split it. A value listed twice is one point: the repeat is dropped, and said.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+import warnings
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from memsim import runspec, units
+from memsim.errors import ConfigError, MemsimWarning
+from memsim.files import load_yaml
+from memsim.inputs import FILE_FIELDS
+
+# Sweepable fields that are arguments of the run (RunSpec's) rather than hardware fields.
+RUN_FIELDS = runspec.sweepable()
+ALIASES = {name.replace("_", "-"): name for name in RUN_FIELDS if "_" in name}
+MAX_RANGE = 100_000  # values one range may expand to
+
+
+def expand(spec: str) -> list[str]:
+    """Comma-separated values, each a value or a range ``A..B:xF`` (geometric) or ``A..B:+S``
+    (arithmetic), with units: ``256KiB..4MiB:x2,16MiB``."""
+    values = [v for part in spec.split(",") if part.strip() for v in _expand_one(part.strip())]
+    if not values:
+        raise ConfigError(f"no values in {units.shown(spec)}", field="--set")
+    return values
+
+
+def _expand_one(spec: str) -> list[str]:
+    lo, dots, rest = spec.partition("..")
+    hi, sep, step = rest.partition(":")
+    if not dots or _kind(lo.strip()) is None:  # a path, a name: a value as written
+        return [spec]
+    if not sep or not step or step[0] not in "x+":
+        raise ConfigError(f"range {units.shown(spec)} needs a step: A..B:x2 or A..B:+S", field="--set")
+    kind, parse = _kind(lo.strip())
+    try:
+        a, b = parse(lo.strip()), parse(hi.strip())
+        factor = float(step[1:]) if step[0] == "x" else parse(step[1:])
+    except (ValueError, units.UnitError) as exc:
+        raise ConfigError(f"range {units.shown(spec)}: {exc}", field="--set") from None
+    if not all(math.isfinite(v) for v in (a, b, factor)):
+        raise ConfigError(f"range {units.shown(spec)} is not finite", field="--set")
+    if (step[0] == "x" and (factor <= 1 or a <= 0)) or (step[0] == "+" and factor <= 0) or b < a:
+        raise ConfigError(f"range {units.shown(spec)} does not advance from {lo} to {hi}", field="--set")
+    out, v = [], a
+    while v <= b * (1 + 1e-12):
+        out.append(_format(kind, v))
+        v = v * factor if step[0] == "x" else v + factor
+        if len(out) > MAX_RANGE:
+            raise ConfigError(f"range {units.shown(spec)} has more than {MAX_RANGE} values", field="--set")
+    return out
+
+
+def _kind(text: str) -> tuple[str, Callable] | None:
+    """The kind of quantity ``text`` is and its parser, or None where it is none."""
+    for kind in ("bytes", "bandwidth", "time", "flops"):
+        try:
+            units.PARSERS[kind](text)
+            return kind, units.PARSERS[kind]
+        except units.UnitError:
+            continue
+    for kind, parse in (("count", int), ("number", float)):
+        try:
+            parse(text)
+            return kind, parse
+        except ValueError:
+            continue
+    return None
+
+
+def _format(kind: str, value: float) -> str:
+    if kind in units.FORMATTERS and kind not in ("count", "ratio"):
+        return units.FORMATTERS[kind](int(round(value)))
+    return str(int(value)) if kind == "count" else f"{value:g}"
+
+
+def read_sweep_file(path: Path) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """A sweep YAML: run arguments at the top level and ``set: {PATH: [values] or "A..B:x2"}``;
+    returns the fixed run arguments and the swept values of each field."""
+    raw = load_yaml(path) or {}
+    if not isinstance(raw, dict):
+        raise ConfigError("expected a mapping", file=str(path))
+    sets = raw.pop("set", {}) or {}
+    if not isinstance(sets, dict):
+        raise ConfigError("expected a mapping of PATH to values", file=str(path), field="set")
+    for key in raw:
+        if ALIASES.get(key, key) not in RUN_FIELDS:
+            raise ConfigError(f"unknown field (known: set, {', '.join(sorted(RUN_FIELDS))})", file=str(path),
+                              field=str(key))
+    swept: dict[str, list[str]] = {}
+    for k, v in sets.items():
+        where = f"set.{k}"
+        if isinstance(v, list):
+            if not v or any(isinstance(x, (dict, list)) or x is None for x in v):
+                raise ConfigError("expected a list of values", file=str(path), field=where)
+            values = [str(x) for x in v]
+        elif isinstance(v, dict) or v is None:
+            raise ConfigError("expected values: a list or \"A..B:x2\"", file=str(path), field=where)
+        else:
+            values = [str(v)]
+        try:
+            swept.update(parse_sweeps([], {str(k): values}, known=swept))
+        except ConfigError as exc:
+            raise ConfigError(exc.message, file=str(path), field=where) from None
+    fixed = {ALIASES.get(k, k): v for k, v in raw.items()}
+    for name, value in fixed.items():
+        try:
+            runspec.check(RUN_FIELDS[name], value)
+        except ConfigError as exc:
+            raise ConfigError(exc.message, file=str(path), field=name) from None
+    return fixed, swept
+
+
+def parse_sweeps(items: Iterable[str], listed: dict[str, list[str]] | None = None,
+                 known: dict[str, list[str]] | None = None) -> dict[str, list[str]]:
+    """The swept fields of ``--set PATH=VALUES`` items, and of ``listed`` values (a sweep file's
+    lists: each item a value or a range, never split at a comma), after those ``known`` already."""
+    out: dict[str, list[str]] = dict(known or {})
+    given = [(*item.partition("="), item) for item in items]
+    for key, sep, spec, item in given:
+        if not sep or not key.strip():
+            raise ConfigError(f"expected PATH=V1,V2 or PATH=A..B:xF, got {units.shown(item)}", field="--set")
+    pairs = [(key.strip(), spec.strip().split(",")) for key, _, spec, _ in given] + list((listed or {}).items())
+    for key, parts in pairs:
+        name = ALIASES.get(key, key)
+        if name in out:
+            raise ConfigError(f"{name} is swept twice", field="--set")
+        if name in ("set", "fast_forward"):
+            raise ConfigError(f"{name} cannot be swept", field="--set")
+        for part in parts:
+            try:
+                part.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ConfigError(f"{name}: a value that is not valid text (an undecodable byte)",
+                                  field="--set") from None
+        values = [p.strip() for p in parts if p.strip()] if name in FILE_FIELDS else \
+            [v for p in parts if p.strip() for v in _expand_one(p.strip())]
+        if not values:
+            raise ConfigError(f"{name}: no values", field="--set")
+        out[name] = _once(name, values)
+    return out
+
+
+def _once(name: str, values: list[str]) -> list[str]:
+    """``values`` with each kept at its first place; a repeat is said, once a value."""
+    counts = Counter(values)
+    if len(counts) < len(values):
+        repeated = [v for v, n in counts.items() if n > 1]
+        warnings.warn(f"{name}: {', '.join(units.shown(v) for v in repeated[:4])} listed more than once: each is "
+                      "one point", MemsimWarning, stacklevel=3)
+    return list(counts)
