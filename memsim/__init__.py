@@ -1,10 +1,29 @@
-"""memsim: a trace-driven, discrete-event memory-hierarchy simulator for AI accelerators."""
+"""memsim: a trace-driven, discrete-event memory-hierarchy simulator for AI accelerators.
+
+The public names load on first use (PEP 562), so ``import memsim`` is quick and the console
+script can catch a Ctrl-C that lands while the libraries load.
+"""
 from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
 
-from memsim.api import Result, simulate, simulate_graph  # noqa: E402
-from memsim.runspec import RunSpec  # noqa: E402
-from memsim.errors import CapacityError, ConfigError, MemsimError, TraceError  # noqa: E402
+_HOME = {"Result": "memsim.api", "simulate": "memsim.api", "simulate_graph": "memsim.api",
+         "RunSpec": "memsim.runspec", "CapacityError": "memsim.errors", "ConfigError": "memsim.errors",
+         "MemsimError": "memsim.errors", "TraceError": "memsim.errors"}
 
-__all__ = ["CapacityError", "ConfigError", "MemsimError", "Result", "RunSpec", "TraceError", "simulate", "simulate_graph", "__version__"]
+__all__ = sorted(_HOME) + ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module 'memsim' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOME[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOME})

@@ -12,14 +12,17 @@ import dataclasses
 
 from memsim import engine, generation, grid, hardware, mapping, powercap, report, runspec, sensitivity, speculative, \
     units, workload
-from memsim.errors import CapacityError, ConfigError
+from memsim.errors import CapacityError, ConfigError, keyword_named
 from memsim.hardware.estimates import Estimate
 from memsim.hardware.loader import build, dump_chip, estimates_of, load_chip, read_yaml
 from memsim.hardware.spec import SystemSpec
 from memsim.runspec import RunSpec
 
 
-DEFAULT_SAMPLES = RunSpec.samples  # decode steps simulated for a generation; the rest are interpolated
+DEFAULT_SAMPLES = RunSpec.samples
+# A Python caller's errors name keyword arguments: each run option's flag -> its keyword.
+KEYWORDS = {runspec.flag(f): f.name for f in dataclasses.fields(RunSpec)}
+python_entry = keyword_named(KEYWORDS)  # decode steps simulated for a generation; the rest are interpolated
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,7 @@ def step_graphs(spec: RunSpec, chip: hardware.ChipSpec, config: workload.ModelCo
     return micro[-1], micro
 
 
+@python_entry
 def resolve(hw: str = RunSpec.hw, model: str | None = None, **options: Any) -> RunSpec:
     """The run ``simulate`` would do, with the defaults that depend on the model filled in."""
     return fill_defaults(RunSpec.make({"hw": hw, "model": model, **options}))
@@ -186,6 +190,7 @@ def _run(chip: hardware.ChipSpec, hw_file: str, graph: workload.OpGraph, fast_fo
                   report.ops(graph, plan, result), chip, graph, plan, result)
 
 
+@python_entry
 def simulate_graph(hw: str, graph: workload.OpGraph, *, set: Iterable[str] | dict[str, str] = (),
                    fast_forward: bool = True, memoize: bool = True) -> Result:
     """Simulate an operator DAG built in Python (or by an importer) on a chip."""
@@ -198,6 +203,7 @@ def simulate_graph(hw: str, graph: workload.OpGraph, *, set: Iterable[str] | dic
     return dataclasses.replace(result, summary={**result.summary, "estimates": used})
 
 
+@python_entry
 def simulate(hw: str = RunSpec.hw, model: str | None = None, **options: Any) -> Result:
     """Simulate one step, or with ``phase="generate"`` a prefill of ``prompt`` tokens and
     ``generate`` decode steps. The keyword arguments are ``RunSpec``'s fields (``memsim.RunSpec``);
@@ -205,6 +211,7 @@ def simulate(hw: str = RunSpec.hw, model: str | None = None, **options: Any) -> 
     return run(resolve(hw, model, **options))
 
 
+@python_entry
 def run(spec: RunSpec) -> Result:
     """Simulate a resolved ``RunSpec`` (see ``resolve``); ``chips`` without a grid: the fastest
     grid that fits (``memsim.grid``). The summary's ``estimates`` names the estimated preset

@@ -11,7 +11,8 @@ import click
 
 from memsim import __version__, api, hardware, inputs, report, runspec, sensitivity, workload
 from memsim.atomic import check_output_file
-from memsim.errors import MemsimError, MemsimWarning
+from memsim.console import interrupted
+from memsim.errors import MemsimError, MemsimWarning, flags_named
 from memsim.runspec import RunSpec
 from memsim.units import human_bytes
 
@@ -290,7 +291,7 @@ def _speculative_lines(sp: dict) -> list[str]:
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
     if issubclass(category, MemsimWarning):
-        click.echo(f"memsim: warning: {message}", err=True)
+        click.echo(f"memsim: warning: {message}".replace("\n", " "), err=True)  # a file name may hold a newline
     else:
         _PLAIN_WARNING(message, category, filename, lineno, file, line)
 
@@ -302,12 +303,15 @@ def entry() -> None:
     """Console script: turn user errors into one line and exit code 2."""
     warnings.showwarning = _show_warning
     try:
-        main.main(standalone_mode=False)
+        with flags_named():
+            _invoke()
+    except BrokenPipeError:  # the reader of stdout left (``memsim list hw | head -1``): nothing more to say
+        sys.stdout = open(os.devnull, "w")
+        sys.exit(1)
     except MemsimError as exc:
         _fail(exc.one_line())
-    except click.exceptions.Abort:
-        click.echo("memsim: aborted", err=True)
-        sys.exit(130)
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        interrupted()
     except click.ClickException as exc:
         click.echo(f"memsim: error: {exc.format_message()}".replace("\n", " "), err=True)
         sys.exit(exc.exit_code)
@@ -317,6 +321,21 @@ def entry() -> None:
         if os.environ.get("MEMSIM_DEBUG"):
             raise
         _fail(f"internal error, please report it: {type(exc).__name__}: {exc} (MEMSIM_DEBUG=1 shows the traceback)")
+
+
+def _invoke() -> None:
+    """Run the command line as click's ``main`` does, less its own catch of Ctrl-C, which writes
+    a blank line before ours."""
+    if any(name.startswith("_MEMSIM_COMPLETE") for name in os.environ):  # shell completion
+        main.main()
+    try:
+        with main.make_context("memsim", sys.argv[1:]) as ctx:
+            main.invoke(ctx)
+    except click.exceptions.Exit as exc:  # --help, --version
+        if exc.exit_code:
+            sys.exit(exc.exit_code)
+    except click.exceptions.NoArgsIsHelpError as exc:  # ``memsim`` alone: its help, as --help shows it
+        click.echo(exc.ctx.get_help() if exc.ctx else main.get_help(click.Context(main, info_name="memsim")))
 
 
 def _fail(line: str) -> None:

@@ -4,8 +4,12 @@ The CLI turns any ``MemsimError`` into one line on stderr and exit code 2.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextvars
+import functools
+import re
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from typing import Any, TypeVar
 
 
 class MemsimError(Exception):
@@ -50,3 +54,41 @@ class CapacityError(MemsimError):
 
 class MemsimWarning(UserWarning):
     """Input that runs but deserves a word (the CLI prints it as one line on stderr)."""
+
+
+# Whether errors name the command line's flags (``--batch``: the CLI) or keyword arguments
+# (``batch``: a Python caller, the default).
+_FLAGS = contextvars.ContextVar("memsim_flags", default=False)
+_FLAG = re.compile(r"--[a-z][a-z0-9-]*")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@contextmanager
+def flags_named() -> Iterator[None]:
+    """Inside, errors name the command line's flags (the CLI runs in it)."""
+    token = _FLAGS.set(True)
+    try:
+        yield
+    finally:
+        _FLAGS.reset(token)
+
+
+def keyword_named(names: Mapping[str, str]) -> Callable[[F], F]:
+    """Decorate a Python entry point: a ``MemsimError`` it raises outside ``flags_named`` names
+    keyword arguments, each flag in ``names`` (``--batch``) given as its keyword (``batch``)."""
+    def as_keywords(text: str) -> str:
+        return _FLAG.sub(lambda m: names.get(m.group(0), m.group(0)), text)
+
+    def decorate(fn: F) -> F:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except MemsimError as exc:
+                if not _FLAGS.get():
+                    exc.field = None if exc.field is None else as_keywords(exc.field)
+                    exc.message = as_keywords(exc.message)
+                    exc.args = (exc.message,)
+                raise
+        return wrapper  # type: ignore[return-value]
+    return decorate

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -233,3 +234,23 @@ def test_a_yaml_alias_bomb_under_a_field_is_one_short_line(monkeypatch, capsys, 
     hw = _bad_yaml(tmp_path, tiny_chip_path, old, f"{indent}{old.split(':')[0].strip()}: {_alias_bomb()}")
     err = _one_line(monkeypatch, capsys, tmp_path, "run", "--hw", hw, "--trace", str(tiny_model_path), expect=field)
     assert len(err) < 400 and "lol" in err
+
+
+@pytest.mark.parametrize("delay", [0.15, 0.5, 2.0])
+def test_ctrl_c_at_any_moment_is_one_line_and_exit_130(delay):
+    """While the libraries load (0.15 s), while the chip loads, while the engine runs: one line, 130."""
+    import shutil
+    import signal
+    import subprocess
+    import time
+
+    script = shutil.which("memsim", path=str(Path(sys.executable).parent)) or shutil.which("memsim")
+    if script is None:
+        pytest.skip("the console script is not installed")
+    proc = subprocess.Popen([script, "run", "--model", "llama-3.1-70b", "--tp", "8", "--phase", "prefill", "--prompt",
+                             "8192"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and err.decode() == "memsim: interrupted\n", err.decode()[-500:]

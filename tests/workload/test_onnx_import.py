@@ -115,3 +115,33 @@ def test_an_op_memsim_refuses_names_the_onnx_file(tmp_path):
     with pytest.raises(MemsimError) as info:
         import_onnx(path, {"seq": 10**31})
     assert info.value.file == str(path) and "out of range" in info.value.message
+
+
+def test_weights_stored_beside_the_model_are_never_read(monkeypatch, tmp_path):
+    """Issue 20: a 200-byte model whose initializer points at a large sparse file: only shapes are
+    read (the importer loaded the weights, 3 GiB in 10 s)."""
+    import onnx
+    from onnx import external_data_helper
+
+    weight = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[65536, 16384])
+    weight.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", "weights.bin"), ("offset", "0"), ("length", str(4 * 65536 * 16384))):
+        entry = weight.external_data.add()
+        entry.key, entry.value = key, value
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 65536])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [8, 16384])
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g", [x], [y], [weight])
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(graph), str(path))
+    with open(tmp_path / "weights.bin", "wb") as fh:
+        fh.truncate(4 * 65536 * 16384)  # 4 GiB, sparse: nothing on disk
+    assert path.stat().st_size < 1000
+
+    def never(*args, **kwargs):
+        raise AssertionError("the external weights were loaded")
+
+    monkeypatch.setattr(external_data_helper, "load_external_data_for_model", never)
+    monkeypatch.setattr(onnx, "load_external_data_for_model", never, raising=False)
+    g, _ = import_onnx(path)
+    [op] = g.ops.values()
+    assert op.flops == 2 * 8 * 65536 * 16384 and g.tensors["w"].bytes == 4 * 65536 * 16384

@@ -34,7 +34,7 @@ def import_onnx(path: Path, dims: dict[str, int] | None = None) -> tuple[OpGraph
         raise ConfigError("the ONNX importer needs the onnx extra (pip install '.[onnx]')", field="import") from None
     check_file(Path(path))
     try:
-        model = onnx.load(str(path))
+        model = onnx.load(str(path), load_external_data=False)  # shapes only: weights stored beside it stay there
         model = shape_inference.infer_shapes(model)
     except Exception as exc:  # onnx raises several types for malformed files
         raise ConfigError(f"not a readable ONNX model: {exc}", file=str(path)) from None
