@@ -12,7 +12,7 @@ import dataclasses
 
 from memsim import engine, generation, grid, hardware, mapping, powercap, report, runspec, sensitivity, speculative, \
     units, workload
-from memsim.errors import CapacityError, ConfigError, keyword_named
+from memsim.errors import CapacityError, ConfigError
 from memsim.hardware.estimates import Estimate
 from memsim.hardware.loader import build, dump_chip, estimates_of, load_chip, read_yaml
 from memsim.hardware.spec import SystemSpec
@@ -20,9 +20,7 @@ from memsim.runspec import RunSpec
 
 
 DEFAULT_SAMPLES = RunSpec.samples
-# A Python caller's errors name keyword arguments: each run option's flag -> its keyword.
-KEYWORDS = {runspec.flag(f): f.name for f in dataclasses.fields(RunSpec)}
-python_entry = keyword_named(KEYWORDS)  # decode steps simulated for a generation; the rest are interpolated
+python_entry = runspec.python_entry  # a Python caller's errors name keyword arguments  # decode steps simulated for a generation; the rest are interpolated
 
 
 @dataclass(frozen=True)

@@ -48,8 +48,10 @@ def _spec_values(kwargs: dict) -> dict:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="memsim")
-def main() -> None:
+@click.pass_context
+def main(ctx: click.Context) -> None:
     """memsim: where does the memory wall bite?"""
+    ctx.with_resource(flags_named())  # errors name this command line's flags, not keyword arguments
 
 
 @main.command()

@@ -13,7 +13,7 @@ from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any, Iterable, Mapping
 
 from memsim import units
-from memsim.errors import ConfigError
+from memsim.errors import ConfigError, keyword_named
 from memsim.workload.dtypes import KV_DTYPES, WEIGHT_DTYPES
 
 PHASES = ("decode", "prefill", "generate")
@@ -36,6 +36,12 @@ def param(default: Any, help: str, *, flag: str | None = None, kind: type = str,
 
 
 WORKLOAD = ("run", "sweep", "trace")
+
+
+# Each run option's command-line flag -> its keyword (filled below RunSpec): a Python caller's
+# errors name keyword arguments (``errors.keyword_named``).
+KEYWORDS: dict[str, str] = {}
+python_entry = keyword_named(KEYWORDS)
 
 
 @dataclass(frozen=True)
@@ -89,6 +95,7 @@ class RunSpec:
                                "repeated ones (slow; for checking)", kind=bool,
                                flag="--no-fast-forward", sweepable=False, commands=("run",))
 
+    @python_entry
     def __post_init__(self) -> None:
         for f in fields(self):
             if f.name != "set":
@@ -147,6 +154,9 @@ class RunSpec:
 def options(command: str) -> list:
     """The ``RunSpec`` fields that ``memsim COMMAND`` takes as options."""
     return [f for f in fields(RunSpec) if command in f.metadata["commands"]]
+
+
+KEYWORDS.update({(f.metadata["flag"] or "--" + f.name.replace("_", "-")): f.name for f in fields(RunSpec)})
 
 
 def flag(f) -> str:

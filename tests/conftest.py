@@ -84,3 +84,12 @@ def tiny_graph(tiny_model_path: Path) -> workload.OpGraph:
 @pytest.fixture()
 def tiny_plan(tiny_graph, tiny_chip) -> mapping.Plan:
     return mapping.make_plan(tiny_graph, tiny_chip)
+
+
+def keyword(flags: str) -> str:
+    """What a Python caller is told for the command line's ``flags`` (``--draft-k`` -> ``draft_k``)."""
+    import re
+
+    from memsim.runspec import KEYWORDS
+
+    return re.sub(r"--[a-z][a-z0-9-]*", lambda m: KEYWORDS.get(m.group(0), m.group(0)), flags)

@@ -49,5 +49,5 @@ def test_the_cli_prints_the_chosen_grid():
 
 
 def test_chips_with_a_grid_that_does_not_match_is_an_error():
-    with pytest.raises(ConfigError, match="--tp x --pp"):
+    with pytest.raises(ConfigError, match="tp x pp"):
         simulate("h100-sxm", "llama-3.2-1b", tp=2, chips=8)

@@ -32,6 +32,19 @@ def fail(message: str, field: str) -> None:
     raise ConfigError(message, field=field)
 
 
+# Rates are whole numbers a second (FLOP/s, B/s): at or above this one, truncating to a whole
+# number errs by under a millionth; below it (an efficiency of 1e-15), a step would come out faster
+# than its own rate allows.
+LEAST_RATE = 10**6
+
+
+def least_rate(value: float, field: str, what: str) -> None:
+    """Refuse a rate (after its efficiencies) under ``LEAST_RATE``."""
+    if not value >= LEAST_RATE:
+        fail(f"{what} comes to {value:.3g} a second, under memsim's least rate of {LEAST_RATE:.0e} a second "
+             "(rates are whole numbers a second, exact to a millionth from there up)", field)
+
+
 def number(value: Any, field: str, least: float = 0, whole: bool = True) -> Any:
     try:
         return units.check_number(value, least, whole)

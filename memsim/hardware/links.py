@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memsim.hardware.checks import check_fields
+from memsim.hardware.checks import check_fields, least_rate
 from memsim.hardware.fields import spec_field
 
 
@@ -38,6 +38,8 @@ class LinkSpec:
 
     def __post_init__(self) -> None:  # a spec built in Python is checked as the loader checks YAML
         check_fields(self, f"links[{self.name}]")
+        least_rate(self.bandwidth_bytes_per_s * self.efficiency, f"links[{self.name}].bandwidth",
+                   "bandwidth x efficiency")
 
     @property
     def peak_bandwidth(self) -> int:

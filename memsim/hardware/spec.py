@@ -12,7 +12,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from memsim.dtypes import DTYPES
-from memsim.hardware.checks import check_fields, fail
+from memsim.hardware.checks import check_fields, fail, least_rate
 from memsim.hardware.fields import spec_field
 from memsim.hardware.links import LinkSpec, SystemSpec
 from memsim.hardware.power import PowerSpec
@@ -119,6 +119,12 @@ class ComputeSpec:
         for d in self.native:
             if d not in peaks:
                 fail(f"{d} has no `peak`: a native format computes at its own rate", "compute.native")
+        for d in peaks:
+            own = dict(self.dtype_efficiency).get(d)
+            smallest = "compute.kernel_efficiency" if self.kernel_efficiency < (self.efficiency if own is None else own) \
+                else "compute.efficiency" if own is None else f"compute.dtype_efficiency.{d}"
+            least_rate(self.peak(d) * self.matrix_efficiency(d), smallest, f"the {d} peak x efficiency x kernel_efficiency")
+        least_rate(self.vector_flops_per_s * self.efficiency, "compute.efficiency", "vector_peak x efficiency")
 
     def matrix_efficiency(self, dtype: str) -> float:
         """Achievable fraction of ``dtype``'s matrix peak inside a model step."""
@@ -169,6 +175,8 @@ class MemoryLevel:
 
     def __post_init__(self) -> None:
         check_fields(self, f"levels[{self.name}]")
+        least_rate(self.bandwidth_bytes_per_s * self.efficiency, f"levels[{self.name}].bandwidth",
+                   "bandwidth x efficiency")
 
     @property
     def is_scratchpad(self) -> bool:

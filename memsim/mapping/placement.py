@@ -62,7 +62,12 @@ def place(graph: OpGraph, chip: ChipSpec, kv_copies: int = 1, where: str = "",
     for t in graph.tensors.values():
         if t.name not in homes:
             fits = [lvl for lvl in holders if chip.chip_capacity(lvl) >= t.bytes]
-            homes[t.name] = (fits or holders[-1:])[0].name
+            if not fits:  # as weights and KV that fit nowhere: refused, not given the last level anyway
+                have = ", ".join(f"{lvl.name} {human_bytes(chip.chip_capacity(lvl))}" for lvl in holders)
+                raise CapacityError(f"{where}activation {t.name} needs {human_bytes(t.bytes)} but fits in no memory "
+                                    f"level that holds activations ({have}): lower --batch, --prompt or --context",
+                                    field=f"tensors[{t.name}]")
+            homes[t.name] = fits[0].name
     return homes
 
 

@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from memsim.engine import EngineResult
+from memsim.errors import ConfigError
 from memsim.engine.records import COMPUTE, DEQUANT, LEVEL, LINK, SYSTEM
 from memsim.mapping import Plan
 from memsim.units import PS_PER_S
@@ -97,6 +98,10 @@ class Spans(NamedTuple):
     between: np.ndarray  # 1 for a transfer on a link between chips, else 0 (a rank's own resource)
 
 
+HORIZON = ("the step runs past memsim's horizon: time and energy are exact up to 2^63 ps (107 days) a step and "
+           "2^63 fJ (9.2 kJ) an operator; a rate, latency or size is off by orders of magnitude")
+
+
 def spans(records) -> Spans:
     """The records that spent energy. A step's compute row is laid out before its stall rows (its
     chunks' busy time, then their stalls), so its energy is spread over the step's whole compute
@@ -109,8 +114,11 @@ def spans(records) -> Spans:
             e[0], e[1] = min(e[0], r.start_ps), max(e[1], r.end_ps)
     rows = [(*extent[(r.chip, r.op, r.stream)], r.energy_fj, r.chip, 0) if r.resource.kind == COMPUTE else
             (r.start_ps, r.end_ps, r.energy_fj, r.chip, int(r.resource.chip == SYSTEM)) for r in records if r.energy_fj]
-    start, end, fj, unit, between = (np.array(col, dtype=np.int64) for col in zip(*rows)) if rows else \
-        (np.zeros(0, dtype=np.int64) for _ in range(5))
+    try:
+        start, end, fj, unit, between = (np.array(col, dtype=np.int64) for col in zip(*rows)) if rows else \
+            (np.zeros(0, dtype=np.int64) for _ in range(5))
+    except OverflowError:  # past 2**63 ps (107 days) or 2**63 fJ (9.2 kJ) in one record
+        raise ConfigError(HORIZON, field="step") from None
     return Spans(start, np.maximum(end, start + 1), fj, unit, between)
 
 

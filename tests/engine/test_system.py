@@ -112,7 +112,7 @@ def test_system_yaml_overrides_topology(tmp_path):
 
 
 def test_chips_must_match_tp_times_pp():
-    with pytest.raises(ConfigError, match="--chips"):
+    with pytest.raises(ConfigError, match="chips"):
         simulate("h100-sxm", "llama-2-7b", tp=2, pp=2, chips=8)
 
 

@@ -89,10 +89,10 @@ def test_a_valid_spec_built_in_python_is_accepted():
 
 
 def test_peak_falls_back_explicitly_to_the_first_16_or_32_bit_rate():
-    fp16 = dataclasses.replace(COMPUTE, peak_flops_per_s=(("fp16", 5), ("int8", 20)))
-    assert fp16.peak("bf16") == 5 and fp16.peak("int8") == 20
-    fp32 = dataclasses.replace(COMPUTE, peak_flops_per_s=(("fp32", 3), ("int8", 20)))
-    assert fp32.peak("bf16") == 3  # a CPU without bf16 units runs bf16 models at its fp32 rate
+    fp16 = dataclasses.replace(COMPUTE, peak_flops_per_s=(("fp16", 5 * 10**12), ("int8", 20 * 10**12)))
+    assert fp16.peak("bf16") == 5 * 10**12 and fp16.peak("int8") == 20 * 10**12
+    fp32 = dataclasses.replace(COMPUTE, peak_flops_per_s=(("fp32", 3 * 10**12), ("int8", 20 * 10**12)))
+    assert fp32.peak("bf16") == 3 * 10**12  # a CPU without bf16 units runs bf16 models at its fp32 rate
     for name in ("groq-lpu", "m2-ultra", "xeon-gold-6242"):  # presets without a bf16 peak
         hw = hardware.load(name)
         assert hw.compute.peak("bf16") == max(r for d, r in hw.compute.peak_flops_per_s if d in ("fp16", "fp32"))
@@ -129,3 +129,36 @@ def test_dequant_table_in_yaml_is_checked(tmp_path):
     with pytest.raises(ConfigError) as info:
         load_chip(path)
     assert info.value.field == "execution.dequant.int4" and "finite" in info.value.message
+
+
+@pytest.mark.parametrize("path,value,field", [
+    ("hbm.bandwidth", "1B/s", "levels[hbm].bandwidth"),
+    ("hbm.efficiency", "1e-30", "levels[hbm].bandwidth"),
+    ("pcie.bandwidth", "1kB/s", "links[pcie].bandwidth"),
+    ("compute.efficiency", "1e-15", "compute.efficiency"),
+    ("compute.kernel_efficiency", "5e-324", "compute.kernel_efficiency"),
+])
+def test_a_rate_under_the_least_memsim_keeps_exact_is_refused(path, value, field):
+    """Issue 20: rates are whole numbers a second; an efficiency of 1e-15 was clamped to 1 FLOP/s,
+    and the step came out faster than its own rate allows."""
+    from memsim.api import _load_chip
+
+    with pytest.raises(ConfigError) as info:
+        _load_chip("h100-sxm", ((path, value),), None)
+    assert info.value.field == field and "least rate" in info.value.message
+    _load_chip("h100-sxm", ((path, {"1B/s": "2MB/s", "1kB/s": "2MB/s"}.get(value, "1e-6")),), None)
+
+
+@pytest.mark.parametrize("efficiency", [1e-2, 1e-6])
+def test_no_step_is_faster_than_its_flops_at_the_derated_rate(efficiency):
+    from memsim import simulate
+    from memsim.api import _load_chip
+    from memsim.mapping.roofline import op_dtype, peak_rate
+
+    result = simulate("h100-sxm", "gpt2", context=16, sensitivity=0, set={"compute.efficiency": str(efficiency)})
+    chip, _ = _load_chip("h100-sxm", (("compute.efficiency", str(efficiency)),), None)
+    graph = result.graph
+    eff = lambda op: chip.compute.matrix_efficiency(op_dtype(chip, op, graph)) if op.kind in ("matmul", "attention", "compute") \
+        else chip.compute.efficiency  # noqa: E731
+    bound = max(op.flops / (peak_rate(chip, op, graph) * eff(op)) for op in graph)
+    assert result.summary["step_time_s"] >= sum(op.flops / (peak_rate(chip, op, graph) * eff(op)) for op in graph) >= bound

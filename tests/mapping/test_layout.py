@@ -70,5 +70,5 @@ def test_a_layer_pipelined_prefill_chunks_its_prompt_whatever_the_batch():
 
 
 def test_micro_batches_must_split_the_step():
-    with pytest.raises(ConfigError, match="--microbatches"):
+    with pytest.raises(ConfigError, match="^microbatches: "):
         simulate("h100-sxm", "llama-3.2-1b", context=64, batch=3, microbatches=2)

@@ -272,3 +272,17 @@ def test_an_sram_only_chip_puts_its_weights_in_the_reserve_too():
     assert set(homes.values()) == {"sram"}
     persistent = sum(t.bytes for t in g.tensors.values() if t.klass in ("weight", "kv"))
     assert sram_split(g, chip, homes)[0] == chip.sram.capacity_bytes - persistent
+
+
+def test_an_activation_that_fits_no_level_is_refused_like_weights():
+    """Issue 20: a 10 TB activation was given the last level of an 80 GB H100 anyway."""
+    import dataclasses
+
+    chip = hardware.load("h100-sxm")
+    graph = gpt2_decode()
+    name = next(t.name for t in graph.tensors.values() if t.klass == "activation")
+    assert place(graph, chip)[name] in {lvl.name for lvl in chip.levels}
+    graph.tensors[name] = dataclasses.replace(graph.tensors[name], bytes=10 * 10**12)
+    with pytest.raises(CapacityError) as info:
+        place(graph, chip)
+    assert info.value.field == f"tensors[{name}]" and "fits in no memory level" in info.value.message

@@ -127,3 +127,16 @@ def test_the_readme_power_cap_table_is_what_memsim_computes():
         row = (f"| {label} | {d['step_time_s'] * 1e3:.2f} ms | {d['avg_power_w']:.0f} W | {p['step_time_s'] * 1e3:.1f} ms "
                f"| {p['avg_power_w']:.0f} W |")
         assert row in readme, row
+
+
+def test_a_step_past_the_horizon_is_one_line_not_an_overflow(monkeypatch, capsys):
+    """Issue 20: a step past 2^63 ps overflowed np.int64 in the energy profile."""
+    from tests.test_cli import run_cli
+
+    code, _, err = run_cli(monkeypatch, capsys, "run", "--model", "gpt2", "--context", "16", "--set",
+                           "hbm.latency=1e15s")
+    assert code == 2 and "horizon" in err and len(err.strip().splitlines()) == 1, err
+    # within it, a week-long step is simulated
+    long = simulate("h100-sxm", "llama-2-7b", context=16, sensitivity=0, set={"pcie.bandwidth": "1MB/s",
+                                                                               "hbm.capacity": "1GB"})
+    assert long.summary["step_time_s"] > 3600 and long.summary["energy_j"]["total"] > 0
