@@ -8,6 +8,9 @@
 - wall time of the Llama-3.1-70B and Llama-3.1-405B decode steps at TP 8;
 - wall time of a 2048-token Llama-2-70B generation at batch 64, on one chip and on 4 (TP 4);
 - wall time of a 100-point sweep of a decode step on a 2-worker local pool;
+- the point rate of a 10,000-point sweep of a GPT-2 decode step at its start and at its end
+  (target: within 1.5x; ``--long-sweep 0`` leaves it out);
+- the wall time of a GPT-2-shaped model of 10,000 layers against 1,000 (target: at most 10x);
 - wall time and peak memory of a Llama-2-7B decode step chunk by chunk
   (``memsim run --no-fast-forward``), in a process of its own;
 - the targets of the concurrent engine against their figures, including the event rate of a
@@ -38,6 +41,7 @@ def timed(fn, repeat: int) -> tuple[float, object]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--long-sweep", type=int, default=10_000, help="points of the long sweep (0: leave it out)")
     args = ap.parse_args()
 
     chip = hardware.load("h100-sxm")
@@ -93,6 +97,9 @@ def main() -> None:
     print(f"  simulated total            {s['total_s']:10.2f} s   ({s['tokens_per_s']:.1f} tokens/s)")
     print(f"  wall time, simulate()      {wall:10.3f} s")
     sweep_benchmark()
+    if args.long_sweep:
+        long_sweep(args.long_sweep)
+    layers_benchmark()
     peak_memory()
     targets()
 
@@ -184,6 +191,57 @@ def sweep_benchmark() -> None:
         wall = time.perf_counter() - t0
     print(f"Sweep of a Llama-2-7B decode step: {len(res.rows)} points on 2 workers")
     print(f"  wall time                  {wall:10.2f} s   ({len(res.rows) / wall:.1f} points/s)")
+
+
+def long_sweep(points: int) -> None:
+    """A sweep of ``points`` equal-work GPT-2 decode points on a 2-worker pool: the point rate over
+    its first and its last tenth (results.csv is appended, so the rate should not fall)."""
+    import tempfile
+    from pathlib import Path
+
+    from memsim import sweep as sweeping
+    from memsim import sweep_store
+
+    done: list[float] = []
+    add = sweep_store.Results.add
+    sweep_store.Results.add = lambda self, row: (add(self, row), done.append(time.perf_counter()))[0]
+    try:
+        step = 10**9  # 1 GB/s apart: every point does the same work
+        sweeps = sweeping.parse_sweeps([f"hbm.bandwidth=1TB/s..{10**12 + (points - 1) * step}B/s:+{step}B/s"])
+        with tempfile.TemporaryDirectory() as out:
+            t0 = time.perf_counter()
+            res = sweeping.run_sweep(dict(hw="h100-sxm", model="gpt2", phase="decode", context=64), sweeps,
+                                     Path(out), workers=2, progress=False)
+            wall = time.perf_counter() - t0
+    finally:
+        sweep_store.Results.add = add
+    tenth = max(2, len(done) // 10)
+    first = (tenth - 1) / (done[tenth - 1] - done[0])
+    last = (tenth - 1) / (done[-1] - done[-tenth])
+    print(f"Sweep of a GPT-2 decode step: {len(res.rows)} points on 2 workers")
+    print(f"  wall time                  {wall:10.2f} s   ({len(res.rows) / wall:.1f} points/s)")
+    print(f"  point rate, first tenth    {first:10.1f} points/s")
+    print(f"  point rate, last tenth     {last:10.1f} points/s   (first / last {first / last:.2f}; target <= 1.5)")
+
+
+def layers_benchmark() -> None:
+    """A GPT-2-shaped decode step of 1,000 and of 10,000 layers (the loader's limit): wall time."""
+    import tempfile
+    from pathlib import Path
+
+    from memsim.presets import resolve
+
+    config = json.loads(resolve("gpt2", "models", (".json",)).read_text())
+    walls = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for layers in (1_000, 10_000):
+            path = Path(folder) / f"gpt2-{layers}.json"
+            path.write_text(json.dumps({**config, "n_layer": layers}))
+            walls[layers], _ = timed(lambda: simulate("h100-sxm", str(path), context=16, sensitivity=0), 1)
+    print("GPT-2-shaped decode step, context 16, h100-sxm, by layers")
+    print(f"  1,000 layers               {walls[1_000]:10.2f} s")
+    print(f"  10,000 layers              {walls[10_000]:10.2f} s   ({walls[10_000] / walls[1_000]:.1f}x; "
+          "target <= 10x)")
 
 
 if __name__ == "__main__":
