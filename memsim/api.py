@@ -19,8 +19,8 @@ from memsim.hardware.spec import SystemSpec
 from memsim.runspec import RunSpec
 
 
-DEFAULT_SAMPLES = RunSpec.samples
-python_entry = runspec.python_entry  # a Python caller's errors name keyword arguments  # decode steps simulated for a generation; the rest are interpolated
+DEFAULT_SAMPLES = RunSpec.samples  # decode steps simulated for a generation; the rest are interpolated
+python_entry = runspec.python_entry  # a Python caller's errors name keyword arguments
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,17 @@ def check_output_file(path: Path, option: str, inputs: Iterable[Path] = ()) -> N
     check_writable_parent(path, option)
 
 
+def folder_entries(out: Path, option: str) -> list[str]:
+    """The names in the folder ``out`` (none where it does not exist yet); a link or a file there
+    is refused (a command that replaces or fills a folder works on the folder itself)."""
+    out = Path(out)
+    if out.is_symlink():
+        raise ConfigError("is a link: give the folder itself", file=str(out), field=option)
+    if out.exists() and not out.is_dir():
+        raise ConfigError("exists and is not a folder", file=str(out), field=option)
+    return sorted(p.name for p in out.iterdir()) if out.is_dir() else []
+
+
 def same_file(a: Path, b: Path) -> bool:
     """Whether ``a`` and ``b`` are one file (by identity where both exist, else by resolved path)."""
     try:

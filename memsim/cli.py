@@ -330,6 +330,7 @@ def _invoke() -> None:
     a blank line before ours."""
     if any(name.startswith("_MEMSIM_COMPLETE") for name in os.environ):  # shell completion
         main.main()
+        return
     try:
         with main.make_context("memsim", sys.argv[1:]) as ctx:
             main.invoke(ctx)

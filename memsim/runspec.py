@@ -156,11 +156,11 @@ def options(command: str) -> list:
     return [f for f in fields(RunSpec) if command in f.metadata["commands"]]
 
 
-KEYWORDS.update({(f.metadata["flag"] or "--" + f.name.replace("_", "-")): f.name for f in fields(RunSpec)})
-
-
 def flag(f) -> str:
     return f.metadata["flag"] or "--" + f.name.replace("_", "-")
+
+
+KEYWORDS.update({flag(f): f.name for f in fields(RunSpec)})
 
 
 def sweepable() -> dict[str, Any]:

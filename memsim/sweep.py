@@ -194,13 +194,14 @@ def _tasks(base, sweeps, positions, digests, results: Results, bar, keep_root: P
             bar.update()
             continue
         key = sweep_store.run_key(spec, digests)
-        bar.update(key in results.order or key in done)
         if key in results.order:
             results.repeats += 1
+            bar.update()
             continue
         results.order[key] = i
         if key in done:
             results.skipped += 1
+            bar.update()
             continue
         contents = tuple((f, getattr(spec, f), digests[f, getattr(spec, f)]) for f in FILE_FIELDS
                          if (f, getattr(spec, f)) in digests)
@@ -231,7 +232,7 @@ def _check_chips(first: RunSpec, sweeps: dict[str, list[str]]) -> None:
     every point would fail on is one error, not a column of them."""
     from memsim.api import _load_chip
 
-    fixed = tuple(kv for kv in first.set if kv[0] not in sweeps or kv[0] in RUN_FIELDS)
+    fixed = tuple(kv for kv in first.set if kv[0] not in sweeps)
     for hw in sweeps.get("hw", [first.hw]):
         for system in sweeps.get("system", [first.system]):
             _load_chip(hw, fixed, system)

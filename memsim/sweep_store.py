@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from memsim import __version__, units
-from memsim.atomic import atomic_write_text, check_writable_parent
+from memsim.atomic import atomic_write_text, check_writable_parent, folder_entries
 from memsim.errors import ConfigError
 from memsim.inputs import FILE_FIELDS, path_of
 from memsim.runspec import RunSpec
@@ -102,17 +102,12 @@ class Lock:
 def check_folder(out: Path) -> None:
     """Refuse an ``--out`` that is a link, not a folder, or a folder holding files of something
     other than a sweep (nothing is created)."""
-    out = Path(out)
-    if out.is_symlink():
-        raise ConfigError("is a link: give the folder itself", file=str(out), field="--out")
-    if out.exists() and not out.is_dir():
-        raise ConfigError("exists and is not a folder", file=str(out), field="--out")
-    held = sorted(p.name for p in out.iterdir()) if out.is_dir() else []
+    held = folder_entries(out, "--out")
     foreign = [n for n in held if n not in OWN and not n.startswith((".results.csv.", f".{MANIFEST}."))]
     if foreign and MANIFEST not in held:
         raise ConfigError(f"holds {units.shown(foreign[0])}, which no sweep writes: give a new or empty folder",
                           file=str(out), field="--out")
-    check_writable_parent(out / MANIFEST, "--out")
+    check_writable_parent(Path(out) / MANIFEST, "--out")
 
 
 def claim(out: Path, experiment: dict[str, Any]) -> None:

@@ -27,10 +27,15 @@ MAX_RANGE = 100_000  # values one range may expand to
 def expand(spec: str) -> list[str]:
     """Comma-separated values, each a value or a range ``A..B:xF`` (geometric) or ``A..B:+S``
     (arithmetic), with units: ``256KiB..4MiB:x2,16MiB``."""
-    values = [v for part in spec.split(",") if part.strip() for v in _expand_one(part.strip())]
+    values = _expand_all(spec.split(","))
     if not values:
         raise ConfigError(f"no values in {units.shown(spec)}", field="--set")
     return values
+
+
+def _expand_all(parts: Iterable[str]) -> list[str]:
+    """Each non-blank part as a value or a range, in order."""
+    return [v for part in parts if part.strip() for v in _expand_one(part.strip())]
 
 
 def _expand_one(spec: str) -> list[str]:
@@ -141,8 +146,7 @@ def parse_sweeps(items: Iterable[str], listed: dict[str, list[str]] | None = Non
             except UnicodeEncodeError:
                 raise ConfigError(f"{name}: a value that is not valid text (an undecodable byte)",
                                   field="--set") from None
-        values = [p.strip() for p in parts if p.strip()] if name in FILE_FIELDS else \
-            [v for p in parts if p.strip() for v in _expand_one(p.strip())]
+        values = [p.strip() for p in parts if p.strip()] if name in FILE_FIELDS else _expand_all(parts)
         if not values:
             raise ConfigError(f"{name}: no values", field="--set")
         out[name] = _once(name, values)

@@ -119,11 +119,12 @@ class ComputeSpec:
         for d in self.native:
             if d not in peaks:
                 fail(f"{d} has no `peak`: a native format computes at its own rate", "compute.native")
-        for d in peaks:
-            own = dict(self.dtype_efficiency).get(d)
-            smallest = "compute.kernel_efficiency" if self.kernel_efficiency < (self.efficiency if own is None else own) \
-                else "compute.efficiency" if own is None else f"compute.dtype_efficiency.{d}"
-            least_rate(self.peak(d) * self.matrix_efficiency(d), smallest, f"the {d} peak x efficiency x kernel_efficiency")
+        for d in peaks:  # the error names the smaller of the two factors
+            own = dict(self.dtype_efficiency)
+            factors = {f"compute.dtype_efficiency.{d}" if d in own else "compute.efficiency": own.get(d, self.efficiency),
+                       "compute.kernel_efficiency": self.kernel_efficiency}
+            least_rate(self.peak(d) * self.matrix_efficiency(d), min(factors, key=factors.__getitem__),
+                       f"the {d} peak x efficiency x kernel_efficiency")
         least_rate(self.vector_flops_per_s * self.efficiency, "compute.efficiency", "vector_peak x efficiency")
 
     def matrix_efficiency(self, dtype: str) -> float:

@@ -27,7 +27,7 @@ from typing import Any, Iterable, Iterator
 import pandas as pd
 import yaml
 
-from memsim.atomic import check_writable_parent, same_file, umask
+from memsim.atomic import check_writable_parent, folder_entries, umask
 from memsim.errors import ConfigError
 from memsim.files import check_file
 
@@ -101,18 +101,13 @@ def check_target(out: Path, inputs: Iterable[Path] = ()) -> None:
     out = Path(out).absolute()
     _check_target(out)
     for source in inputs:
-        source = Path(source)
-        if same_file(source.parent, out) or out in source.absolute().parents or out.resolve() in source.resolve().parents:
+        if out.resolve() in Path(source).resolve().parents:
             raise ConfigError(f"holds this run's input {source}: give another folder", file=str(out), field="--out")
     check_writable_parent(out, "--out")
 
 
 def _check_target(out: Path) -> None:
-    if out.is_symlink():
-        raise ConfigError("is a link: give the folder itself", file=str(out), field="--out")
-    if out.exists() and not out.is_dir():
-        raise ConfigError("exists and is not a folder", file=str(out), field="--out")
-    held = sorted(p.name for p in out.iterdir()) if out.is_dir() else []
+    held = folder_entries(out, "--out")
     if held and MARKER not in held:
         raise ConfigError("is not empty and holds no memsim run: give a new or empty folder", file=str(out),
                           field="--out")
