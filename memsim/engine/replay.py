@@ -27,8 +27,8 @@ class Memo:
 def key(signature: tuple, servers: list[Server]) -> tuple:
     """What decides a task's timing: its plan and what its resources are, not which chip (or
     region) they belong to, so identical layers on other chips or regions replay it too."""
-    return signature, tuple((s.rid.kind, s.channels, s.channel_bw, s.latency_ps,
-                             s.via is not None and (s.via.channel_bw, s.via.latency_ps)) for s in servers)
+    return signature, tuple((s.rid.kind, s.channels, s.bandwidth, s.latency_ps,
+                             s.via is not None and (s.via.bandwidth, s.via.latency_ps)) for s in servers)
 
 
 class Recording:

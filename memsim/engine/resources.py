@@ -15,7 +15,9 @@ resumes where it stopped), as a demand request takes it from a prefetch. Nothing
 preempted. A load then never waits behind a store that happened to arrive just before it,
 so making a step's chunks bigger can only delay its loads, never let them pass a store they
 queued behind before. A level with ``channels`` stripes each transfer evenly over the channels its step
-may use (``width``), so a transfer of n bytes takes ceil(n / width) / channel bandwidth.
+may use, so a transfer of n bytes takes n / (bandwidth x width / channels), rounded up to the
+picosecond (``hardware/stripes``): the channel count at equal total bandwidth changes nothing for
+a whole chip's step.
 
 A level reached over a link (host DDR over PCIe, MemoryX over a wafer's I/O) holds the link
 for the same transfer, and the later of the two finishes it. A link named in a plan (a wafer's
@@ -33,9 +35,9 @@ from simpy.events import NORMAL, PENDING, Event
 from simpy.resources.base import BaseResource, Put
 
 from memsim.engine.records import COMPUTE, LEVEL, LINK, SYSTEM, ResourceId
+from memsim.hardware import stripes
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec, LinkSpec, MemoryLevel
-from memsim.units import transfer_ps
 
 DEMAND, COMMUNICATION, PREFETCH = 0, 1, 2  # request priorities, lowest first
 
@@ -132,13 +134,13 @@ class Use(Put):
 class Server(BaseResource):
     PutQueue = _PriorityQueue
 
-    def __init__(self, env: simpy.Environment, rid: ResourceId, channels: int = 1, channel_bw: int = 1,
+    def __init__(self, env: simpy.Environment, rid: ResourceId, channels: int = 1, bandwidth: int = 1,
                  latency_ps: int = 0, via: "Server | None" = None, energy_fj_per_bit: int = 0) -> None:
         super().__init__(env, 1)
         self.rid = rid
         self.energy_fj_per_bit = energy_fj_per_bit  # what each bit it moves costs (its transfer rows carry it)
         self.channels = channels
-        self.channel_bw = channel_bw
+        self.bandwidth = bandwidth  # bytes/s over all its channels
         self.latency_ps = latency_ps
         self.via = via
         self.user: Use | None = None
@@ -236,15 +238,9 @@ class Server(BaseResource):
     def free_at(self) -> int:
         return max(self.horizon, self.via.free_at) if self.via is not None else self.horizon
 
-    def width(self, share: float) -> int:
-        """The channels a step with ``share`` of the level may stripe over: whole channels,
-        rounded down, so regions never take more channels between them than there are."""
-        return max(1, min(self.channels, int(self.channels * share + 1e-9)))
-
     def duration(self, nbytes: int, share: float = 1.0) -> int:
-        if self.channels * share < 1 - 1e-9 and self.rid.kind == LEVEL:  # less than a channel: its share of one
-            return transfer_ps(nbytes, max(1, int(self.channel_bw * self.channels * share)))
-        return transfer_ps(-(-nbytes // self.width(share)), self.channel_bw)
+        """Time to move ``nbytes`` for a step with ``share`` of a level (a link serves whole)."""
+        return stripes.duration_ps(nbytes, self.bandwidth, self.channels, share if self.rid.kind == LEVEL else 1.0)
 
     def count(self, nbytes: int, read: bool, owner: object = None) -> None:
         """Account moved bytes here and on the link this level is reached over. Counting is a
@@ -293,7 +289,7 @@ class ChipResources:
 
 def _level(env: simpy.Environment, spec: MemoryLevel, units: int, chip: int, via: Server | None) -> Server:
     bandwidth = spec.effective_bandwidth(units)
-    return Server(env, ResourceId(LEVEL, chip, spec.name), spec.channels, max(1, bandwidth // spec.channels),
+    return Server(env, ResourceId(LEVEL, chip, spec.name), spec.channels, bandwidth,
                   spec.latency_ps, via, spec.energy_fj_per_bit)
 
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from memsim.hardware import stripes
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping import tiling
@@ -51,21 +52,17 @@ MAX_GRAIN = 64 * GRAIN  # a coarser grain would leave a small staging area unuse
 def grain(chip: ChipSpec, source: Ref, share: float = 1.0) -> int:
     """The unit a GEMM's staged part (and what it leaves to stream) is cut in on ``chip`` from
     level ``source``: whole bytes over the copy's transfers and the GEMM's chunks, as ``GRAIN``,
-    and whole picoseconds on each channel of the level (striped over the channels a step with
-    ``share`` of it uses) and on the link it is reached over. A grain moved from the stream to the
+    and whole picoseconds at the rate a step with ``share`` of the level gets (``hardware/stripes``)
+    and on the link it is reached over. A grain moved from the stream to the
     copy then moves whole picoseconds, so a larger part never rounds a transfer up (transfers are
     rounded up to the picosecond per chunk): where that takes more than ``MAX_GRAIN``, ``GRAIN``."""
     level = chip.level(source.name)
-    channel = max(1, level.effective_bandwidth(chip.compute.units) // level.channels)
-    if level.channels * share < 1 - 1e-9:  # less than a channel: its share of one (``Server.duration``)
-        rates = [(1, max(1, int(channel * level.channels * share)))]
-    else:
-        rates = [(max(1, min(level.channels, int(level.channels * share + 1e-9))), channel)]
+    units = [stripes.exact_unit(level.effective_bandwidth(chip.compute.units), level.channels, share)]
     if level.via:
-        rates.append((1, chip.link(level.via).effective_bandwidth))
+        units.append(stripes.exact_unit(chip.link(level.via).effective_bandwidth))
     unit = GRAIN
-    for ways, rate in rates:
-        unit = math.lcm(unit, tiling.CHUNKS * ways * (rate // math.gcd(rate, PS_PER_S)))
+    for exact in units:
+        unit = math.lcm(unit, tiling.CHUNKS * exact)
     return unit if unit <= MAX_GRAIN else GRAIN
 
 

@@ -11,6 +11,7 @@ from memsim.engine.resources import ChipResources
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec, ComputeSpec, ExecutionSpec, LinkSpec, MemoryLevel
 from memsim.mapping.plan import OpTask, Plan, Step
+from memsim.units import PS_PER_S
 
 L2, HBM, DDR = Ref.level("l2"), Ref.level("hbm"), Ref.level("ddr")
 LEVELS = (L2, HBM, DDR)
@@ -80,13 +81,13 @@ def test_a_step_never_ends_sooner_when_a_chunk_needs_more(l2_latency, hbm_latenc
 
 
 def test_a_chunk_holds_a_level_for_its_share_of_the_whole_transfer():
-    """A chunk's hold is the whole transfer's time over the count, rounded up once: a small
-    chunk is not charged a byte per channel more than its share."""
+    """A chunk's hold is the whole transfer's time over the count, rounded up once, and a level's
+    transfer is not rounded to whole bytes per channel: a small chunk pays its bytes' time."""
     res = ChipResources(Environment(), hardware.load("h100-sxm"), 0)
     hbm = res.ports[HBM]  # 5 channels
     port = Port(hbm, 207 * 1024, 1024, 1.0)
     assert port.hold == -(-hbm.duration(207 * 1024) // 1024)
-    assert port.hold < hbm.duration(207)  # 207 B striped over 5 channels is 42 B on each
+    assert port.hold == hbm.duration(207) == -(-207 * PS_PER_S // hbm.bandwidth)  # not 42 B on each of 5
 
 
 @given(st.integers(1, 2000), st.integers(0, 2_000_000), st.integers(1, 10**8))

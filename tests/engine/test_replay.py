@@ -10,7 +10,7 @@ from memsim.engine.resources import Job, Server
 
 def _recorded(counted_by_other: bool) -> Replay:
     env = simpy.Environment()
-    hbm = Server(env, ResourceId(LEVEL, 0, "hbm"), channels=1, channel_bw=10**12)
+    hbm = Server(env, ResourceId(LEVEL, 0, "hbm"), channels=1, bandwidth=10**12)
     task, prefetch = Job("a", 0, "compute"), Job("prefetch.b", 0, "copy")
     rec = Recording(0, [hbm])
     hbm.request(1000, task)

@@ -8,7 +8,7 @@ from memsim.engine.resources import DEMAND, PREFETCH, Job, Server
 
 
 def _server(env):
-    return Server(env, ResourceId(LEVEL, 0, "hbm"), channels=1, channel_bw=10**12)
+    return Server(env, ResourceId(LEVEL, 0, "hbm"), channels=1, bandwidth=10**12)
 
 
 def test_demand_preempts_a_prefetch_which_resumes_where_it_stopped():
