@@ -10,8 +10,8 @@ import pandas as pd
 import contextlib
 import dataclasses
 
-from memsim import engine, generation, grid, hardware, mapping, powercap, report, runspec, sensitivity, speculative, \
-    units, workload
+from memsim import engine, generation, grid, hardware, limits, mapping, powercap, report, runspec, sensitivity, \
+    speculative, units, workload
 from memsim.errors import CapacityError, ConfigError
 from memsim.hardware.estimates import Estimate
 from memsim.hardware.loader import build, dump_chip, estimates_of, load_chip, read_yaml
@@ -76,9 +76,11 @@ def micro_graphs(spec: RunSpec, config: workload.ModelConfig, phase: str, tokens
     """The graphs of a step split into ``parts`` micro-batches (equal parts share one graph;
     ``prompt_chunks``: see ``workload.split``)."""
     built: dict[workload.StepSpec, workload.OpGraph] = {}
-    return tuple(built.setdefault(s, workload.build_step(config, s))
-                 for s in workload.split(step_of(spec, phase, tokens, quantize_embeddings, embedding_shards), parts,
-                                         prompt_chunks))
+    steps = workload.split(step_of(spec, phase, tokens, quantize_embeddings, embedding_shards), parts, prompt_chunks)
+    for s in steps:
+        if s not in built:  # each distinct part built once
+            built[s] = workload.build_step(config, s)
+    return tuple(built[s] for s in steps)
 
 
 def step_graphs(spec: RunSpec, chip: hardware.ChipSpec, config: workload.ModelConfig, phase: str,
@@ -91,6 +93,8 @@ def step_graphs(spec: RunSpec, chip: hardware.ChipSpec, config: workload.ModelCo
         parts = min(chip.execution.pipeline_chunks, tokens) if layered else 1
     quantized = chip.execution.embedding_dtype == "weight"
     graph = load_workload(spec, phase, tokens, config, quantized)
+    limits.check(len(graph.ops) * parts, limits.MAX_TASKS, f"tasks ({len(graph.ops)} ops x {parts} micro-batches)",
+                 "--microbatches" if spec.microbatches is not None else "execution.pipeline_chunks")
     shards = mapping.lookup_shards(graph, chip, spec.pp)  # an embedding table too big for a stage of its own
     if parts == 1:
         return (graph if shards == 1 else load_workload(spec, phase, tokens, config, quantized, shards)), ()
@@ -228,7 +232,10 @@ def run(spec: RunSpec) -> Result:
     def rerun(path: str, value: str) -> dict:
         return _simulate(dataclasses.replace(spec, set=spec.set + ((path, value),))).summary
 
-    moved = sensitivity.report(result.summary, found, spec.sensitivity, rerun)
+    top = spec.sensitivity if spec.sensitivity is not None else sensitivity.auto(result.summary)
+    moved = sensitivity.report(result.summary, found, top, rerun)
+    if spec.sensitivity is None and not top:
+        moved["not_rerun"] = sensitivity.work(result.summary)
     return dataclasses.replace(result, summary={**result.summary, "estimates": moved})
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from memsim import __version__, api, hardware, inputs, report, runspec, sensitivity, workload
+from memsim import __version__, api, hardware, inputs, limits, report, runspec, sensitivity, workload
 from memsim.atomic import check_output_file
 from memsim.console import interrupted
 from memsim.errors import MemsimError, MemsimWarning, flags_named
@@ -220,6 +220,7 @@ def import_chakra(trace_file, output, ranks):
 
     if ranks < 1:
         raise MemsimError("must be at least 1", field="--ranks")
+    limits.check(ranks, limits.MAX_RANKS, "ranks", "--ranks")
     check_output_file(Path(output), "--output", [Path(trace_file)])
     graph, report = convert(Path(trace_file), ranks)
     _write_import(graph, report, output)

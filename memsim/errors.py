@@ -82,13 +82,17 @@ def keyword_named(names: Mapping[str, str]) -> Callable[[F], F]:
     def decorate(fn: F) -> F:
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if _FLAGS.get():  # the command line, or an entry point calling another: the outermost renames
+                return fn(*args, **kwargs)
+            token = _FLAGS.set(True)
             try:
                 return fn(*args, **kwargs)
             except MemsimError as exc:
-                if not _FLAGS.get():
-                    exc.field = None if exc.field is None else as_keywords(exc.field)
-                    exc.message = as_keywords(exc.message)
-                    exc.args = (exc.message,)
+                exc.field = None if exc.field is None else as_keywords(exc.field)
+                exc.message = as_keywords(exc.message)
+                exc.args = (exc.message,)
                 raise
+            finally:
+                _FLAGS.reset(token)
         return wrapper  # type: ignore[return-value]
     return decorate

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from memsim import limits
 from memsim.errors import ConfigError, MemsimError
 
 _MERGE = "tag:yaml.org,2002:merge"
@@ -30,16 +31,22 @@ def check_file(path: Path, error: type[MemsimError] = ConfigError) -> None:
 
 def read_text(path: Path, error: type[MemsimError] = ConfigError) -> str:
     """The file's text, decoded as UTF-8 (a byte-order mark is dropped)."""
-    check_file(path, error)
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise error(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
+    data = read_bytes(path, error)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise error(f"not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line})", file=str(path)) from None
+
+
+def read_bytes(path: Path, error: type[MemsimError] = ConfigError) -> bytes:
+    """The file's bytes, if it holds at most ``limits.MAX_FILE_BYTES``."""
+    check_file(path, error)
+    try:
+        limits.check(Path(path).stat().st_size, limits.MAX_FILE_BYTES, "bytes", file=str(path), error=error)
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise error(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
 
 
 class _Loader(yaml.SafeLoader):

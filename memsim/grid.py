@@ -36,8 +36,8 @@ def fastest(spec: RunSpec, bound: Callable[[RunSpec], float], simulate: Callable
     tried: list[dict[str, Any]] = []
     ranked: list[tuple[float, RunSpec]] = []
     for tp, pp in candidates(spec.chips):
-        grid = dataclasses.replace(spec, tp=tp, pp=pp)
-        try:
+        try:  # a grid past a limit (memsim.limits) is ruled out like one the model cannot split
+            grid = dataclasses.replace(spec, tp=tp, pp=pp)
             ranked.append((bound(grid), grid))
         except (CapacityError, ConfigError) as exc:
             if isinstance(exc, ConfigError) and exc.field not in GRID_FIELDS:

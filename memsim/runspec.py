@@ -12,7 +12,7 @@ import math
 from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any, Iterable, Mapping
 
-from memsim import units
+from memsim import limits, units
 from memsim.errors import ConfigError, keyword_named
 from memsim.workload.dtypes import KV_DTYPES, WEIGHT_DTYPES
 
@@ -66,13 +66,14 @@ class RunSpec:
     generate: int = param(128, "generate: decode steps after the prefill", kind=int, minimum=1, maximum=MAX_STEPS)
     samples: int = param(8, "generate: decode steps simulated; the others are interpolated", kind=int, minimum=2,
                          maximum=MAX_STEPS)
-    tp: int = param(1, "tensor-parallel ranks", kind=int, minimum=1)
-    pp: int = param(1, "pipeline stages", kind=int, minimum=1)
+    tp: int = param(1, "tensor-parallel ranks", kind=int, minimum=1, maximum=limits.MAX_RANKS)
+    pp: int = param(1, "pipeline stages", kind=int, minimum=1, maximum=limits.MAX_CHIPS)
     chips: int | None = param(None, "chips in the system: with --tp or --pp it must equal tp x pp; alone, the "
-                              "fastest tp x pp grid of that many chips that fits is chosen", kind=int, minimum=1)
+                              "fastest tp x pp grid of that many chips that fits is chosen", kind=int, minimum=1,
+                              maximum=limits.MAX_CHIPS)
     microbatches: int | None = param(None, "micro-batches the step flows through the pipeline in (default 1; a "
                                      "layer-pipelined chip splits a prefill into execution.pipeline_chunks)",
-                                     kind=int, minimum=1)
+                                     kind=int, minimum=1, maximum=limits.MAX_TASKS)
     draft: str | None = param(None, "speculative decoding (decode, generate): the draft model (a name in "
                               "configs/models or a path to a HF config.json; it runs on the target's chips, tp "
                               "and pp), or 'self' for a draft of --draft-cost (draft heads, n-gram lookup)")
@@ -87,10 +88,11 @@ class RunSpec:
                                "collective, ...)")
     set: tuple[tuple[str, str], ...] = param((), "override a hardware field: PATH=VALUE, repeatable",
                                              sweepable=False, commands=("run",))
-    sensitivity: int = param(0, "name the N estimated preset values the result is most sensitive to, with the "
-                             "step time and energy at the ends of their ranges (two reruns for each estimate the run "
-                             "depends on; 0: only list them)", kind=int, minimum=0, maximum=100, sweepable=False,
-                             commands=("run",), cli_default=3)
+    sensitivity: int | None = param(0, "name the N estimated preset values the result is most sensitive to, with "
+                                    "the step time and energy at the ends of their ranges (two reruns for each "
+                                    "estimate the run depends on; 0: only list them; not given: 3 where the run is "
+                                    "small enough to rerun in seconds, memsim.sensitivity.AUTO_WORK)", kind=int,
+                                    minimum=0, maximum=100, sweepable=False, commands=("run",), cli_default=None)
     fast_forward: bool = param(True, "fast-forward off: simulate every chunk and every layer instead of replaying "
                                "repeated ones (slow; for checking)", kind=bool,
                                flag="--no-fast-forward", sweepable=False, commands=("run",))
@@ -109,6 +111,7 @@ class RunSpec:
                                   field="--trace")
             if self.phase == "generate":
                 raise ConfigError("a trace holds one step; --phase generate needs --model", field="--phase")
+        limits.check(self.tp * self.pp, limits.MAX_CHIPS, "chips (--tp x --pp)", "--tp/--pp")
         if self.chips is not None and self.chips != self.tp * self.pp and (self.tp, self.pp) != (1, 1):
             raise ConfigError(f"{self.chips} must equal --tp x --pp ({self.tp * self.pp}), or be given alone",
                               field="--chips")
@@ -194,8 +197,8 @@ def parse_value(f, text: str) -> Any:
 def check(f, value: Any) -> Any:
     """``value`` checked against field ``f``'s type, range and choices (ints given as whole floats become ints)."""
     kind, name = f.metadata["kind"], flag(f)
-    if value is None:
-        if f.default is not None:
+    if value is None:  # "derive it", where the field (or the console) may leave it so
+        if f.default is not None and f.metadata["cli_default"] is not None:
             raise ConfigError("must be given", field=name)
         return None
     if kind is bool:
@@ -229,7 +232,7 @@ def _in_range(f, value: float, name: str) -> Any:
     if meta["minimum"] is not None and value < meta["minimum"]:
         raise ConfigError(f"must be at least {meta['minimum']}, got {value}", field=name)
     if value > meta["maximum"]:
-        raise ConfigError(f"must be at most {meta['maximum']}, got {value}", field=name)
+        raise ConfigError(f"must be at most {meta['maximum']:,}, got {value:,}", field=name)
     if meta["below"] is not None and value >= meta["below"]:
         raise ConfigError(f"must be below {meta['below']}, got {value}", field=name)
     return value

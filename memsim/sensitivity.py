@@ -115,6 +115,24 @@ def shown(e: Estimate) -> dict[str, Any]:
     return {"field": e.path, "value": e.written[0], "range": [e.written[1], e.written[2]]}
 
 
+AUTO_TOP = 3  # estimates the console names by default
+# Engine events and timeline records of a run beyond which the console does not rerun it by
+# default: each rerun costs about what the run did, roughly 50 us a unit (scripts/bench.py).
+AUTO_WORK = 50_000
+
+
+def work(summary: dict) -> int:
+    """What a run cost the engine: its events and its timeline records (0: not known)."""
+    counts = summary.get("engine", {})
+    return int(counts.get("events", 0)) + int(counts.get("records", 0))
+
+
+def auto(summary: dict) -> int:
+    """The estimates the console reruns by default: ``AUTO_TOP`` where the run is small enough
+    that its reruns take seconds, else none (``--sensitivity N`` asks for them whatever the size)."""
+    return AUTO_TOP if work(summary) <= AUTO_WORK else 0
+
+
 def report(summary: dict, found: tuple[Estimate, ...], top: int = 0,
            rerun: Callable[[str, str], dict] | None = None) -> dict[str, Any]:
     """The ``estimates`` key of a run's summary: every estimate the result rests on and, with
@@ -156,7 +174,10 @@ def lines(estimates: dict[str, Any]) -> list[str]:
         span = f"{lo * 1e3:.4g} to {hi * 1e3:.4g} ms" if row["step_swing"] else "step time unchanged"
         out.append(f"    {row['field']:<28} {row['value']} [{row['range'][0]} .. {row['range'][1]}]: {span}, "
                    f"energy {row['energy_j'][0]:.4g} to {row['energy_j'][1]:.4g} J")
-    if not estimates["sensitive"]:
+    if estimates.get("not_rerun"):
+        out.append(f"    (not rerun by default: the run took {estimates['not_rerun']:,} engine events and records, "
+                   f"over {AUTO_WORK:,}; --sensitivity N reruns it at the ends of their ranges)")
+    elif not estimates["sensitive"]:
         out.append("    (--sensitivity N reruns the step at the ends of their ranges)")
     return out
 

@@ -115,3 +115,18 @@ def test_an_end_of_a_range_at_the_value_is_the_run_itself(clocked_path, tiny_mod
 
     row = sensitivity.report(s, (at_low,), 1, rerun)["sensitive"][0]
     assert asked == [at_low.written[2]] and row["step_time_s"][0] == s["step_time_s"]
+
+
+def test_left_to_derive_a_small_run_is_rerun_and_a_large_one_is_not(chip_path, tiny_model_path, monkeypatch):
+    """``sensitivity=None`` (the console's default): reruns where the run's engine events and
+    records are at most ``AUTO_WORK``, and says so where they are not."""
+    small = _run(chip_path, str(tiny_model_path), sensitivity=None).summary
+    assert sensitivity.work(small) <= sensitivity.AUTO_WORK
+    assert len(small["estimates"]["sensitive"]) == sensitivity.AUTO_TOP and "not_rerun" not in small["estimates"]
+    monkeypatch.setattr(sensitivity, "AUTO_WORK", sensitivity.work(small) - 1)
+    large = _run(chip_path, str(tiny_model_path), sensitivity=None).summary["estimates"]
+    assert large["sensitive"] == [] and large["not_rerun"] == sensitivity.work(small)
+    text = "\n".join(sensitivity.lines(large))
+    assert f"took {sensitivity.work(small):,} engine events" in text and "--sensitivity N reruns it" in text
+    asked = _run(chip_path, str(tiny_model_path), sensitivity=2).summary["estimates"]  # asked: rerun whatever the size
+    assert len(asked["sensitive"]) == 2

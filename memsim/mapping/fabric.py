@@ -87,7 +87,9 @@ class Fabric:
 
     def seconds(self, rounds: Sequence[Sequence[tuple[int, int, int]]], launch: bool = True) -> float:
         """Rounds one after another, and the launch once (if ``launch`` and the chip pays one)."""
-        return (sum(self.round_ps(r) for r in rounds) + (self.launch_ps if launch and rounds else 0)) / PS_PER_S
+        each: dict[int, int] = {}  # a round repeated as one tuple (a ring's) is costed once
+        total = sum(each[id(r)] if id(r) in each else each.setdefault(id(r), self.round_ps(r)) for r in rounds)
+        return (total + (self.launch_ps if launch and rounds else 0)) / PS_PER_S
 
     def shape(self, group: Sequence[int]) -> collectives.Shape:
         """How ``group`` sits on the system: ring channels that share no link where its members

@@ -168,11 +168,10 @@ def link_bytes(tasks: list[OpTask], chip: ChipSpec, chips: int, regions: int = 1
     out: dict[str, tuple[int, int]] = {}
     edges: dict[str, int] = {}
     routes = Routes(chip, chips, regions, tp)
-    for t in tasks:
-        for transfers in t.rounds:
-            for src, dst, nbytes in transfers:
-                for name in routes.names(src, dst):
-                    edges[name] = edges.get(name, 0) + nbytes
+    for transfers, times in _counted(r for t in tasks for r in t.rounds):  # a round shared by tasks: walked once
+        for src, dst, nbytes in transfers:
+            for name in routes.names(src, dst):
+                edges[name] = edges.get(name, 0) + nbytes * times
     for name, nbytes in edges.items():
         link = routes.link(name)
         out[f"link:{link.name}[{name.removeprefix('region:')}]"] = (nbytes, routes.peak(name))
@@ -210,25 +209,45 @@ def collective_seconds(tasks: list[OpTask], chip: ChipSpec, chips: int, regions:
         return {}
     routes = Routes(chip, chips, regions, tp)
     out: dict[tuple[int, int], float] = {}
-    for (_, unit, microbatch), rounds in _whole_collectives(tasks).items():
-        seconds = sum(max(routes.seconds(a, b, n) for a, b, n in transfers) for transfers in rounds)
+    least: dict[tuple[int, ...], float] = {}  # by the chunks' rounds: equal collectives are costed once
+    for (_, unit, microbatch), parts in _collective_parts(tasks).items():
+        ids = tuple(map(id, parts))
+        if ids not in least:
+            least[ids] = sum(max(routes.seconds(a, b, n) for a, b, n in transfers) for transfers in _whole(parts))
         key = (unit // tp, microbatch)
-        out[key] = out.get(key, 0.0) + seconds
+        out[key] = out.get(key, 0.0) + least[ids]
     return out
 
 
-def _whole_collectives(tasks: list[OpTask]) -> dict[tuple[str, int, int], list[list[tuple[int, int, int]]]]:
-    """Each collective's rounds by (operator, chip, micro-batch), its chunks' bytes summed
-    transfer by transfer (they run the same algorithm) into the whole message's."""
-    out: dict[tuple[str, int, int], list[list[tuple[int, int, int]]]] = {}
+def _collective_parts(tasks: list[OpTask]) -> dict[tuple[str, int, int], list[tuple]]:
+    """Each collective's chunks' rounds by (operator, chip, micro-batch)."""
+    out: dict[tuple[str, int, int], list[tuple]] = {}
     for t in tasks:
-        if t.kind == "sendrecv" or not t.rounds:
-            continue
-        key = (t.graph_op or t.op, t.chip, t.microbatch)
-        acc = out.get(key)
-        out[key] = [list(r) for r in t.rounds] if acc is None else \
-            [[(a, b, n + m) for (a, b, n), (_, _, m) in zip(x, r)] for x, r in zip(acc, t.rounds)]
+        if t.kind != "sendrecv" and t.rounds:
+            out.setdefault((t.graph_op or t.op, t.chip, t.microbatch), []).append(t.rounds)
     return out
+
+
+def _whole(parts: list[tuple]) -> list[list[tuple[int, int, int]]]:
+    """A collective's rounds, its chunks' bytes summed transfer by transfer (they run the same
+    algorithm) into the whole message's."""
+    acc = [list(r) for r in parts[0]]
+    for rounds in parts[1:]:
+        acc = [[(a, b, n + m) for (a, b, n), (_, _, m) in zip(x, r)] for x, r in zip(acc, rounds)]
+    return acc
+
+
+def _counted(rounds) -> list[tuple[tuple, int]]:
+    """Distinct round objects (one shared tuple is one round however many tasks hold it) with
+    how often each occurs."""
+    seen: dict[int, list] = {}
+    for r in rounds:
+        entry = seen.get(id(r))
+        if entry is None:
+            seen[id(r)] = [r, 1]
+        else:
+            entry[1] += 1
+    return [(r, k) for r, k in seen.values()]
 
 
 def unit_chip(unit: int, tp: int, regions: int) -> int:

@@ -15,7 +15,7 @@ from typing import Iterator
 
 import networkx as nx
 
-from memsim import units
+from memsim import limits, units
 from memsim.dtypes import DTYPES
 from memsim.errors import TraceError
 
@@ -30,7 +30,7 @@ POSITIVE_DIMS = ("m", "n", "k", "groups", "batch", "heads", "kv_heads", "q_len",
 MIN_INPUTS = {"matmul": ("activation", "weight"), "attention": ("q", "k", "v")}  # the inputs it reads first
 # The meta fields the mapping and the report read: their least and greatest values. A trace's
 # tensor-parallel group is simulated chip by chip, so its size is kept to what fits in memory.
-META_NUMBERS = {"tp": (1, 2**16), "batch": (0, None), "tokens": (0, None), "context": (0, None)}
+META_NUMBERS = {"tp": (1, limits.MAX_RANKS), "batch": (0, None), "tokens": (0, None), "context": (0, None)}
 
 
 def _fail(message: str, field: str) -> None:
@@ -131,6 +131,8 @@ class Op:
         for key, value in self.dims:
             _name(key, f"{where}.dims")
             _whole(value, f"{where}.dims.{key}", 1 if key in POSITIVE_DIMS else 0)
+            if key == "ranks":
+                limits.check(value, limits.MAX_RANKS, "ranks", f"{where}.dims.ranks", error=TraceError)
         for key in REQUIRED_DIMS.get(self.kind, ()):
             if key not in dims:
                 _fail(f"an op of kind {self.kind} needs dims {', '.join(REQUIRED_DIMS[self.kind])}; {key!r} is missing",
@@ -193,6 +195,7 @@ class OpGraph:
         """References, producers and cycles (each op and tensor checked its own fields when made)."""
         if not self.ops:
             raise TraceError("the graph holds no ops: there is nothing to simulate", file=file, field="ops")
+        limits.check(len(self.ops), limits.MAX_OPS, "ops", "ops", file, TraceError)
         for key, (least, most) in META_NUMBERS.items():
             if key in self.meta:
                 try:

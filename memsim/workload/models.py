@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from memsim import limits
 from memsim.errors import ConfigError
 from memsim.files import load_json
 from memsim.units import shown
@@ -55,7 +56,7 @@ class ModelConfig:
 # A shape field past this is a typo, not a model (no config comes near 2^31 layers, heads or tokens).
 MAX_SHAPE = 2**31 - 1
 # Layers: the largest models have a few hundred; a step's DAG holds about a dozen ops a layer.
-MAX_LAYERS = 10_000
+MAX_LAYERS = limits.MAX_LAYERS
 
 
 def load_model(path: Path) -> ModelConfig:

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from memsim import simulate_graph
+from memsim import limits, simulate_graph
 from memsim.errors import TraceError
 from memsim.workload import Op, OpGraph, Read, Tensor, read_trace, write_trace
 
@@ -83,7 +83,7 @@ def test_a_graph_checks_what_joins_its_ops():
     g.meta["tp"] = 0
     refused(lambda: g.validate(), "meta.tp", "at least 1")
     g.meta["tp"] = 10**9  # a billion chips would be simulated one by one
-    refused(lambda: g.validate(), "meta.tp", "at most 65536")
+    refused(lambda: g.validate(), "meta.tp", f"at most {limits.MAX_RANKS}")
 
 
 def test_write_trace_refuses_a_graph_run_would_reject(tmp_path):

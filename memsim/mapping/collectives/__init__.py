@@ -102,12 +102,10 @@ class AllReduce:
         pieces, moves, _ = _schedule(self, n, shape)
         return pieces, moves
 
-    def rounds(self, group: Sequence[int], nbytes: int, shape: Shape = Shape()) -> list[Round]:
-        """The rounds of transfers among ``group`` for a message of ``nbytes``."""
-        if len(group) < 2:
-            return []
-        pieces, _, moved = _schedule(self, len(group), shape)
-        return transfers(group, nbytes, pieces, moved)
+    def rounds(self, group: Sequence[int], nbytes: int, shape: Shape = Shape()) -> tuple[Round, ...]:
+        """The rounds of transfers among ``group`` for a message of ``nbytes`` (one shared tuple
+        for the same arguments: a model's collectives of one size are built once)."""
+        return _rounds(self, tuple(group), nbytes, shape)
 
 
 ALLREDUCE: dict[str, AllReduce] = {}  # by algorithm name
@@ -144,11 +142,21 @@ def _schedule(algorithm: AllReduce, n: int, shape: Shape) -> tuple[int, Moves, P
     return pieces, moves, pattern(moves)
 
 
-def transfers(group: Sequence[int], nbytes: int, pieces: int, pattern: Pattern) -> list[Round]:
+@functools.lru_cache(maxsize=256)
+def _rounds(algorithm: AllReduce, group: tuple[int, ...], nbytes: int, shape: Shape) -> tuple[Round, ...]:
+    if len(group) < 2:
+        return ()
+    pieces, _, moved = _schedule(algorithm, len(group), shape)
+    return transfers(group, nbytes, pieces, moved)
+
+
+def transfers(group: Sequence[int], nbytes: int, pieces: int, pattern: Pattern) -> tuple[Round, ...]:
     """Rounds of transfers among ``group`` from a pattern of moves (see ``pattern``), each piece
-    ⌈nbytes / pieces⌉ bytes."""
+    ⌈nbytes / pieces⌉ bytes; equal rounds are one tuple."""
     size = -(-nbytes // pieces)
-    return [tuple((group[a], group[b], k * size) for a, b, k in moved) for moved in pattern]
+    made: dict[tuple, Round] = {}
+    return tuple(made.setdefault(moved, tuple((group[a], group[b], k * size) for a, b, k in moved))
+                 for moved in pattern)
 
 
 def pattern(moves: Moves) -> Pattern:

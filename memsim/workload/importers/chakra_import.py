@@ -15,7 +15,7 @@ from pathlib import Path
 import networkx as nx
 
 from memsim.errors import ConfigError, about_file
-from memsim.files import check_file
+from memsim.files import read_bytes
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
 from memsim.workload.importers import ImportReport
 
@@ -61,8 +61,7 @@ def read_nodes(path: Path):
         raise ConfigError("the Chakra importer needs the chakra extra (pip install '.[chakra]')",
                           field="import") from None
     file = str(path)
-    check_file(Path(path))
-    messages = _messages(Path(path).read_bytes(), file)
+    messages = _messages(read_bytes(Path(path)), file)
     try:
         meta = pb.GlobalMetadata.FromString(next(messages))
     except StopIteration:
