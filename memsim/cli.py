@@ -96,6 +96,8 @@ def sweep(sets, sweep_file, out, workers, scheduler, keep, no_progress, **kwargs
         raise MemsimError("nothing to sweep: give --set PATH=V1,V2 or --sweep FILE", field="--set")
     total = sweeping.size(sweeps)
     click.echo(f"sweeping {', '.join(f'{k} ({len(v)})' for k, v in sweeps.items())}: {total} points -> {out}")
+    existed = Path(out).is_dir()
+    fresh = not existed or not any(Path(out).iterdir())
     try:
         results = sweeping.run_sweep(base, sweeps, Path(out), workers, scheduler, keep, not no_progress)
     except KeyboardInterrupt:
@@ -107,6 +109,9 @@ def sweep(sets, sweep_file, out, workers, scheduler, keep, no_progress, **kwargs
     click.echo(f"wrote {Path(out) / 'results.csv'}: {len(results.rows)} points ({results.skipped} already done"
                f"{repeats}), {len(failed)} failed")
     if results.rows and len(failed) == len(results.rows):
+        if fresh:  # nothing but failures, in a folder this sweep began: it leaves nothing behind
+            sweeping.sweep_store.discard(Path(out), existed)
+            raise MemsimError(f"every point failed; the first: {failed[0]}")
         raise MemsimError(f"every point failed; the first: {failed[0]}", file=str(Path(out) / "results.csv"))
 
 

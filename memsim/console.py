@@ -2,14 +2,18 @@
 libraries load, is one line and exit code 130 (``memsim.cli`` does the rest)."""
 from __future__ import annotations
 
+import signal
 import sys
 
 
 def entry() -> None:
     try:
-        from memsim.cli import entry as run
+        try:
+            from memsim.cli import entry as run
 
-        run()
+            run()
+        finally:  # the work is done or being reported: a Ctrl-C from here on is not a traceback either
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
     except KeyboardInterrupt:
         interrupted()
 

@@ -2,7 +2,7 @@
 input is refused where it is read, in one line naming the limit.
 
 Each limit is set so that a run at it finishes within a minute in under 2 GiB on one core of a
-laptop-class machine; ``scripts/bench.py --limits`` prints the time and memory at each. A run's
+laptop-class machine; ``scripts/bench.py`` prints the time and memory of a run at each. A run's
 cost grows with its operators (times the micro-batches it flows through) and, for collectives,
 with the ranks a collective spans: a ring all-reduce over n ranks is 2(n - 1) rounds of n
 transfers, simulated transfer by transfer.
@@ -12,10 +12,10 @@ from __future__ import annotations
 from memsim.errors import ConfigError, MemsimError
 
 MAX_LAYERS = 10_000  # a model config's layers
-MAX_OPS = 200_000  # operators in one step's graph (a trace, an import, a built model)
-MAX_TASKS = 200_000  # operators times the micro-batches (or prompt chunks) a step flows through
+MAX_OPS = 150_000  # operators in one step's graph (a trace, an import, a built model)
+MAX_TASKS = 150_000  # operators times the micro-batches (or prompt chunks) a step flows through
 MAX_RANKS = 256  # chips one collective spans: --tp, a trace's tp, an op's ranks, an import's --ranks
-MAX_CHIPS = 1_024  # chips in a run: --tp x --pp, --chips
+MAX_CHIPS = 576  # chips in a run: --tp x --pp, --chips
 MAX_FILE_BYTES = 256 * 2**20  # a file read whole (a trace, a config, a Chakra trace): JSON that large takes GiBs
 
 

@@ -23,6 +23,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -97,6 +98,19 @@ class Lock:
 
     def __exit__(self, *exc) -> None:
         self.fh.close()
+
+
+def discard(out: Path, existed: bool) -> None:
+    """Remove what a sweep wrote in ``out`` (its own entries only), and ``out`` itself where the
+    sweep made it and nothing else is left."""
+    for name in OWN:
+        path = out / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists() or path.is_symlink():
+            path.unlink()
+    if not existed and out.is_dir() and not any(out.iterdir()):
+        out.rmdir()
 
 
 def check_folder(out: Path) -> None:

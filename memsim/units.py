@@ -44,6 +44,12 @@ def shown(value: object, limit: int = 40) -> str:
     return text if len(text) <= limit else f"{text[:limit - 3]}..."
 
 
+def entry(table: str, name: object) -> str:
+    """How an error names an entry of a table by its name: ``levels[hbm]``; a name that is not a
+    short text (a list, an alias bomb, a page of text) by a bounded repr of it."""
+    return f"{table}[{name if isinstance(name, str) and len(name) <= 80 else shown(name)}]"
+
+
 _SHORT = reprlib.Repr()
 _SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother, _SHORT.maxlong = 3, 80, 80, 80
 _SHORT.maxlist = _SHORT.maxtuple = _SHORT.maxdict = _SHORT.maxset = _SHORT.maxfrozenset = 4

@@ -11,6 +11,8 @@
 - the point rate of a 10,000-point sweep of a GPT-2 decode step at its start and at its end
   (target: within 1.5x; ``--long-sweep 0`` leaves it out);
 - the wall time of a GPT-2-shaped model of 10,000 layers against 1,000 (target: at most 10x);
+- wall time and peak memory of a run at each limit of ``memsim/limits.py`` (target: a minute
+  and 2 GiB each; ``--no-limits`` leaves them out);
 - wall time and peak memory of a Llama-2-7B decode step chunk by chunk
   (``memsim run --no-fast-forward``), in a process of its own;
 - the targets of the concurrent engine against their figures, including the event rate of a
@@ -42,6 +44,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--long-sweep", type=int, default=10_000, help="points of the long sweep (0: leave it out)")
+    ap.add_argument("--limits", action=argparse.BooleanOptionalAction, default=True,
+                    help="a run at each limit of memsim/limits.py (--no-limits: leave them out)")
     args = ap.parse_args()
 
     chip = hardware.load("h100-sxm")
@@ -100,6 +104,8 @@ def main() -> None:
     if args.long_sweep:
         long_sweep(args.long_sweep)
     layers_benchmark()
+    if args.limits:
+        limits_benchmark()
     peak_memory()
     targets()
 
@@ -174,6 +180,44 @@ def peak_memory() -> None:
     print(f"  wall time, memsim run      {got['wall_s']:10.2f} s   (imports and output files included)")
     print(f"  peak memory (max RSS)      {got['peak_rss_bytes'] / 2**20:10.0f} MiB (target < 2 GiB; "
           "getrusage of its own process)")
+
+
+def limits_benchmark() -> None:
+    """A run at each limit of ``memsim/limits.py``, with the console's defaults, each in a process
+    of its own: wall time and peak memory (target: a minute and 2 GiB each)."""
+    import tempfile
+    from pathlib import Path
+
+    from memsim import limits
+    from memsim.presets import resolve
+
+    gpt2 = json.loads(resolve("gpt2", "models", (".json",)).read_text())
+    wide = {"model_type": "llama", "hidden_size": 16384, "intermediate_size": 65536, "num_hidden_layers": 2,
+            "num_attention_heads": limits.MAX_RANKS, "num_key_value_heads": limits.MAX_RANKS, "vocab_size": 32768,
+            "max_position_embeddings": 4096}
+    micro = limits.MAX_TASKS // 123  # a GPT-2 decode step has 123 ops
+    print("At memsim's limits (memsim/limits.py), memsim run with its defaults, each in a process of its own")
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "wide.json").write_text(json.dumps(wide))
+        (Path(folder) / "deep.json").write_text(json.dumps({**gpt2, "n_layer": limits.MAX_LAYERS}))
+        cases = [
+            (f"{limits.MAX_RANKS} ranks (a 2-layer model, --tp {limits.MAX_RANKS})",
+             ["--model", f"{folder}/wide.json", "--tp", str(limits.MAX_RANKS)]),
+            (f"{limits.MAX_CHIPS:,} chips (Llama-3.1-405B, --chips {limits.MAX_CHIPS})",
+             ["--model", "llama-3.1-405b", "--chips", str(limits.MAX_CHIPS)]),
+            (f"{limits.MAX_LAYERS:,} layers (GPT-2 shapes, context 16)",
+             ["--model", f"{folder}/deep.json", "--context", "16"]),
+            (f"{micro * 123:,} tasks (GPT-2, --pp 4, {micro} micro-batches)",
+             ["--model", "gpt2", "--pp", "4", "--batch", str(micro), "--microbatches", str(micro)]),
+        ]
+        for what, args in cases:
+            out = subprocess.run([sys.executable, "-c", CHILD.replace("ARGS", repr(["run", *args]))],
+                                 capture_output=True, text=True)
+            if out.returncode:
+                print(f"  {what:<52} failed: {out.stderr.strip().splitlines()[-1:]}")
+                continue
+            got = json.loads(out.stdout.strip().splitlines()[-1])
+            print(f"  {what:<52} {got['wall_s']:7.1f} s  {got['peak_rss_bytes'] / 2**20:6.0f} MiB")
 
 
 def sweep_benchmark() -> None:

@@ -30,10 +30,13 @@ from hypothesis import HealthCheck, Phase, given, seed as hypothesis_seed, setti
 from hypothesis.errors import HypothesisException  # noqa: E402
 
 import fuzz_run  # noqa: E402
-from fuzz_inputs import KINDS, Case, Seeds, build_seeds  # noqa: E402
+import fuzz_hostile  # noqa: E402
+import fuzz_inputs  # noqa: E402
+from fuzz_inputs import Case, Seeds, build_seeds  # noqa: E402
 from fuzz_mutate import DIRECTORY, MISSING  # noqa: E402
 
 STEP_TIME = "step time"
+KINDS = {**fuzz_inputs.KINDS, **fuzz_hostile.KINDS}  # the mutated inputs, then the hostile acts
 
 
 class _Budget(BaseException):
@@ -63,26 +66,39 @@ class Fuzzer:
         folder = Path(tempfile.mkdtemp(prefix=f"{case.kind}-", dir=self.work))
         try:
             _write_files(folder, case.files)
-            failures: list = []
-            first_stdout = ""
-            for i, template in enumerate(case.steps):
-                args = [a.replace("{DIR}", str(folder)) for a in template]
-                before = fuzz_run.snapshot(folder)
-                outcome = self.run_args(args, folder, case.max_points)
-                if i == 0:
-                    self.exit0[case.kind] += outcome.rc == 0 and not outcome.skipped
-                if outcome.skipped:
-                    return [("skipped", outcome.skipped, i, outcome)]
-                failures += [(c, d, i, outcome) for c, d in fuzz_run.judge(args, outcome, folder, before)]
-                if outcome.rc != 0 or failures:
-                    break
-                first_stdout = first_stdout or outcome.stdout
-            else:
-                if case.roundtrip:
-                    failures += self._roundtrip(case.steps[0], folder, first_stdout)
+            kept = {name: fuzz_hostile.state(folder / name) for name in case.keep}
+            if case.action:
+                found = fuzz_hostile.ACTIONS[case.action[0]](case, folder, max(self.timeout, 60))
+                self.exit0[case.kind] += not found
+                return [(c, d, 0, fuzz_run.Outcome()) for c, d in found]
+            failures = self._steps(case, folder)
+            failures += [(f"{case.kind}: {name} was changed", f"{kept[name]!r:.150} -> {now!r:.150}", 0,
+                          fuzz_run.Outcome()) for name in case.keep
+                         if (now := fuzz_hostile.state(folder / name)) != kept[name]]
             return failures
         finally:
             shutil.rmtree(folder, ignore_errors=True)
+
+    def _steps(self, case: Case, folder: Path) -> list:
+        """Run the case's steps while they succeed (and the round trip after them); their failures."""
+        failures: list = []
+        first_stdout = ""
+        for i, template in enumerate(case.steps):
+            args = [a.replace("{DIR}", str(folder)) for a in template]
+            before = fuzz_run.snapshot(folder)
+            outcome = self.run_args(args, folder, case.max_points)
+            if i == 0:
+                self.exit0[case.kind] += outcome.rc == 0 and not outcome.skipped
+            if outcome.skipped:
+                return [("skipped", outcome.skipped, i, outcome)]
+            failures += [(c, d, i, outcome) for c, d in fuzz_run.judge(args, outcome, folder, before)]
+            if outcome.rc != 0 or failures:
+                break
+            first_stdout = first_stdout or outcome.stdout
+        else:
+            if case.roundtrip:
+                failures += self._roundtrip(case.steps[0], folder, first_stdout)
+        return failures
 
     def _roundtrip(self, template: list[str], folder: Path, stdout: str) -> list:
         """The resolved OUT/hardware.yaml loads back to the same step time."""
@@ -128,7 +144,8 @@ class Fuzzer:
                 "kind": case.kind, "case": index, "class": classes[0], "classes": classes, "detail": detail,
                 "step": step, "steps": case.steps, "exit_code": o.rc, "stderr_tail": o.stderr[-2000:],
                 "exception": o.exception or (o.swallowed[0] if o.swallowed else None), "recipe": case.recipe,
-                "max_points": case.max_points, "roundtrip": case.roundtrip,
+                "max_points": case.max_points, "roundtrip": case.roundtrip, "keep": case.keep,
+                "action": list(case.action),
                 "files": {name: _encode(data) for name, data in case.files.items()},
             }) + "\n")
             self.report.flush()
@@ -198,6 +215,10 @@ def _vm_size() -> int:
 def _encode(data) -> dict:
     if data is DIRECTORY or data is MISSING:
         return {"special": "directory" if data is DIRECTORY else "missing"}
+    if data == fuzz_hostile.FIFO:
+        return {"special": "fifo"}
+    if isinstance(data, tuple):
+        return {"special": "link", "target": data[1]}
     try:
         return {"text": data.decode("utf-8")}
     except UnicodeDecodeError:
@@ -206,12 +227,18 @@ def _encode(data) -> dict:
 
 def _decode(entry: dict):
     if "special" in entry:
-        return DIRECTORY if entry["special"] == "directory" else MISSING
+        special = entry["special"]
+        if special in ("fifo", "link"):
+            return fuzz_hostile.FIFO if special == "fifo" else (fuzz_hostile.LINK, entry["target"])
+        return DIRECTORY if special == "directory" else MISSING
     return entry["text"].encode("utf-8", "surrogatepass") if "text" in entry else base64.b64decode(entry["base64"])
 
 
 def _write_files(folder: Path, files: dict) -> None:
     for name, data in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        if fuzz_hostile.write_special(folder, name, data):
+            continue
         if data is DIRECTORY:
             (folder / name).mkdir()
         elif data is not MISSING:
@@ -246,7 +273,8 @@ def replay(fuzzer: Fuzzer, report: Path) -> int:
     still = 0
     for rec in records:
         case = Case(rec["kind"], {k: _decode(v) for k, v in rec["files"].items()}, rec["steps"], rec["recipe"],
-                    rec.get("max_points", 0), rec.get("roundtrip", False))
+                    rec.get("max_points", 0), rec.get("roundtrip", False), rec.get("keep", []),
+                    tuple(rec.get("action", ())))
         classes = fuzzer.record(case, rec["case"])
         still += bool(classes)
         print(f"{rec['kind']}#{rec['case']}: {'; '.join(classes) if classes else 'passes now'}")

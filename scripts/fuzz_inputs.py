@@ -30,6 +30,8 @@ class Case:
     recipe: list[str]
     max_points: int = 0  # sweeps: skip the case when the sweep would have more points than this
     roundtrip: bool = False  # a successful run's OUT/hardware.yaml must load back to the same step time
+    keep: list[str] = field(default_factory=list)  # entries the commands must leave as they were
+    action: tuple = ()  # a hostile action run instead of the steps (fuzz_hostile.ACTIONS): its name, arguments
 
 
 TINY = {

@@ -45,7 +45,7 @@ def _digests(seeds, seed: int, monkeypatch, tmp_path) -> list[str]:
     drawn = []
 
     def fake(self, case):
-        files = sorted((k, v if isinstance(v, str) else v.hex()) for k, v in case.files.items())
+        files = sorted((k, v if isinstance(v, (str, tuple)) else v.hex()) for k, v in case.files.items())
         drawn.append(hashlib.sha256(json.dumps([case.kind, case.steps, case.recipe, files]).encode()).hexdigest())
         return []
 
@@ -115,3 +115,51 @@ def test_replay(monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("MEMSIM_DEBUG", "1")  # the traceback escapes, as without the CLI's safety net
     assert fuzz.main(["--replay", str(report), "--isolate", "none"]) == 1
     assert "ZeroDivisionError at memsim/cli.py" in capsys.readouterr().out
+
+
+fuzz_hostile = sys.modules["fuzz_hostile"]
+
+
+def test_a_kept_entry_that_a_command_changes_is_a_failure(monkeypatch, tmp_path):
+    """``Case.keep``: a FIFO, a link and the file behind it must be as they were after the commands."""
+    case = fuzz.Case("output", {"kept.txt": b"mine\n", "pipe": fuzz_hostile.FIFO,
+                                "link": (fuzz_hostile.LINK, "kept.txt")},
+                     [["trace", "-o", "{DIR}/link"]], ["test"], keep=["pipe", "link", "kept.txt"])
+
+    def clobber(self, args, folder, max_points=0):
+        (folder / "kept.txt").write_text("replaced\n")
+        (folder / "pipe").unlink()
+        (folder / "pipe").write_text("a file now\n")
+        return fuzz_run.Outcome(rc=0)
+
+    monkeypatch.setattr(fuzz.Fuzzer, "run_args", clobber)
+    failures = fuzz.Fuzzer(tmp_path, 10, 0, "none", None).run_case(case)
+    assert sorted(c for c, *_ in failures) == ["output: kept.txt was changed", "output: link was changed",
+                                               "output: pipe was changed"]
+    monkeypatch.setattr(fuzz.Fuzzer, "run_args", lambda self, args, folder, m=0: fuzz_run.Outcome(rc=2, stderr=(
+        "memsim: error: x\n")))
+    assert fuzz.Fuzzer(tmp_path, 10, 0, "none", None).run_case(case) == []
+
+
+def test_hostile_values_stay_bounded_and_typed():
+    tree = {"levels": [{"name": "hbm", "bandwidth": "3 TB/s", "latency": "600 ns"}], "power": {"tdp": "700 W"},
+            "compute": {"units": 132}}
+    kinds = {p: fuzz_hostile.unit_kind(fuzz_hostile._at(tree, p)) for p in fuzz_hostile.leaves(tree)}
+    assert kinds == {("levels", 0, "name"): "", ("levels", 0, "bandwidth"): "bandwidth",
+                     ("levels", 0, "latency"): "time", ("power", "tdp"): "power", ("compute", "units"): "number"}
+    text = fuzz_hostile._yaml_with(tree, ("compute", "units"), fuzz_hostile.BOMB).decode()
+    assert "units: [&a [lol" in text and len(text) < 2000  # a few hundred bytes that expand to 9^9 items
+
+
+def test_a_signal_at_any_moment_leaves_a_whole_run(tmp_path):
+    """The signal action on a real run: the output afterwards is a whole run, and the next run works."""
+    for which, delay in (("SIGINT", 0.6), ("SIGTERM", 0.6)):
+        folder = tmp_path / which
+        folder.mkdir()
+        steps = [["run", "--model", "gpt2", "--context", "16", "--sensitivity", "0", "--out", "{DIR}/out"]]
+        assert fuzz_hostile.run_signal(fuzz.Case("signal", {}, steps, [], action=("signal", which, delay)), folder,
+                                       120) == []
+    partial = tmp_path / "partial"
+    partial.mkdir()
+    (partial / "summary.json").write_text("{")
+    assert fuzz_hostile._whole_run(partial).startswith("lacks ops.csv")

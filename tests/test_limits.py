@@ -78,3 +78,14 @@ def test_the_console_names_the_limit_and_exits_2(monkeypatch, capsys, tmp_path):
                              "--out", str(tmp_path / "o"))
     assert code == 2 and err.count("\n") == 1 and "--tp" in err and f"at most {limits.MAX_RANKS}" in err
     assert not (tmp_path / "o").exists()
+
+
+def test_the_readme_states_the_limits_in_force():
+    from pathlib import Path
+
+    text = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text().split())
+    for value, what in ((limits.MAX_RANKS, "ranks in a collective"), (limits.MAX_CHIPS, "chips"),
+                        (limits.MAX_LAYERS, "layers"), (limits.MAX_OPS, "ops in a step"),
+                        (limits.MAX_TASKS, "ops x micro-batches")):
+        assert f"{value:,} {what}" in text, what
+    assert f"{limits.MAX_FILE_BYTES // 2**20} MiB a file" in text

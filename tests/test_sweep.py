@@ -273,7 +273,10 @@ def test_a_sweep_whose_every_point_fails_exits_2(monkeypatch, capsys, tmp_path):
     code, io = _sweep_cli(monkeypatch, capsys, tmp_path / "o", "sram.capacityy=1MiB,2MiB")
     assert code == 2 and "every point failed" in io.err and "capacityy" in io.err, io.err
     assert len(io.err.strip().splitlines()) == 1
-    assert len(pd.read_csv(tmp_path / "o" / "results.csv")) == 2  # the rows say why, each
+    assert not (tmp_path / "o").exists()  # a new folder of nothing but failures is not left behind
+    (tmp_path / "empty").mkdir()
+    code, io = _sweep_cli(monkeypatch, capsys, tmp_path / "empty", "sram.capacityy=1MiB,2MiB")
+    assert code == 2 and list((tmp_path / "empty").iterdir()) == []  # the user's empty folder stays, empty
     code, io = _sweep_cli(monkeypatch, capsys, tmp_path / "p", "sram.capacity=1MiB,-1MiB")
     assert code == 0, io.err  # one good point: the sweep stands
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from memsim import units
 from memsim.hardware.checks import check_fields, least_rate
 from memsim.hardware.fields import spec_field
 
@@ -37,8 +38,8 @@ class LinkSpec:
     )
 
     def __post_init__(self) -> None:  # a spec built in Python is checked as the loader checks YAML
-        check_fields(self, f"links[{self.name}]")
-        least_rate(self.bandwidth_bytes_per_s * self.efficiency, f"links[{self.name}].bandwidth",
+        check_fields(self, units.entry("links", self.name))
+        least_rate(self.bandwidth_bytes_per_s * self.efficiency, units.entry("links", self.name) + ".bandwidth",
                    "bandwidth x efficiency")
 
     @property

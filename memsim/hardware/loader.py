@@ -140,7 +140,10 @@ def estimates_of(raw: dict[str, Any], file: str = "") -> tuple[Estimate, ...]:
 
 
 def _label(item: Any, index: int) -> str:
-    return str(item.get("name", index)) if isinstance(item, dict) else str(index)
+    """A list entry as an error names it: by its name where that is a short text, else by its
+    position (a name may be anything, an alias bomb included: it is never formatted whole)."""
+    name = item.get("name") if isinstance(item, dict) else None
+    return name if isinstance(name, str) and 0 < len(name) <= 80 else str(index)
 
 
 def _join(where: str, key: str) -> str:

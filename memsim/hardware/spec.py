@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
+from memsim import units
 from memsim.dtypes import DTYPES
 from memsim.hardware.checks import check_fields, fail, least_rate
 from memsim.hardware.fields import spec_field
@@ -175,8 +176,8 @@ class MemoryLevel:
     )
 
     def __post_init__(self) -> None:
-        check_fields(self, f"levels[{self.name}]")
-        least_rate(self.bandwidth_bytes_per_s * self.efficiency, f"levels[{self.name}].bandwidth",
+        check_fields(self, units.entry("levels", self.name))
+        least_rate(self.bandwidth_bytes_per_s * self.efficiency, units.entry("levels", self.name) + ".bandwidth",
                    "bandwidth x efficiency")
 
     @property

@@ -71,7 +71,7 @@ class Tensor:
 
     def __post_init__(self) -> None:
         _name(self.name, "tensors[]")
-        where = f"tensors[{self.name}]"
+        where = units.entry("tensors", self.name)
         if not isinstance(self.shape, tuple):
             _fail(f"expected a list of whole numbers, got {units.shown(self.shape)}", f"{where}.shape")
         for d in self.shape:
@@ -102,7 +102,7 @@ class Op:
 
     def __post_init__(self) -> None:
         _name(self.name, "ops[]")
-        where = f"ops[{self.name}]"
+        where = units.entry("ops", self.name)
         if self.kind not in OP_KINDS:
             _fail(f"unknown kind {units.shown(self.kind)} (known: {', '.join(OP_KINDS)})", f"{where}.kind")
         _whole(self.layer, f"{where}.layer", -1)

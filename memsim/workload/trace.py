@@ -66,7 +66,7 @@ def _known(obj: Any, what: str, file: str, where: str) -> None:
 
 def _label(obj: Any, i: int) -> str:
     name = obj.get("name") if isinstance(obj, dict) else None
-    return name if isinstance(name, str) and name else str(i)
+    return name if isinstance(name, str) and 0 < len(name) <= 80 else str(i)  # never a whole long value
 
 
 def from_json(data: Any, file: str = "<trace>") -> OpGraph:
