@@ -16,7 +16,9 @@ MAX_OPS = 150_000  # operators in one step's graph (a trace, an import, a built 
 MAX_TASKS = 150_000  # operators times the micro-batches (or prompt chunks) a step flows through
 MAX_RANKS = 256  # chips one collective spans: --tp, a trace's tp, an op's ranks, an import's --ranks
 MAX_CHIPS = 576  # chips in a run: --tp x --pp, --chips
-MAX_FILE_BYTES = 256 * 2**20  # a file read whole (a trace, a config, a Chakra trace): JSON that large takes GiBs
+# A file read whole (a trace, a config, a Chakra trace): memsim's own trace of MAX_OPS ops takes
+# about 125 MB; parsing 128 MiB of JSON takes about 10 s and 1 GiB before anything is checked.
+MAX_FILE_BYTES = 128 * 2**20
 
 
 def check(value: int, limit: int, what: str, field: str | None = None, file: str | None = None,

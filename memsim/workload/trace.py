@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from memsim import limits
 from memsim.atomic import atomic_write_text
 from memsim.errors import TraceError, about_file
 from memsim.files import load_json
@@ -83,6 +84,8 @@ def from_json(data: Any, file: str = "<trace>") -> OpGraph:
 
 
 def _graph(data: dict, file: str) -> OpGraph:
+    # counted before a single op is built: a trace of a million ops is refused in seconds
+    limits.check(len(_req(data, "ops", list, file, "")), limits.MAX_OPS, "ops", "ops", file, TraceError)
     g = OpGraph(meta=dict(_opt(data, "meta", dict, file, "")))
     for i, t in enumerate(_req(data, "tensors", list, file, "")):
         where = f"tensors[{_label(t, i)}]"

@@ -126,3 +126,27 @@ def test_a_trace_file_is_checked_like_a_graph_built_in_python(tmp_path, mutate, 
     path.write_text(json.dumps(data))
     err = refused(lambda: read_trace(path), field, needle)
     assert err.file == str(path)
+
+
+def test_order_is_networkx_lexicographical_order_by_insertion():
+    """``OpGraph.order`` is networkx's lexicographical topological sort keyed by insertion, on
+    random DAGs (with deps) and on a model's step."""
+    import networkx as nx
+    from hypothesis import given, settings
+
+    from tests.test_properties import graphs
+
+    def reference(g):
+        index = {name: i for i, name in enumerate(g.ops)}
+        return list(nx.lexicographical_topological_sort(g.graph(), key=index.__getitem__))
+
+    @settings(max_examples=50, deadline=None)
+    @given(graphs())
+    def check(g):
+        assert [op.name for op in g.order()] == reference(g)
+
+    check()
+    g = two_ops()
+    g.add_op(Op("C", "elementwise", 0, "bf16", 16, (Read("x", 32),), ("c",), deps=("B",)))
+    g.add_tensor(Tensor("c", (2, 8), "bf16", "activation", 32))
+    assert [op.name for op in g.order()] == reference(g) == ["A", "B", "C"]
