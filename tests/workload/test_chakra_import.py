@@ -123,3 +123,14 @@ def test_nodes_are_taken_in_dependency_order_and_waits_pass_through_skipped_node
     assert [r.tensor for r in graph.ops["n0.late"].inputs] == ["n1.early.out"]
     assert graph.ops["n3.after_send"].deps == ("n0.late",)  # the skipped send's own wait
     assert report.unmapped == {"COMM_SEND_NODE": 1}
+
+
+def test_a_trace_of_more_nodes_than_the_op_limit_is_refused_as_it_is_read(tmp_path, monkeypatch):
+    from memsim import limits
+
+    path = tmp_path / "et.0.et"
+    write_et(path)
+    monkeypatch.setattr(limits, "MAX_OPS", 2)
+    with pytest.raises(ConfigError) as info:
+        import_chakra(path)
+    assert info.value.field == "nodes" and "3 nodes exceed memsim's limit of 2" in info.value.message

@@ -145,3 +145,14 @@ def test_weights_stored_beside_the_model_are_never_read(monkeypatch, tmp_path):
     g, _ = import_onnx(path)
     [op] = g.ops.values()
     assert op.flops == 2 * 8 * 65536 * 16384 and g.tensors["w"].bytes == 4 * 65536 * 16384
+
+
+def test_a_model_of_more_nodes_than_the_op_limit_is_refused_before_shape_inference(monkeypatch, tmp_path):
+    from memsim import limits
+
+    path = gpt2_like(tmp_path / "m.onnx")
+    monkeypatch.setattr(limits, "MAX_OPS", 1)
+    monkeypatch.setattr(onnx.shape_inference, "infer_shapes", lambda m: pytest.fail("shapes inferred"))
+    with pytest.raises(ConfigError) as info:
+        import_onnx(path)
+    assert info.value.field == "graph.node" and info.value.file == str(path) and "exceed" in info.value.message

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import networkx as nx
 
+from memsim import limits
 from memsim.errors import ConfigError, about_file
 from memsim.files import read_bytes
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
@@ -70,6 +71,7 @@ def read_nodes(path: Path):
         raise ConfigError(f"not a Chakra execution trace: {exc}", file=file) from None
     nodes = []
     for i, message in enumerate(messages):
+        limits.check(i + 1, limits.MAX_OPS, "nodes", "nodes", file)  # each would be an op
         try:
             nodes.append(pb.Node.FromString(message))
         except DecodeError as exc:

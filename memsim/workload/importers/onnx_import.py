@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from memsim import limits
 from memsim.errors import ConfigError, about_file
 from memsim.files import check_file
 from memsim.workload.dtypes import nbytes
@@ -35,8 +36,12 @@ def import_onnx(path: Path, dims: dict[str, int] | None = None) -> tuple[OpGraph
     check_file(Path(path))
     try:
         model = onnx.load(str(path), load_external_data=False)  # shapes only: weights stored beside it stay there
-        model = shape_inference.infer_shapes(model)
     except Exception as exc:  # onnx raises several types for malformed files
+        raise ConfigError(f"not a readable ONNX model: {exc}", file=str(path)) from None
+    limits.check(len(model.graph.node), limits.MAX_OPS, "nodes", "graph.node", str(path))  # each would be an op
+    try:
+        model = shape_inference.infer_shapes(model)
+    except Exception as exc:
         raise ConfigError(f"not a readable ONNX model: {exc}", file=str(path)) from None
     with about_file(str(path)):  # an op or tensor that memsim's own checks refuse
         try:
