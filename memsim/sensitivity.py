@@ -117,8 +117,9 @@ def shown(e: Estimate) -> dict[str, Any]:
 
 AUTO_TOP = 3  # estimates the console names by default
 # Engine events and timeline records of a run beyond which the console does not rerun it by
-# default: each rerun costs about what the run did, roughly 50 us a unit (scripts/bench.py).
-AUTO_WORK = 50_000
+# default: each of a dozen reruns costs about what the run did (wse-3's BERT-base prefill of 32
+# tokens, 45,000 of them, takes 5 s a run here, a minute with its reruns).
+AUTO_WORK = 20_000
 
 
 def work(summary: dict) -> int:
