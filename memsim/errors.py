@@ -57,7 +57,8 @@ class MemsimWarning(UserWarning):
 
 
 # Whether errors name the command line's flags (``--batch``: the CLI) or keyword arguments
-# (``batch``: a Python caller, the default).
+# (``batch``: a Python caller, the default). A Python entry point sets it while it runs, so that
+# entry points it calls leave the renaming to it.
 _FLAGS = contextvars.ContextVar("memsim_flags", default=False)
 _FLAG = re.compile(r"--[a-z][a-z0-9-]*")
 F = TypeVar("F", bound=Callable[..., Any])

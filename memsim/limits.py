@@ -1,8 +1,8 @@
 """The largest inputs memsim accepts: each size that drives a run's cost has a limit, and a larger
 input is refused where it is read, in one line naming the limit.
 
-Each limit is set so that a run at it finishes within a minute in under 2 GiB on one core of a
-laptop-class machine; ``scripts/bench.py`` prints the time and memory of a run at each. A run's
+Each limit is set so that a run at it finished within a minute in under 2 GiB on the development
+machine (2 cores); ``scripts/bench.py`` prints the time and memory of a run at each. A run's
 cost grows with its operators (times the micro-batches it flows through) and, for collectives,
 with the ranks a collective spans: a ring all-reduce over n ranks is 2(n - 1) rounds of n
 transfers, simulated transfer by transfer.

@@ -44,10 +44,21 @@ def shown(value: object, limit: int = 40) -> str:
     return text if len(text) <= limit else f"{text[:limit - 3]}..."
 
 
+MAX_LABEL = 80  # characters of a name an error repeats; a longer name, or one not text, is shown otherwise
+
+
+def label(item: object, otherwise: str) -> str:
+    """How an error names a list entry (a mapping with a ``name``) as it is read: by its name
+    where that is a short text, else ``otherwise`` (its position). A name may be anything, an
+    alias bomb included: it is never formatted whole."""
+    name = item.get("name") if isinstance(item, dict) else None
+    return name if isinstance(name, str) and 0 < len(name) <= MAX_LABEL else otherwise
+
+
 def entry(table: str, name: object) -> str:
     """How an error names an entry of a table by its name: ``levels[hbm]``; a name that is not a
-    short text (a list, an alias bomb, a page of text) by a bounded repr of it."""
-    return f"{table}[{name if isinstance(name, str) and len(name) <= 80 else shown(name)}]"
+    short text by a bounded repr of it."""
+    return f"{table}[{name if isinstance(name, str) and len(name) <= MAX_LABEL else shown(name)}]"
 
 
 _SHORT = reprlib.Repr()

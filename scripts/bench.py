@@ -195,7 +195,8 @@ def limits_benchmark() -> None:
     wide = {"model_type": "llama", "hidden_size": 16384, "intermediate_size": 65536, "num_hidden_layers": 2,
             "num_attention_heads": limits.MAX_RANKS, "num_key_value_heads": limits.MAX_RANKS, "vocab_size": 32768,
             "max_position_embeddings": 4096}
-    micro = limits.MAX_TASKS // 123  # a GPT-2 decode step has 123 ops
+    ops = len(workload.build_step(workload.model_config("gpt2"), workload.StepSpec.make("decode", context=1023)).ops)
+    micro = limits.MAX_TASKS // ops
     print("At memsim's limits (memsim/limits.py), memsim run with its defaults, each in a process of its own")
     with tempfile.TemporaryDirectory() as folder:
         (Path(folder) / "wide.json").write_text(json.dumps(wide))
@@ -207,7 +208,7 @@ def limits_benchmark() -> None:
              ["--model", "llama-3.1-405b", "--chips", str(limits.MAX_CHIPS)]),
             (f"{limits.MAX_LAYERS:,} layers (GPT-2 shapes, context 16)",
              ["--model", f"{folder}/deep.json", "--context", "16"]),
-            (f"{micro * 123:,} tasks (GPT-2, --pp 4, {micro} micro-batches)",
+            (f"{micro * ops:,} tasks (GPT-2, --pp 4, {micro} micro-batches)",
              ["--model", "gpt2", "--pp", "4", "--batch", str(micro), "--microbatches", str(micro)]),
         ]
         for what, args in cases:

@@ -38,6 +38,7 @@ from memsim.engine.records import COMPUTE, LEVEL, LINK, SYSTEM, ResourceId
 from memsim.hardware import stripes
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec, LinkSpec, MemoryLevel
+from memsim.units import transfer_ps
 
 DEMAND, COMMUNICATION, PREFETCH = 0, 1, 2  # request priorities, lowest first
 
@@ -240,7 +241,9 @@ class Server(BaseResource):
 
     def duration(self, nbytes: int, share: float = 1.0) -> int:
         """Time to move ``nbytes`` for a step with ``share`` of a level (a link serves whole)."""
-        return stripes.duration_ps(nbytes, self.bandwidth, self.channels, share if self.rid.kind == LEVEL else 1.0)
+        if self.rid.kind != LEVEL:  # one channel at its whole rate: a collective's every transfer comes here
+            return transfer_ps(nbytes, self.bandwidth)
+        return stripes.duration_ps(nbytes, self.bandwidth, self.channels, share)
 
     def count(self, nbytes: int, read: bool, owner: object = None) -> None:
         """Account moved bytes here and on the link this level is reached over. Counting is a

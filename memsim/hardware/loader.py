@@ -69,7 +69,7 @@ def _value(key: str, unit: str, raw: Any, file: str, path: str) -> Any:
     if unit == "list":
         if not isinstance(raw, list):
             raise ConfigError("expected a list", file=file, field=path)
-        return tuple(build(_LISTS[key], item, file, f"{path}[{_label(item, i)}]") for i, item in enumerate(raw))
+        return tuple(build(_LISTS[key], item, file, f"{path}[{units.label(item, str(i))}]") for i, item in enumerate(raw))
     if unit in ("names", "classes") and isinstance(raw, str):  # on the command line (``--set``), separated by commas
         return tuple(n.strip() for n in raw.split(",") if n.strip())
     if unit in ("names", "classes"):
@@ -126,7 +126,7 @@ def estimates_of(raw: dict[str, Any], file: str = "") -> tuple[Estimate, ...]:
                 walk(_SECTIONS[key], value, path)
             elif unit == "list" and isinstance(value, list):
                 for i, item in enumerate(value):
-                    walk(_LISTS[key], item, f"{path}[{_label(item, i)}]")
+                    walk(_LISTS[key], item, f"{path}[{units.label(item, str(i))}]")
             elif unit in _TABLES and isinstance(value, dict):
                 for k, v in value.items():
                     if estimates.is_estimate(v):
@@ -137,13 +137,6 @@ def estimates_of(raw: dict[str, Any], file: str = "") -> tuple[Estimate, ...]:
 
     walk(ChipSpec, raw, "")
     return tuple(found)
-
-
-def _label(item: Any, index: int) -> str:
-    """A list entry as an error names it: by its name where that is a short text, else by its
-    position (a name may be anything, an alias bomb included: it is never formatted whole)."""
-    name = item.get("name") if isinstance(item, dict) else None
-    return name if isinstance(name, str) and 0 < len(name) <= 80 else str(index)
 
 
 def _join(where: str, key: str) -> str:

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from memsim import limits
+from memsim import limits, units
 from memsim.atomic import atomic_write_text
 from memsim.errors import TraceError, about_file
 from memsim.files import load_json
@@ -65,11 +65,6 @@ def _known(obj: Any, what: str, file: str, where: str) -> None:
                              field=f"{where}.{key}" if where else str(key))
 
 
-def _label(obj: Any, i: int) -> str:
-    name = obj.get("name") if isinstance(obj, dict) else None
-    return name if isinstance(name, str) and 0 < len(name) <= 80 else str(i)  # never a whole long value
-
-
 def from_json(data: Any, file: str = "<trace>") -> OpGraph:
     if not isinstance(data, dict):
         raise TraceError("expected a JSON object", file=file)
@@ -88,7 +83,7 @@ def _graph(data: dict, file: str) -> OpGraph:
     limits.check(len(_req(data, "ops", list, file, "")), limits.MAX_OPS, "ops", "ops", file, TraceError)
     g = OpGraph(meta=dict(_opt(data, "meta", dict, file, "")))
     for i, t in enumerate(_req(data, "tensors", list, file, "")):
-        where = f"tensors[{_label(t, i)}]"
+        where = f"tensors[{units.label(t, str(i))}]"
         _known(t, "tensor", file, where)
         name = _req(t, "name", str, file, where)
         if name in g.tensors:
@@ -96,7 +91,7 @@ def _graph(data: dict, file: str) -> OpGraph:
         g.add_tensor(Tensor(name, tuple(_req(t, "shape", list, file, where)), _req(t, "dtype", str, file, where),
                             _req(t, "class", str, file, where), _req(t, "bytes", int, file, where)))
     for i, o in enumerate(_req(data, "ops", list, file, "")):
-        where = f"ops[{_label(o, i)}]"
+        where = f"ops[{units.label(o, str(i))}]"
         _known(o, "op", file, where)
         name = _req(o, "name", str, file, where)
         if name in g.ops:
