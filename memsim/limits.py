@@ -4,8 +4,10 @@ input is refused where it is read, in one line naming the limit.
 Each limit is set so that a run at it finished within a minute in under 2 GiB on the development
 machine (2 cores); ``scripts/bench.py`` prints the time and memory of a run at each. A run's
 cost grows with its operators (times the micro-batches it flows through) and, for collectives,
-with the ranks a collective spans: a ring all-reduce over n ranks is 2(n - 1) rounds of n
-transfers, simulated transfer by transfer.
+with the ranks a collective spans: a collective's rounds list every transfer (a one-shot
+all-reduce over n ranks is a round of n(n - 1)), which the mapping and the engine work out once
+per distinct round. The engine then plays a collective alone on its links as one timeout
+(``memsim.engine.system``), so ranks cost the mapping's walk of those rounds, not events.
 """
 from __future__ import annotations
 

@@ -116,16 +116,18 @@ def shown(e: Estimate) -> dict[str, Any]:
 
 
 AUTO_TOP = 3  # estimates the console names by default
-# Engine events and timeline records of a run beyond which the console does not rerun it by
-# default: each of a dozen reruns costs about what the run did (wse-3's BERT-base prefill of 32
-# tokens, 45,000 of them, takes 5 s a run here, a minute with its reruns).
+# Engine events, timeline records and collective transfers of a run beyond which the console
+# does not rerun it by default: each of a dozen reruns costs about what the run did (wse-3's
+# BERT-base prefill of 32 tokens, 45,000 of them, takes 5 s a run here, a minute with its
+# reruns; a 256-rank all-reduce's one-shot rounds are 65,280 transfers each).
 AUTO_WORK = 20_000
 
 
 def work(summary: dict) -> int:
-    """What a run cost the engine: its events and its timeline records (0: not known)."""
+    """What a run cost the mapping and the engine: its events, timeline records and the distinct
+    transfers of its collectives (0: not known)."""
     counts = summary.get("engine", {})
-    return int(counts.get("events", 0)) + int(counts.get("records", 0))
+    return sum(int(counts.get(k, 0)) for k in ("events", "records", "transfers"))
 
 
 def auto(summary: dict) -> int:
@@ -176,8 +178,8 @@ def lines(estimates: dict[str, Any]) -> list[str]:
         out.append(f"    {row['field']:<28} {row['value']} [{row['range'][0]} .. {row['range'][1]}]: {span}, "
                    f"energy {row['energy_j'][0]:.4g} to {row['energy_j'][1]:.4g} J")
     if estimates.get("not_rerun"):
-        out.append(f"    (not rerun by default: the run took {estimates['not_rerun']:,} engine events and records, "
-                   f"over {AUTO_WORK:,}; --sensitivity N reruns it at the ends of their ranges)")
+        out.append(f"    (not rerun by default: the run took {estimates['not_rerun']:,} engine events, records and "
+                   f"transfers, over {AUTO_WORK:,}; --sensitivity N reruns it at the ends of their ranges)")
     elif not estimates["sensitive"]:
         out.append("    (--sensitivity N reruns the step at the ends of their ranges)")
     return out

@@ -130,3 +130,15 @@ def test_left_to_derive_a_small_run_is_rerun_and_a_large_one_is_not(chip_path, t
     assert f"took {sensitivity.work(small):,} engine events" in text and "--sensitivity N reruns it" in text
     asked = _run(chip_path, str(tiny_model_path), sensitivity=2).summary["estimates"]  # asked: rerun whatever the size
     assert len(asked["sensitive"]) == 2
+
+
+def test_the_work_of_a_multi_chip_run_counts_its_collectives_distinct_transfers():
+    """A wide all-reduce costs the mapping and the engine its transfers, worked out once per
+    distinct round: they count towards the work that decides the default reruns."""
+    from memsim import simulate
+    r = simulate("h100-sxm", "gpt2", context=64, tp=4, sensitivity=0)
+    distinct = {id(x): x for t in r.plan.tasks for x in t.rounds}
+    counts = r.summary["engine"]
+    assert counts["transfers"] == sum(map(len, distinct.values())) > 4 * 3
+    assert sensitivity.work(r.summary) == counts["events"] + counts["records"] + counts["transfers"]
+    assert simulate("h100-sxm", "gpt2", context=64, sensitivity=0).summary["engine"]["transfers"] == 0

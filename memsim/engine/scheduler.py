@@ -23,13 +23,13 @@ from memsim.engine.chunk import footprint
 from memsim.engine.environment import Environment
 from memsim.engine.fastforward import FastForward
 from memsim.engine.pipeline import StepRun
-from memsim.engine.records import (BUBBLE, COMPUTE, DEPENDENCY, OVERHEAD, Cause, Interval, ResourceId,
+from memsim.engine.records import (BUBBLE, COMPUTE, DEPENDENCY, OVERHEAD, SYSTEM, Cause, Interval, ResourceId,
                                    keep)
 from memsim.engine.replay import Recording, Replay
 from memsim.engine.replay import key as replay_key
 from memsim.engine.rows import step_rows
 from memsim.engine.resources import COMMUNICATION, DEMAND, PREFETCH, ChipResources, Job, Server
-from memsim.engine.system import SystemLinks, run_collective
+from memsim.engine.system import SystemLinks, play, run_collective
 from memsim.hardware.resource import Ref
 from memsim.mapping.plan import BRANCH, COMM, COPY, OpTask, Plan
 
@@ -81,6 +81,13 @@ class Simulation:
             for i, t in enumerate(tasks):
                 for s in self.servers[t.op]:
                     self.last_use.setdefault(id(s), {})[key] = i
+        # Collectives whose links no other stream uses: their links are idle whenever they start.
+        self.alone: dict[str, list[Server]] = {}
+        for key, tasks in self.streams.items():
+            for t in tasks:
+                links = [s for s in self.servers[t.op] if s.rid.chip == SYSTEM]
+                if t.rounds and all(self.last_use[id(s)].keys() == {key} for s in links):
+                    self.alone[t.op] = links
         self.position = {key: 0 for key in self.streams}
         self.index = {t.op: i for tasks in self.streams.values() for i, t in enumerate(tasks)}
         self.running: dict[tuple[int, str], bool] = {}  # a stream whose task has started and not ended
@@ -303,7 +310,11 @@ class Simulation:
                 rows += self._idle(job.chip, task, start, Cause(OVERHEAD), key[1])
         if task.rounds:
             t0 = env.now
-            yield from run_collective(env, self.links, task, job, rows)
+            alone = self.alone.get(task.op)
+            if alone is not None and all(s.idle(t0) for s in alone):
+                yield from play(env, self.links.played(task.rounds), task, job, rows)
+            else:
+                yield from run_collective(env, self.links, task, job, rows)
             if on_compute:
                 rows += self._idle(job.chip, task, t0, Cause.wait(task.bound), key[1])
         for step in task.steps:

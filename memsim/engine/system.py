@@ -7,10 +7,17 @@ once (cut-through) and arrives when the slowest has finished plus one latency pe
 between chips, the protocol's step latency (``system.step_latency``). A collective runs its
 rounds one after another: a round starts when the slowest transfer of the previous one has
 arrived. This is what ``memsim.mapping.fabric`` costs a collective's rounds at.
+
+A collective whose links no other stream uses finds them idle at every round's start, so what
+it does there is a pure function of its rounds (``Played``): its ranks' transfers are worked
+out once per distinct round and collective, and each run of it is one timeout however many
+ranks it has (``play``). Otherwise its transfers are requested one by one (``run_collective``).
 """
 from __future__ import annotations
 
 import simpy
+
+from dataclasses import dataclass
 
 from memsim.engine.records import Interval
 from memsim.engine.resources import COMMUNICATION, Job, Server, system_link
@@ -32,6 +39,8 @@ class SystemLinks:
                       for (a, b), rate in self.fabric.rate.items()} if self.fabric is not None else {}
         self._routes: dict[tuple[int, int], list[Server]] = {}
         self._latency: dict[tuple[int, int], int] = {}
+        self._played: dict[int, tuple[object, Played]] = {}  # by id of the rounds (kept alive here)
+        self._rounds: dict[int, tuple[object, int, dict[Server, list]]] = {}
 
     def route(self, src: int, dst: int) -> list[Server]:
         key = (src, dst)
@@ -59,11 +68,101 @@ class SystemLinks:
     def servers(self, task: OpTask) -> list[Server]:
         """Every link a collective's or send's transfers cross."""
         out: dict[int, Server] = {}
-        for transfers in task.rounds:
+        for transfers in {id(r): r for r in task.rounds}.values():  # a round repeated as one tuple: once
             for src, dst, _ in transfers:
                 for port in self.route(src, dst):
                     out[id(port)] = port
         return list(out.values())
+
+
+    def played(self, rounds) -> "Played":
+        """What ``rounds`` do on idle links, worked out once per rounds tuple (a model's
+        collectives of one size share theirs)."""
+        memo = self._played.get(id(rounds))
+        if memo is None:
+            memo = self._played[id(rounds)] = (rounds, self._play(rounds))
+        return memo[1]
+
+    def _play(self, rounds) -> "Played":
+        links: dict[Server, list] = {}  # port -> [first start, last end, bytes, transfers, src, dst, busy]
+        t = 0
+        for transfers in rounds:
+            length, ports = self._round(transfers)
+            for port, (busy, nbytes, n, src, dst) in ports.items():
+                e = links.get(port)
+                if e is None:
+                    links[port] = [t, t + busy, nbytes, n, src, dst, busy]
+                    continue
+                e[1] = t + busy
+                e[2] += nbytes
+                e[3] += n
+                e[6] += busy
+                if (e[4], e[5]) != (src, dst):
+                    e[4] = e[5] = ""
+            t += length
+        return Played(t, tuple((port, *e) for port, e in links.items()))
+
+    def _round(self, transfers) -> tuple[int, dict[Server, list]]:
+        """One round on idle links: each port serves its transfers back to back in the order
+        asked, and the round lasts until the last transfer's last hop plus its latencies."""
+        memo = self._rounds.get(id(transfers))
+        if memo is not None:
+            return memo[1], memo[2]
+        ports: dict[Server, list] = {}  # port -> [busy, bytes, transfers, src, dst] (-1: several pairs)
+        took: dict[tuple[Server, int], int] = {}  # (port, bytes) -> ps
+        end = 0
+        for src, dst, nbytes in transfers:
+            done = 0
+            for port in self.route(src, dst):
+                ps = took.get((port, nbytes))
+                if ps is None:
+                    ps = took[port, nbytes] = port.duration(nbytes)
+                e = ports.get(port)
+                if e is None:
+                    e = ports[port] = [0, 0, 0, src, dst]
+                elif e[3] != src or e[4] != dst:  # several pairs share this link
+                    e[3] = e[4] = -1
+                e[0] += ps
+                e[1] += nbytes
+                e[2] += 1
+                if e[0] > done:
+                    done = e[0]
+            if done + self.latency_ps(src, dst) > end:
+                end = done + self.latency_ps(src, dst)
+        labelled = {port: [*e[:3], *(("", "") if e[3] < 0 else (f"chip{e[3]}", f"chip{e[4]}"))]
+                    for port, e in ports.items()}
+        self._rounds[id(transfers)] = (transfers, end, labelled)
+        return end, labelled
+
+
+@dataclass(frozen=True, slots=True)
+class Played:
+    """A collective run on idle links: how long it takes, and per link its first start and
+    last end (from the collective's start), bytes, transfers, the pair it carried ("" where
+    several shared it) and the time it was held."""
+    duration: int
+    links: tuple[tuple[Server, int, int, int, int, str, str, int], ...]
+
+
+def play(env: simpy.Environment, played: Played, task: OpTask, job: Job, rows: list[Interval]):
+    """A collective whose links are idle and used by no other stream, as one timeout: the
+    links' accounts and rows are what ``run_collective`` would leave."""
+    now = env.now
+    for port, first, last, nbytes, n, src, dst, busy in played.links:
+        port.busy_ps += busy
+        port.bytes_read += nbytes
+        if job is not port.last_any:
+            port.last_any = job
+            port.touches += 1
+        if job is not port.last_owner:
+            port.last_owner = job
+            port.switches += 1
+        port.horizon = max(port.horizon, now + last)
+        rows.append(Interval(now + first, now + last, job.chip, port.rid, "transfer", task.op, task.kind, task.layer,
+                             bytes=nbytes, src=src, dst=dst, count=n, stream=job.stream,
+                             energy_fj=nbytes * 8 * port.energy_fj_per_bit))
+    if played.duration:
+        yield env.timeout(played.duration)
 
 
 def run_collective(env: simpy.Environment, links: SystemLinks, task: OpTask, job: Job, rows: list[Interval]):

@@ -13,8 +13,8 @@ tuner picks by its cost model.
 """
 from __future__ import annotations
 
-import functools
 import math
+from collections import OrderedDict
 from collections.abc import Sequence
 
 from memsim.errors import ConfigError
@@ -45,7 +45,8 @@ class Fabric:
 
     def __init__(self, chip: ChipSpec, chips: int) -> None:
         link = interconnect(chip)
-        self.chip, self.chips, self.link = chip, chips, link
+        self.chips, self.link, self.system = chips, link, chip.system
+        self.kernel = chip.execution.collective_launch == "kernel"
         self.topology = topologies.get(chip.system.topology)
         self.graph = self.topology.build(chips, wiring(chip))
         self.links: dict[Edge, int] = {(a, b): d["links"] for a, b, d in self.graph.edges(data=True)}
@@ -67,22 +68,28 @@ class Fabric:
     def latency_ps(self, src: int, dst: int) -> int:
         """What a transfer between chips pays besides its bytes: the protocol's step latency and
         the link latency of every hop."""
-        return self.chip.system.step_latency_ps + len(self.route(src, dst)) * self.link.latency_ps
+        return self.system.step_latency_ps + len(self.route(src, dst)) * self.link.latency_ps
 
     def round_ps(self, transfers: Sequence[tuple[int, int, int]]) -> int:
         """How long a round takes on idle links, as the engine runs it."""
         free: dict[Edge, int] = {}
+        paths, took = self._paths, {}  # took: (bytes, rate) -> ps, as few as the round's sizes
         end = 0
         for src, dst, nbytes in transfers:
-            key = (src, dst)
-            if key not in self._paths:
-                self._paths[key] = (tuple((e, self.rate[e]) for e in self.route(src, dst)), self.latency_ps(src, dst))
-            hops, latency = self._paths[key]
+            path = paths.get((src, dst))
+            if path is None:
+                path = paths[src, dst] = (tuple((e, self.rate[e]) for e in self.route(src, dst)),
+                                          self.latency_ps(src, dst))
             done = 0
-            for edge, rate in hops:
-                free[edge] = busy = free.get(edge, 0) + transfer_ps(nbytes, rate)
-                done = busy if busy > done else done
-            end = max(end, done + latency)
+            for edge, rate in path[0]:
+                ps = took.get((nbytes, rate))
+                if ps is None:
+                    ps = took[nbytes, rate] = transfer_ps(nbytes, rate)
+                free[edge] = busy = free.get(edge, 0) + ps
+                if busy > done:
+                    done = busy
+            if done + path[1] > end:
+                end = done + path[1]
         return end
 
     def seconds(self, rounds: Sequence[Sequence[tuple[int, int, int]]], launch: bool = True) -> float:
@@ -109,8 +116,7 @@ class Fabric:
         elif n > 2 and all((group[i], group[(i + 1) % n]) in self.links for i in range(n)):
             rings = (tuple(range(n)), tuple(range(n))[::-1])
         # A runtime kernel synchronizes its members with flags; a compiled program is scheduled.
-        barrier = self.chip.execution.collective_launch == "kernel"
-        return collectives.Shape(rings, self._dims(group), self.chip.system.group, barrier)
+        return collectives.Shape(rings, self._dims(group), self.system.group, self.kernel)
 
     def _dims(self, group: Sequence[int]) -> tuple[int, ...]:
         """The grid dimensions a group of consecutive chips fills, whole dimensions from the
@@ -165,7 +171,19 @@ class Fabric:
         return self.cost(self.algorithm(group, nbytes, algorithm).name, group, nbytes, launch)
 
 
-@functools.lru_cache(maxsize=32)
 def fabric(chip: ChipSpec, chips: int) -> Fabric:
-    """The fabric of ``chips`` chips of ``chip``'s system, built once."""
-    return Fabric(chip, chips)
+    """The fabric of ``chips`` chips of ``chip``'s system, built once for all chips that share
+    its links, system and collective launch (a sensitivity rerun of a memory level's value
+    reuses its routes and costs)."""
+    execution = chip.execution
+    key = (chip.interconnect, chip.system, execution.collective_launch, execution.collective_launch_ps, chips)
+    built = _BUILT.get(key)
+    if built is None:
+        built = _BUILT[key] = Fabric(chip, chips)
+        if len(_BUILT) > 32:
+            _BUILT.popitem(last=False)
+    _BUILT.move_to_end(key)
+    return built
+
+
+_BUILT: OrderedDict[tuple, Fabric] = OrderedDict()  # the fabrics used last

@@ -210,10 +210,20 @@ def collective_seconds(tasks: list[OpTask], chip: ChipSpec, chips: int, regions:
     routes = Routes(chip, chips, regions, tp)
     out: dict[tuple[int, int], float] = {}
     least: dict[tuple[int, ...], float] = {}  # by the chunks' rounds: equal collectives are costed once
+    shared: dict[int, tuple[tuple, float]] = {}  # by round tuple (kept): a repeated round is costed once
+
+    def slowest(transfers) -> float:
+        return max(routes.seconds(a, b, n) for a, b, n in transfers)
+
+    def slowest_shared(transfers: tuple) -> float:
+        if id(transfers) not in shared:
+            shared[id(transfers)] = (transfers, slowest(transfers))
+        return shared[id(transfers)][1]
+
     for (_, unit, microbatch), parts in _collective_parts(tasks).items():
         ids = tuple(map(id, parts))
         if ids not in least:
-            least[ids] = sum(max(routes.seconds(a, b, n) for a, b, n in transfers) for transfers in _whole(parts))
+            least[ids] = sum(map(slowest_shared, parts[0])) if len(parts) == 1 else sum(map(slowest, _whole(parts)))
         key = (unit // tp, microbatch)
         out[key] = out.get(key, 0.0) + least[ids]
     return out

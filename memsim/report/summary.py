@@ -155,10 +155,17 @@ def summarize(graph: OpGraph, plan: Plan, result: EngineResult, micro: tuple[OpG
         "ops": len(plan.tasks),
         "engine": {"events": result.events, "simulated_ops": result.simulated_tasks,
                    "replayed_ops": result.replayed_tasks,
-                   "records": len(result.records)},
+                   "records": len(result.records), "transfers": transfers(plan)},
         "energy_j": joules,
         **energy.power_keys(plan, result, joules, tokens(workload)),
     }
+
+
+def transfers(plan: Plan) -> int:
+    """The point-to-point transfers of the plan's collectives and sends that the mapping and the
+    engine work out: each distinct round once, however many tasks or rounds repeat it."""
+    distinct = {id(r): len(r) for t in plan.tasks for r in t.rounds}
+    return sum(distinct.values())
 
 
 def table_placement(graph: OpGraph, plan: Plan) -> dict[str, str]:

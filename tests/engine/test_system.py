@@ -126,3 +126,50 @@ def test_expert_parallel_moe_exchanges_tokens_with_all_to_all():
     assert tp_only.graph.tensors["L0.experts.gate_up.weight"].shape == (8, 4096, 2 * 14336 // 8)
     with pytest.raises(ConfigError, match="experts"):
         simulate("h100-sxm", "llama-2-7b", tp=2, ep=True)
+
+
+def _both(plan):
+    """The plan run as built, and with every collective's transfers requested one by one."""
+    from memsim.engine.scheduler import Simulation
+    played = Simulation(plan, True, True)
+    assert played.alone or not any(t.rounds for t in plan.tasks)
+    one_by_one = Simulation(plan, True, True)
+    one_by_one.alone = {}
+    return played, played.run(), one_by_one.run()
+
+
+@pytest.mark.parametrize("preset, topology, n", [("h100-sxm", "switch", 8), ("h100-sxm", "torus2d", 16),
+                                                 ("mi300x", "fully_connected", 8), ("h100-sxm", "ring", 6)])
+@pytest.mark.parametrize("algorithm", sorted(ALLREDUCE))
+def test_a_collective_alone_on_its_links_is_played_as_its_transfers_would_run(preset, topology, n, algorithm):
+    """Links no other stream uses are idle at each round's start, so one timeout with the
+    transfers worked out once gives what requesting them one by one gives: the end, every
+    row, every link's bytes and busy time."""
+    chip = hardware.load(preset, [("system.topology", topology)])
+    rounds = ALLREDUCE[algorithm].rounds(list(range(n)), 3 * 2**20 + 7, fabric(chip, n).shape(range(n)))
+    tasks = tuple(OpTask(f"ar{i}", "allreduce", i, 0, 1000, (), (f"ar{i - 1}",) if i else (), Ref.link("nvlink"),
+                         chip=0, rounds=tuple(rounds), stream="comm") for i in range(3))
+    sim, played, one_by_one = _both(Plan(chip, tasks, (), 0.0, "compute", (), chips=n, tp=n))
+    assert set(sim.alone) == {"ar0", "ar1", "ar2"}
+    assert played.events < one_by_one.events
+    assert (played.end_ps, played.records, played.bytes_read, played.busy_ps) == \
+        (one_by_one.end_ps, one_by_one.records, one_by_one.bytes_read, one_by_one.busy_ps)
+
+
+def test_collectives_of_streams_that_share_links_request_their_transfers():
+    """Two pipeline stages' all-reduces on a ring share its cables: neither is alone, so their
+    transfers contend as requested."""
+    chip = hardware.load("h100-sxm", [("system.topology", "ring")])
+    tasks = tuple(OpTask(f"ar{s}", "allreduce", 0, 0, 0, (), (), Ref.link("nvlink"), chip=2 * s,
+                         rounds=tuple(ALLREDUCE["ring"].rounds([2 * s, 2 * s + 1, (2 * s + 2) % 4], 2**20)),
+                         stream="comm") for s in range(2))
+    from memsim.engine.scheduler import Simulation
+    sim = Simulation(Plan(chip, tasks, (), 0.0, "compute", (), chips=4, tp=2), True, True)
+    assert sim.alone == {}
+
+
+def test_a_multi_chip_run_plays_its_collectives_with_the_same_result():
+    r = simulate("h100-sxm", "llama-2-7b", context=128, tp=4, pp=2)
+    _, played, one_by_one = _both(r.plan)
+    assert (played.end_ps, played.records, played.busy_ps) == (one_by_one.end_ps, one_by_one.records,
+                                                               one_by_one.busy_ps)

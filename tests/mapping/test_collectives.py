@@ -269,3 +269,13 @@ def one_collective(kind: str, nbytes: int, ranks: int = 8) -> OpGraph:
         g.add_tensor(Tensor(name, (1, nbytes // 2), "bf16", "activation", nbytes))
     g.add_op(Op("c", kind, 0, "bf16", 0, (Read("x", nbytes),), ("y",), dims=(("bytes", nbytes), ("ranks", ranks))))
     return g
+
+
+def test_chips_that_differ_only_off_their_links_share_one_fabric():
+    """A sensitivity rerun of a memory level's value reuses the routes and round costs of the
+    run's fabric; a different system or link is a fabric of its own."""
+    base = hardware.load("h100-sxm")
+    assert fabric(hardware.load("h100-sxm", [("hbm.bandwidth", "1TB/s")]), 8) is fabric(base, 8)
+    slower = fabric(hardware.load("h100-sxm", [("system.step_latency", "5 us")]), 8)
+    assert slower is not fabric(base, 8) and fabric(base, 4) is not fabric(base, 8)
+    assert slower.allreduce_seconds(range(8), 2**20) > fabric(base, 8).allreduce_seconds(range(8), 2**20)
