@@ -7,11 +7,11 @@ and the scheduler.
 """
 from __future__ import annotations
 
-from memsim.engine.records import POWER, SRAM_CAPACITY, UNPACK, WAIT
+from memsim.engine.records import POWER, TILE_BUFFER, UNPACK, WAIT
 from memsim.engine.resources import Server, Use
 
 # Stall keys are (kind, resource, holder); a holder is named where a load or compute queued behind another operator.
-CAPACITY = (SRAM_CAPACITY, "", "")
+BUFFERS = (TILE_BUFFER, "", "")
 UNPACKING = (UNPACK, "", "")
 THROTTLED = (POWER, "", "")  # compute slowed under the power cap
 SRAM = (WAIT, "sram", "")

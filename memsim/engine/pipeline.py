@@ -24,7 +24,7 @@ from typing import Callable
 
 import simpy
 
-from memsim.engine.chunk import CAPACITY, THROTTLED, UNPACKING, Chunk, Port, Stores, servers, status, widen
+from memsim.engine.chunk import BUFFERS, THROTTLED, UNPACKING, Chunk, Port, Stores, servers, status, widen
 from memsim.engine.records import COMPUTE, WAIT
 from memsim.engine.resources import PREFETCH, ChipResources, Job, Server, Use
 from memsim.mapping.plan import OpTask, Step
@@ -64,7 +64,7 @@ class StepRun:
         self.computing = False
         self.waiting: tuple[int, list[int]] | None = None  # loader: (asked, levels' free times)
         self.unpacking = 0  # when the loader finishes dequantising its latest chunk
-        self.released = (0, 0, CAPACITY)  # latest buffer freed: (compute end, freed at, writer's key)
+        self.released = (0, 0, BUFFERS)  # latest buffer freed: (compute end, freed at, writer's key)
         self.last_store = 0  # when the latest store has drained, latency included
         self.store_level = ""
         self.finished = self._own(env.event())
@@ -251,7 +251,7 @@ class StepRun:
                 unpack = wait - capacity
             transit = wait - capacity - unpack
             if capacity > draining:
-                stall[CAPACITY] = stall.get(CAPACITY, 0) + capacity - draining
+                stall[BUFFERS] = stall.get(BUFFERS, 0) + capacity - draining
             if draining > 0:
                 stall[chunk.writer] = stall.get(chunk.writer, 0) + draining
             if transit > 0:
@@ -295,7 +295,7 @@ class StepRun:
 
     def _store(self, now: int) -> None:
         if not self.stores:
-            self._free(CAPACITY, now)
+            self._free(BUFFERS, now)
             return
         batch = Stores(self.consumed, now)
         uses, job, prio, on_store = batch.uses, self.job, self.priority, self.on_store
@@ -318,7 +318,7 @@ class StepRun:
         batch.left -= 1
         if batch.left:
             return
-        written, writer = batch.computed, CAPACITY
+        written, writer = batch.computed, BUFFERS
         for use, via, port in batch.uses:
             end, limiter = use.end, port.key
             if via is not None and via.end > end:  # the link it is reached over ended last

@@ -14,8 +14,8 @@ SYSTEM = -1  # the chip index of links between chips: they belong to the system
 
 # Stall kinds. WAIT names the resource waited on (a level or link; a contended compute unit),
 # and the operator holding it when the wait was contention.
-WAIT, SRAM_CAPACITY, UNPACK, OVERHEAD, DEPENDENCY, BUBBLE, POWER = (
-    "wait", "sram_capacity", "dequant", "overhead", "dependency", "bubble", "power")
+WAIT, TILE_BUFFER, UNPACK, OVERHEAD, DEPENDENCY, BUBBLE, POWER = (
+    "wait", "tile_buffer", "dequant", "overhead", "dependency", "bubble", "power")
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +32,7 @@ class ResourceId:
 
 @dataclass(frozen=True, slots=True)
 class Cause:
-    kind: str  # WAIT, SRAM_CAPACITY, UNPACK, OVERHEAD, DEPENDENCY, BUBBLE or POWER
+    kind: str  # WAIT, TILE_BUFFER, UNPACK, OVERHEAD, DEPENDENCY, BUBBLE or POWER
     on: str = ""  # for WAIT: the resource waited on, as named in outputs (``hbm``, ``link:pcie``)
     holder: str = ""  # the operator holding it, when the wait was contention
 

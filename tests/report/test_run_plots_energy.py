@@ -14,7 +14,7 @@ from memsim import cli, simulate
 from memsim.errors import ConfigError
 from memsim.report.run_plots import FIXED_COLORS, colours, read_energy
 
-CAUSES = ["hbm", "l2", "sram", "ddr", "gddr", "l1", "l3", "link:pcie", "link:nvlink", "sram_capacity", "dequant",
+CAUSES = ["hbm", "l2", "sram", "ddr", "gddr", "l1", "l3", "link:pcie", "link:nvlink", "tile_buffer", "dequant",
           "overhead", "dependency", "bubble", "power"]
 LABELS = ["compute", "transfer", *CAUSES, "static", "stall:compute", "mystery", "another"]
 
