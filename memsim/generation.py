@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from memsim.report.summary import COMBINE, ONCE, SUMMED
+from memsim.report.summary import COMBINE, ONCE, SUMMED, utilization
 
 
 def sample_contexts(prompt: int, steps: int, samples: int) -> list[int]:
@@ -94,6 +94,7 @@ def recomputed(out: dict, runs: list[dict], tokens: float) -> dict[str, Any]:
     return {
         "step_over_roofline": total / out["roofline_s"] if out["roofline_s"] else None,
         "compute_utilization": out["flops_total"] / (total * peak) if peak and total else 0.0,
+        "utilization": utilization(out["per_chip"], total),
         "dominant_stall": top if out["compute_busy_s"] < total / 2 else "compute",
         "engine": {k: sum(r["engine"][k] for r in runs) for k in runs[0]["engine"]},
         "avg_power_w": joules / total if total else 0.0,

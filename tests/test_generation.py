@@ -101,3 +101,10 @@ def test_decode_samples_that_touch_different_levels_are_summed_level_by_level():
     assert sums["step_time_s"] == pytest.approx(1.0 + 2.0 + 3.0)
     assert sums["stall_s"] == pytest.approx({"hbm": 3.0, "link:pcie": 0.0 + 1.0 + 2.0})
     assert sums["bytes_per_level"] == {"ddr": {"read": 0 + 15 + 30}, "hbm": {"read": 30}}
+
+
+def test_a_generations_utilization_is_its_resources_summed_busy_time_over_its_time(tiny_chip_path, tiny_model_path):
+    s = simulate(str(tiny_chip_path), str(tiny_model_path), phase="generate", prompt=16, generate=8, sensitivity=0).summary
+    hbm, share = s["per_chip"]["chip0"]["hbm"], s["utilization"]["chip0"]["hbm"]
+    assert 0 < share <= 1 and share == pytest.approx(hbm["busy_s"] / s["total_s"])
+    assert hbm["read"] == s["bytes_per_level"]["hbm"]["read"]

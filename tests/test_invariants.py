@@ -104,6 +104,8 @@ def _check_step(r) -> None:
         pytest.approx(chips * s["step_time_s"] + (branch.end_s - branch.start_s).sum(), rel=1e-9)
     assert _timeline_bytes(tl) == _bytes(s)
     assert r.ops.flops.sum() == s["flops_total"]
+    # Every level and link of every chip was held at most the step (a server serves one request at a time).
+    assert all(0 <= u <= 1 for who in s["utilization"].values() for u in who.values())
 
 
 @pytest.mark.parametrize("shortcuts", SHORTCUTS.values(), ids=SHORTCUTS.keys())

@@ -44,6 +44,19 @@ class Cause:
         return cls(WAIT, str(on), holder)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Usage:
+    """What one level or link did over a run: the bytes it read and wrote and the time it was
+    held (``busy_ps``), replayed and fast-forwarded work included. ``shared``: the regions of its
+    chip share it (a layer-pipelined chip's off-chip memory), so it is the chip's, not its
+    region's (``resource.chip`` then names the chip's first region)."""
+    resource: ResourceId
+    read: int
+    written: int
+    busy_ps: int
+    shared: bool = False
+
+
 class Interval(NamedTuple):
     start_ps: int
     end_ps: int

@@ -24,7 +24,7 @@ from memsim.engine.environment import Environment
 from memsim.engine.fastforward import FastForward
 from memsim.engine.pipeline import StepRun
 from memsim.engine.records import (BUBBLE, COMPUTE, DEPENDENCY, OVERHEAD, SYSTEM, Cause, Interval, ResourceId,
-                                   keep)
+                                   Usage, keep)
 from memsim.engine.replay import Recording, Replay
 from memsim.engine.replay import key as replay_key
 from memsim.engine.rows import step_rows
@@ -48,6 +48,7 @@ class EngineResult:
     bytes_read: tuple[tuple[str, int], ...]
     bytes_written: tuple[tuple[str, int], ...]
     busy_ps: tuple[tuple[str, int], ...] = ()  # per resource name: time it was held
+    usage: tuple[Usage, ...] = ()  # per level and link of each chip (or region) and of the system
 
 
 class Simulation:
@@ -346,16 +347,21 @@ class Simulation:
         busy: dict[str, int] = {}
         servers = {id(s): s for r in self.chips.values() for s in r.servers()}  # regions share some
         servers.update({id(p): p for p in self.links.ports.values()} if self.links is not None else {})
-        for s in servers.values():
-            if s.rid.kind == COMPUTE:
-                continue
-            name = str(s.rid)
-            read[name] = read.get(name, 0) + s.bytes_read
-            written[name] = written.get(name, 0) + s.bytes_written
-            busy[name] = busy.get(name, 0) + s.busy_ps
+        holders: dict[int, int] = {}  # server -> the units whose resources hold it
+        for res in self.chips.values():
+            for s in res.servers():
+                holders[id(s)] = holders.get(id(s), 0) + 1
+        usage = tuple(Usage(resource=s.rid, read=s.bytes_read, written=s.bytes_written, busy_ps=s.busy_ps,
+                            shared=holders.get(key, 0) > 1)
+                      for key, s in servers.items() if s.rid.kind != COMPUTE)
+        for u in usage:
+            name = str(u.resource)
+            read[name] = read.get(name, 0) + u.read
+            written[name] = written.get(name, 0) + u.written
+            busy[name] = busy.get(name, 0) + u.busy_ps
         return EngineResult(tuple(self.rows), tuple(self.spans), end, self.env.scheduled(), self.stats["simulated"],
                             self.stats["replayed"], tuple(read.items()),
-                            tuple(written.items()), tuple(busy.items()))
+                            tuple(written.items()), tuple(busy.items()), usage)
 
 
 def _least_left(run: StepRun) -> int:

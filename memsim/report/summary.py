@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from memsim.engine import EngineResult
+from memsim.engine.records import SYSTEM, Usage
 from memsim.mapping import Plan
 from memsim.mapping.plan import COMPUTE as COMPUTE_STREAM
 from memsim.mapping.roofline import op_dtype
@@ -30,6 +31,8 @@ COMBINE: dict[str, str] = {
     "compute_busy_s": SUMMED,
     "bytes_per_level": SUMMED,
     "bytes_per_link": SUMMED,
+    "per_chip": SUMMED,
+    "utilization": RECOMPUTED,  # each resource's summed busy time over the generation's
     "compulsory_bytes": SUMMED,
     "weight_bytes": SUMMED,  # read by every step
     "weight_bytes_stored": ONCE,  # held once, whatever the steps
@@ -80,6 +83,33 @@ def stall_seconds(result: EngineResult) -> dict[str, float]:
     return {k: v / PS_PER_S for k, v in sorted(out.items())}
 
 
+def owner(plan: Plan, usage: Usage) -> str:
+    """Whose a level or link is, as written in ``per_chip``: ``system`` for a link between chips,
+    else its chip, and its region on a layer-pipelined chip where it is the region's own."""
+    unit = usage.resource.chip
+    if unit == SYSTEM:
+        return "system"
+    chip = f"chip{plan.chip_of(unit)}"
+    return chip if plan.regions == 1 or usage.shared else f"{chip}.region{unit // plan.tp % plan.regions}"
+
+
+def per_chip(plan: Plan, result: EngineResult) -> dict[str, dict[str, dict[str, Any]]]:
+    """Every level and link of every chip simulated (a stage's other tensor-parallel ranks run
+    as its first), and every link direction between chips: bytes read, written, and the time it
+    was held. They add up to ``bytes_per_level`` and ``bytes_per_link``."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for u in sorted(result.usage, key=lambda u: (u.resource.chip, u.resource.kind, u.resource.name)):
+        out.setdefault(owner(plan, u), {})[str(u.resource)] = {
+            "read": u.read, "written": u.written, "total": u.read + u.written, "busy_s": u.busy_ps / PS_PER_S}
+    return out
+
+
+def utilization(per: dict[str, dict[str, dict[str, Any]]], step_s: float) -> dict[str, dict[str, float]]:
+    """Each resource of ``per_chip``: the share of the step it was held."""
+    return {who: {name: (v["busy_s"] / step_s if step_s else 0.0) for name, v in resources.items()}
+            for who, resources in per.items()}
+
+
 def compute_busy_seconds(result: EngineResult) -> float:
     """Time the compute units computed (``dequant`` intervals, beside them, are not compute)."""
     return sum(r.end_ps - r.start_ps for r in result.records if r.kind == "compute") / PS_PER_S
@@ -109,9 +139,11 @@ def summarize(graph: OpGraph, plan: Plan, result: EngineResult, micro: tuple[OpG
     graphs = micro or (graph,)
     flops = sum(g.total_flops() for g in graphs)
     read, written = dict(result.bytes_read), dict(result.bytes_written)
-    per_level = {lvl.name: {"read": read.get(lvl.name, 0), "written": written.get(lvl.name, 0),
-                            "total": read.get(lvl.name, 0) + written.get(lvl.name, 0)} for lvl in chip.levels}
     busy_ps = dict(result.busy_ps)
+    per_level = {lvl.name: {"read": read.get(lvl.name, 0), "written": written.get(lvl.name, 0),
+                            "total": read.get(lvl.name, 0) + written.get(lvl.name, 0),
+                            "busy_s": busy_ps.get(lvl.name, 0) / PS_PER_S} for lvl in chip.levels}
+    chips = per_chip(plan, result)
     per_link = {name[5:]: {"read": read[name], "written": written[name], "total": read[name] + written[name],
                            "busy_s": busy_ps.get(name, 0) / PS_PER_S}
                 for name in read if name.startswith("link:")}
@@ -139,6 +171,8 @@ def summarize(graph: OpGraph, plan: Plan, result: EngineResult, micro: tuple[OpG
         "compute_busy_s": busy,
         "bytes_per_level": per_level,
         "bytes_per_link": per_link,
+        "per_chip": chips,
+        "utilization": utilization(chips, step_s),
         "compulsory_bytes": dict(plan.compulsory_bytes),
         "weight_bytes": weights_needed,
         "weight_bytes_stored": graph.bytes_of("weight"),

@@ -64,3 +64,40 @@ def test_overrides_reach_the_saved_config(tiny_chip_path, tiny_model_path, tmp_p
     r = simulate(str(tiny_chip_path), str(tiny_model_path), context=8, set={"sram.capacity": "128KiB"})
     r.write(tmp_path / "o")
     assert hardware.load_chip(tmp_path / "o" / "hardware.yaml")[0].sram.capacity_bytes == 128 * 1024
+
+
+def _adds_up(s: dict) -> None:
+    """``per_chip`` adds up to the totals per level and link, and nothing was held longer than the step."""
+    step = s["step_time_s"]
+    totals: dict[str, list] = {}
+    for who, resources in s["per_chip"].items():
+        for name, v in resources.items():
+            assert v["total"] == v["read"] + v["written"]
+            assert 0.0 <= v["busy_s"] <= step * (1 + 1e-12), (who, name)
+            assert s["utilization"][who][name] == pytest.approx(v["busy_s"] / step) and s["utilization"][who][name] <= 1
+            t = totals.setdefault(name.removeprefix("link:"), [0, 0, 0.0])
+            t[0], t[1], t[2] = t[0] + v["read"], t[1] + v["written"], t[2] + v["busy_s"]
+    for name, v in {**s["bytes_per_level"], **s["bytes_per_link"]}.items():
+        read, written, busy = totals.pop(name)
+        assert (read, written) == (v["read"], v["written"]) and busy == pytest.approx(v["busy_s"], abs=1e-15)
+    assert not totals
+
+
+def test_a_two_stage_pipeline_reports_each_chips_levels_and_links():
+    """Per-chip bytes, busy time and utilisation of every level and link on a ``--pp 2`` run; the
+    stages split the weights, so each chip's HBM reads about half, and the send between them
+    crosses the switch's link directions."""
+    s = simulate("h100-sxm", "llama-2-7b", context=256, pp=2, sensitivity=0).summary
+    assert set(s["per_chip"]) == {"chip0", "chip1", "system"}
+    _adds_up(s)
+    hbm = [s["per_chip"][c]["hbm"] for c in ("chip0", "chip1")]
+    assert all(0.4 < h["read"] / s["bytes_per_level"]["hbm"]["read"] < 0.6 and h["busy_s"] > 0 for h in hbm)
+    assert s["per_chip"]["system"]["link:nvlink[0>sw]"]["read"] > 0
+
+
+def test_a_layer_pipelined_chip_reports_each_regions_own_resources_and_the_shared_ones_once():
+    s = simulate("wse-3", "llama-3.2-1b", phase="prefill", prompt=4, sensitivity=0).summary
+    _adds_up(s)
+    regions = [w for w in s["per_chip"] if ".region" in w]
+    assert len(regions) > 1 and all("sram" in s["per_chip"][w] for w in regions)
+    assert "sram" not in s["per_chip"].get("chip0", {})  # each region's own
