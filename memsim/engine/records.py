@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from memsim.hardware.resource import written_name
+
 COMPUTE, LEVEL, LINK, DEQUANT = "compute", "level", "link", "dequant"
 SYSTEM = -1  # the chip index of links between chips: they belong to the system
 
@@ -25,9 +27,7 @@ class ResourceId:
     name: str
 
     def __str__(self) -> str:
-        if self.kind == LINK:
-            return f"link:{self.name}"
-        return self.name if self.kind == LEVEL else self.kind
+        return written_name(self.kind, self.name) if self.kind in (LEVEL, LINK) else self.kind
 
 
 @dataclass(frozen=True, slots=True)

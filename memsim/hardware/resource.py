@@ -2,7 +2,10 @@
 
 A plan says where a step's bytes come from and go to with a ``Ref`` (a level or a link of
 the chip), never with a string that has to be parsed. ``str(ref)`` is the name used in
-outputs: a level by its name (``hbm``), a link with a ``link:`` prefix (``link:pcie``).
+outputs (``written_name``): a level by its name (``hbm``), a link with a ``link:`` prefix
+(``link:pcie``). A level whose name reads as something else in the outputs (a stall cause such
+as ``overhead``, the compute units, a prefixed name) is written ``level:NAME``, so its stalls and
+bytes never merge with another's.
 """
 from __future__ import annotations
 
@@ -10,6 +13,16 @@ from dataclasses import dataclass
 
 LEVEL = "level"
 LINK = "link"
+# What the outputs name besides levels and links: the compute units and every stall cause
+# (``memsim.engine.records``; a test holds the two lists equal).
+OTHER_NAMES = frozenset({"compute", "wait", "tile_buffer", "dequant", "overhead", "dependency", "bubble", "power"})
+
+
+def written_name(kind: str, name: str) -> str:
+    """A level's or link's name in outputs: ``hbm``, ``link:pcie``, ``level:overhead``."""
+    if kind == LINK:
+        return f"link:{name}"
+    return f"level:{name}" if name in OTHER_NAMES or ":" in name else name
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,4 +47,4 @@ class Ref:
         return self.kind == LINK
 
     def __str__(self) -> str:
-        return f"link:{self.name}" if self.kind == LINK else self.name
+        return written_name(self.kind, self.name)

@@ -5,6 +5,7 @@ from typing import Any
 
 from memsim.engine import EngineResult
 from memsim.engine.records import SYSTEM, Usage
+from memsim.hardware.resource import Ref
 from memsim.mapping import Plan
 from memsim.mapping.plan import COMPUTE as COMPUTE_STREAM
 from memsim.mapping.roofline import op_dtype
@@ -140,9 +141,9 @@ def summarize(graph: OpGraph, plan: Plan, result: EngineResult, micro: tuple[OpG
     flops = sum(g.total_flops() for g in graphs)
     read, written = dict(result.bytes_read), dict(result.bytes_written)
     busy_ps = dict(result.busy_ps)
-    per_level = {lvl.name: {"read": read.get(lvl.name, 0), "written": written.get(lvl.name, 0),
-                            "total": read.get(lvl.name, 0) + written.get(lvl.name, 0),
-                            "busy_s": busy_ps.get(lvl.name, 0) / PS_PER_S} for lvl in chip.levels}
+    per_level = {lvl.name: {"read": read.get(n, 0), "written": written.get(n, 0),
+                            "total": read.get(n, 0) + written.get(n, 0), "busy_s": busy_ps.get(n, 0) / PS_PER_S}
+                 for lvl in chip.levels for n in [str(Ref.level(lvl.name))]}
     chips = per_chip(plan, result)
     per_link = {name[5:]: {"read": read[name], "written": written[name], "total": read[name] + written[name],
                            "busy_s": busy_ps.get(name, 0) / PS_PER_S}

@@ -66,3 +66,14 @@ def test_a_load_takes_the_server_from_a_store_of_its_priority_which_resumes():
 def test_a_store_yields_only_to_loads_of_its_priority_or_higher():
     ends = _ends(("store", 100, DEMAND, True), [("prefetch", 30, PREFETCH, False), ("other store", 10, DEMAND, True)])
     assert ends == {"store": 100, "other store": 110, "prefetch": 140}
+
+
+def test_the_names_outputs_give_besides_levels_and_links_are_the_stall_causes_and_compute():
+    """``memsim.hardware.resource.OTHER_NAMES`` is what a level's name must not read as."""
+    from memsim.engine import records
+    from memsim.hardware.resource import OTHER_NAMES
+    causes = {records.WAIT, records.TILE_BUFFER, records.UNPACK, records.OVERHEAD, records.DEPENDENCY,
+              records.BUBBLE, records.POWER}
+    assert OTHER_NAMES == causes | {records.COMPUTE, records.DEQUANT}
+    assert str(records.ResourceId(records.LEVEL, 0, "power")) == "level:power"
+    assert str(records.ResourceId(records.LEVEL, 0, "hbm")) == "hbm"

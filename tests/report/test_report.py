@@ -101,3 +101,21 @@ def test_a_layer_pipelined_chip_reports_each_regions_own_resources_and_the_share
     regions = [w for w in s["per_chip"] if ".region" in w]
     assert len(regions) > 1 and all("sram" in s["per_chip"][w] for w in regions)
     assert "sram" not in s["per_chip"].get("chip0", {})  # each region's own
+
+
+@pytest.mark.parametrize("name", ["overhead", "bubble", "compute", "link:x"])
+def test_a_level_named_like_a_cause_keeps_its_stalls_and_bytes_apart(tmp_path, tiny_model_path, name):
+    """Renaming the tiny chip's ``hbm`` level changes no figure: its stalls and bytes are written
+    ``level:NAME`` where its name reads as a cause, the compute units or a prefixed name."""
+    from tests.conftest import TINY_CHIP
+    path = tmp_path / "renamed.yaml"
+    path.write_text(TINY_CHIP.replace("{name: hbm,", f"{{name: '{name}',"))
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(TINY_CHIP)
+    kw = dict(phase="decode", batch=2, context=32, sensitivity=0)
+    want, got = (simulate(str(p), str(tiny_model_path), **kw).summary for p in (plain, path))
+    written = f"level:{name}"
+    assert got["step_time_s"] == want["step_time_s"]
+    assert got["stall_s"][written] == want["stall_s"]["hbm"] and got["stall_s"]["overhead"] == want["stall_s"]["overhead"]
+    assert got["bytes_per_level"][name] == want["bytes_per_level"]["hbm"]
+    assert got["per_chip"]["chip0"][written] == want["per_chip"]["chip0"]["hbm"]
