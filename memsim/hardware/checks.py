@@ -21,9 +21,12 @@ _TABLES = {"rates": "a compute rate", "ratios": "a fraction in (0, 1]", "ops": "
            "energies": "an energy per FLOP"}
 
 
-def check_fields(spec: Any, where: str) -> None:
-    """Every field of the dataclass ``spec``, whose fields sit under ``where`` in YAML."""
+def check_fields(spec: Any, where: str, unset: frozenset[str] = frozenset()) -> None:
+    """Every field of the dataclass ``spec``, whose fields sit under ``where`` in YAML, but those
+    named in ``unset`` (left for another spec to fill in)."""
     for f in fields(spec):
+        if f.name in unset:
+            continue
         meta = f.metadata
         _check(meta, getattr(spec, f.name), f"{where}.{meta['key']}" if where else meta["key"])
 

@@ -18,7 +18,6 @@ from memsim.files import load_yaml
 from memsim.hardware import estimates
 from memsim.hardware.estimates import Estimate
 from memsim.hardware.spec import (
-    FAMILY_EXECUTION,
     ChipSpec,
     ComputeSpec,
     ExecutionSpec,
@@ -179,12 +178,7 @@ def load_chip(path: Path, overrides: list[tuple[str, str]] | tuple = ()) -> tupl
     for key, value in overrides:
         apply_override(raw, key, value)
     file = f"{path} (with --set)" if overrides else str(path)
-    family = raw.get("family")
-    if isinstance(family, str) and family in FAMILY_EXECUTION and isinstance(raw.get("execution", {}), dict):
-        raw.setdefault("execution", {})
-        for key, value in FAMILY_EXECUTION[family].items():
-            raw["execution"].setdefault(key, copy.deepcopy(value))
-    return build(ChipSpec, raw, file, ""), raw
+    return build(ChipSpec, raw, file, ""), raw  # ``ChipSpec`` fills in its family's execution values
 
 
 def dump_chip(chip: ChipSpec) -> dict[str, Any]:

@@ -8,6 +8,7 @@ of a section or list) drives the checks every constructor runs (``memsim.hardwar
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -44,7 +45,10 @@ EMBEDDING_DTYPES = ("activation", "weight")  # what an embedding table is stored
 # Beyond a few dozen chunks a collective's pieces are too small to hide anything and each
 # pays the algorithm's latencies again.
 MAX_COMM_OVERLAP = 64
-# How each family's real machines work, used for execution fields its YAML leaves out.
+# How each family's real machines work, used for the execution fields a chip leaves out (in YAML
+# or in Python: ``ChipSpec`` fills them in), over what every family shares (``BY_FAMILY``).
+BY_FAMILY: dict[str, Any] = {"streams": ("compute", "copy", "comm"), "weight_prefetch": 0, "pipeline": "none",
+                             "pipeline_chunks": 1, "comm_overlap": 1, "collective_launch": "kernel"}
 FAMILY_EXECUTION: dict[str, dict[str, Any]] = {
     # CUDA/HIP streams with copy engines and a collective stream; kernels see weights in HBM.
     # Serving stacks (vLLM, TensorRT-LLM) run a tensor-parallel all-reduce after its GEMM;
@@ -249,21 +253,21 @@ class ExecutionSpec:
     # Concurrency: the engines a chip has and how it overlaps work (defaults per family).
     streams: tuple[str, ...] = spec_field(
         "streams", "names", "the chip's streams, from compute, branch (a second compute stream for independent branches), copy, comm; `[compute]` runs every operator "
-        "in one stream, one at a time", ("compute", "copy", "comm"), choices=STREAMS
+        "in one stream, one at a time (default: by family)", None, choices=STREAMS
     )
     weight_prefetch: int = spec_field(
         "weight_prefetch", "count", "operators ahead whose weights the copy stream stages into SRAM (or L2) while "
         "the current one computes; a GEMM stages the part of its weights that fits its share of the staging area "
-        "(the area over `prefetch_depth`) (0: off)", 0
+        "(the area over `prefetch_depth`) (0: off; default: by family)", None
     )
     pipeline: str = spec_field(
         "pipeline", "choice", "`layers`: each layer runs in its own region of the chip (its share of compute and "
-        "SRAM) and regions run concurrently as a pipeline; `none`: operators use the whole chip", "none",
-        choices=PIPELINES
+        "SRAM) and regions run concurrently as a pipeline; `none`: operators use the whole chip (default: by family)",
+        None, choices=PIPELINES
     )
     pipeline_chunks: int = spec_field(
         "pipeline_chunks", "count", "with `pipeline: layers`, the token chunks a prefill flows through the regions "
-        "in (unless --microbatches says otherwise)", 1, least=1
+        "in (unless --microbatches says otherwise; default: by family)", None, least=1
     )
     power_cap_mw: int = spec_field(
         "power_cap", "power", "the power one chip may draw (0: its `power.tdp`), as its mean over `power.window`; a "
@@ -274,7 +278,7 @@ class ExecutionSpec:
         "collective_launch", "choice", "`kernel`: a collective is a kernel of its own: it pays the launch "
         "(`op_overhead` or `eager_overhead`) and its direct all-reduces end with a barrier, as NCCL's and vLLM's on a "
         "GPU; `fused`: it runs inside the compiled program (a fused dataflow kernel, a statically scheduled program) "
-        "and pays neither", "kernel", choices=COLLECTIVE_LAUNCH
+        "and pays neither (default: by family)", None, choices=COLLECTIVE_LAUNCH
     )
     fused_kernel: str = spec_field(
         "fused_kernel", "choice", "rdu family: what one fused kernel, launched once at `op_overhead`, runs: `layer` "
@@ -290,18 +294,19 @@ class ExecutionSpec:
     comm_overlap: int = spec_field(
         "comm_overlap", "count", "at most this many chunks a tensor-parallel all-reduce and the GEMM before it are "
         "cut into, so that chunk i goes over the links while the GEMM computes chunk i+1 (1: off; the count that "
-        f"the textbook costs say is fastest is used, up to {MAX_COMM_OVERLAP})", 1
+        f"the textbook costs say is fastest is used, up to {MAX_COMM_OVERLAP}; default: by family)", None
     )
 
     def __post_init__(self) -> None:
-        check_fields(self, "execution")
-        if "compute" not in self.streams:
+        unset = frozenset(name for name in BY_FAMILY if getattr(self, name) is None)  # its chip fills them in
+        check_fields(self, "execution", unset)
+        if self.streams is not None and "compute" not in self.streams:
             fail("must name `compute` once, and each stream once", "execution.streams")
         if self.stage_from and not self.stage_into:
             fail("required when execution.stage_from is set", "execution.stage_into")
         if self.stage_into and self.stage_into in self.stage_from:
             fail(f"{self.stage_into!r} cannot be staged into itself", "execution.stage_from")
-        if not 1 <= self.comm_overlap <= MAX_COMM_OVERLAP:
+        if self.comm_overlap is not None and not 1 <= self.comm_overlap <= MAX_COMM_OVERLAP:
             fail(f"must be from 1 (off) to {MAX_COMM_OVERLAP}", "execution.comm_overlap")
         if bool(self.fabric_rows) != bool(self.fabric_cols) or (self.fabric_rows and not self.fabric_width_bytes):
             missing = "width" if self.fabric_rows and self.fabric_cols else "cols" if self.fabric_rows else "rows"
@@ -334,7 +339,13 @@ class ChipSpec:
     description: str = spec_field("description", "text", "free text", "")
 
     def __post_init__(self) -> None:
-        """Fields checked, then the names that execution, system and levels give of links and levels."""
+        """The family's execution values where the chip leaves them out, fields checked, then the
+        names that execution, system and levels give of links and levels."""
+        ex = self.execution
+        if isinstance(ex, ExecutionSpec) and any(getattr(ex, name) is None for name in BY_FAMILY):
+            family = {**BY_FAMILY, **FAMILY_EXECUTION.get(self.family, {})} if isinstance(self.family, str) else BY_FAMILY
+            unset = {name: _frozen(family[name]) for name in BY_FAMILY if getattr(ex, name) is None}
+            object.__setattr__(self, "execution", dataclasses.replace(ex, **unset))
         check_fields(self, "")
         levels, links = [lvl.name for lvl in self.levels], [lk.name for lk in self.links]
         if "sram" not in levels:
@@ -375,6 +386,10 @@ class ChipSpec:
 
     def chip_capacity(self, level: MemoryLevel) -> int:
         return level.capacity_bytes * (self.compute.units if level.scope == "unit" else 1)
+
+
+def _frozen(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
 
 
 def _check_named(name: str, what: str, known: list[str], field: str) -> None:

@@ -208,7 +208,9 @@ def test_minimal_chip_loads_with_defaults(tmp_path):
     chip, raw = load_chip(write(tmp_path, MINIMAL))
     assert raw["name"] == "tiny"
     assert chip.links == ()
-    assert chip.execution == hardware.ExecutionSpec()
+    from memsim.hardware.spec import BY_FAMILY, FAMILY_EXECUTION
+    family = {k: tuple(v) if isinstance(v, list) else v for k, v in {**BY_FAMILY, **FAMILY_EXECUTION[chip.family]}.items()}
+    assert chip.execution == dataclasses.replace(hardware.ExecutionSpec(), **family)  # the defaults, its family's
     assert chip.sram.channels == 1 and chip.sram.scope == "chip" and chip.sram.efficiency == 1.0
     assert chip.level("hbm").channels == 4
     assert chip.compute.efficiency == 1.0
@@ -425,3 +427,29 @@ def test_a_link_built_in_python_is_checked_like_yaml():
     with pytest.raises(ConfigError) as info:
         LinkSpec("nvlink", 450 * 10**9, 500_000, efficiency=1.5)
     assert info.value.field == "links[nvlink].efficiency"
+
+
+@pytest.mark.parametrize("preset", ["wse-3", "sn40l", "xeon-gold-6242"])
+def test_a_chip_built_in_python_runs_as_its_yaml_preset(preset):
+    """A ``ChipSpec`` built in Python with only the execution fields its preset's YAML writes gets
+    its family's values for the rest, as the loader's chip does, and runs exactly as it."""
+    import dataclasses
+
+    from memsim import engine, mapping, workload
+    from memsim.hardware.loader import read_yaml
+    from memsim.hardware.spec import BY_FAMILY, ChipSpec, ExecutionSpec, yaml_fields
+
+    loaded = hardware.load(preset)
+    written = read_yaml(hardware.resolve(preset, "hardware", hardware.HW_SUFFIXES)).get("execution", {})
+    by_key = yaml_fields(ExecutionSpec)
+    execution = ExecutionSpec(**{by_key[k].name: getattr(loaded.execution, by_key[k].name) for k in written})
+    assert any(getattr(execution, name) is None for name in BY_FAMILY)  # the family fills something in
+    built = ChipSpec(name=loaded.name, family=loaded.family, compute=loaded.compute, levels=loaded.levels,
+                     links=loaded.links, execution=execution, system=loaded.system, power=loaded.power,
+                     description=loaded.description)
+    assert built == loaded
+    graph = workload.build_step(workload.model_config("llama-3.2-1b"), workload.StepSpec.make("decode", context=64))
+    runs = [engine.run(mapping.make_plan(graph, chip)) for chip in (built, loaded)]
+    assert runs[0].end_ps == runs[1].end_ps and runs[0].records == runs[1].records
+    gpu = dataclasses.replace(built, execution=dataclasses.replace(execution, **BY_FAMILY))
+    assert gpu != loaded  # the values a chip leaves out matter
