@@ -24,10 +24,11 @@ WAIT, TILE_BUFFER, UNPACK, OVERHEAD, DEPENDENCY, BUBBLE, POWER = (
 class ResourceId:
     kind: str  # COMPUTE, LEVEL, LINK or DEQUANT
     chip: int  # SYSTEM for links between chips
-    name: str
+    name: str  # a level's or link's name as the chip declares it
+    direction: tuple = ()  # a link between chips (or regions): (from, to), a chip number or a switch's node
 
     def __str__(self) -> str:
-        return written_name(self.kind, self.name) if self.kind in (LEVEL, LINK) else self.kind
+        return written_name(self.kind, self.name, self.direction) if self.kind in (LEVEL, LINK) else self.kind
 
 
 @dataclass(frozen=True, slots=True)

@@ -296,11 +296,12 @@ def _level(env: simpy.Environment, spec: MemoryLevel, units: int, chip: int, via
                   spec.latency_ps, via, spec.energy_fj_per_bit)
 
 
-def _link(env: simpy.Environment, spec: LinkSpec, chip: int, name: str | None = None, rate: int = 0) -> Server:
-    return Server(env, ResourceId(LINK, chip, name or spec.name), 1, rate or spec.effective_bandwidth, spec.latency_ps,
-                  energy_fj_per_bit=spec.energy_fj_per_bit)
+def _link(env: simpy.Environment, spec: LinkSpec, chip: int, direction: tuple = (), rate: int = 0) -> Server:
+    return Server(env, ResourceId(LINK, chip, spec.name, direction), 1, rate or spec.effective_bandwidth,
+                  spec.latency_ps, energy_fj_per_bit=spec.energy_fj_per_bit)
 
 
-def system_link(env: simpy.Environment, spec: LinkSpec, name: str, rate: int = 0) -> Server:
-    """One direction of a cable between chips (or regions) moving ``rate`` bytes/s (0: all of the chip's links)."""
-    return _link(env, spec, SYSTEM, name, rate)
+def system_link(env: simpy.Environment, spec: LinkSpec, direction: tuple, rate: int = 0) -> Server:
+    """One direction (from, to) of a cable between chips (or regions) moving ``rate`` bytes/s (0:
+    all of the chip's links)."""
+    return _link(env, spec, SYSTEM, direction, rate)

@@ -35,7 +35,7 @@ class SystemLinks:
         self.env, self.plan = env, plan
         self.fabric = fabric(chip, plan.chips) if plan.chips > 1 else None
         link = chip.interconnect
-        self.ports = {(a, b): system_link(env, link, f"{link.name}[{a}>{b}]", rate)
+        self.ports = {(a, b): system_link(env, link, (a, b), rate)
                       for (a, b), rate in self.fabric.rate.items()} if self.fabric is not None else {}
         self._routes: dict[tuple[int, int], list[Server]] = {}
         self._latency: dict[tuple[int, int], int] = {}
@@ -48,7 +48,7 @@ class SystemLinks:
             a, b = self.plan.chip_of(src), self.plan.chip_of(dst)
             if a == b:  # neighbouring regions of a chip: one hop over its fabric
                 link = region_link(self.plan.chip)
-                port = system_link(self.env, link, f"{link.name}[{src}>{dst}]")
+                port = system_link(self.env, link, (src, dst))
                 self.ports[key] = port
                 self._routes[key] = [port]
             else:

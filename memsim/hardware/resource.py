@@ -18,11 +18,17 @@ LINK = "link"
 OTHER_NAMES = frozenset({"compute", "wait", "tile_buffer", "dequant", "overhead", "dependency", "bubble", "power"})
 
 
-def written_name(kind: str, name: str) -> str:
-    """A level's or link's name in outputs: ``hbm``, ``link:pcie``, ``level:overhead``."""
+def written_name(kind: str, name: str, direction: tuple = ()) -> str:
+    """A level's or link's name in outputs: ``hbm``, ``link:pcie``, ``level:overhead``, and a
+    direction of a link between chips (or regions) ``link:nvlink[0>sw]``."""
     if kind == LINK:
-        return f"link:{name}"
+        return f"link:{link_label(name, direction)}"
     return f"level:{name}" if name in OTHER_NAMES or ":" in name else name
+
+
+def link_label(name: str, direction: tuple = ()) -> str:
+    """A link's name with the direction it stands for, if one: ``nvlink[0>sw]``."""
+    return f"{name}[{direction[0]}>{direction[1]}]" if direction else name
 
 
 @dataclass(frozen=True, slots=True)

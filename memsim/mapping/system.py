@@ -6,7 +6,9 @@ of point-to-point transfers among all ranks, which the engine routes over the to
 """
 from __future__ import annotations
 
-from memsim.hardware.resource import Ref
+from collections.abc import Hashable
+
+from memsim.hardware.resource import LINK, Ref, written_name
 from memsim.hardware import topologies
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping import collectives, fabric, overlap
@@ -104,37 +106,42 @@ def region_link(chip: ChipSpec):
 
 class Routes:
     """The routes of transfers between units (chips, or regions of chips) over the system's
-    topology, and the least time a transfer takes on one."""
+    topology, and the least time a transfer takes on one. A route is the link directions it
+    crosses, each (between regions of one chip?, from, to)."""
 
     def __init__(self, chip: ChipSpec, chips: int, regions: int, tp: int) -> None:
         self.chip, self.regions, self.tp = chip, regions, tp
         self.fabric = fabric.fabric(chip, chips) if chips > 1 else None
         self._least: dict[tuple[int, int], tuple[int, float]] = {}  # (narrowest peak, latency s) of a route
-        self._names: dict[tuple[int, int], tuple[str, ...]] = {}
+        self._routes: dict[tuple[int, int], tuple[Direction, ...]] = {}
 
-    def names(self, src: int, dst: int) -> tuple[str, ...]:
+    def directions(self, src: int, dst: int) -> tuple[Direction, ...]:
         """The link directions a transfer between two units crosses."""
         key = (src, dst)
-        if key not in self._names:
+        if key not in self._routes:
             a, b = unit_chip(src, self.tp, self.regions), unit_chip(dst, self.tp, self.regions)
             if a == b:
-                self._names[key] = (f"region:{src}>{dst}",)
+                self._routes[key] = ((True, src, dst),)
             else:
                 assert self.fabric is not None
-                self._names[key] = tuple(f"{x}>{y}" for x, y in self.fabric.route(a, b))
-        return self._names[key]
+                self._routes[key] = tuple((False, x, y) for x, y in self.fabric.route(a, b))
+        return self._routes[key]
 
-    def link(self, name: str):
-        """The link a route's direction belongs to: a chip's region link or the one between chips."""
-        return region_link(self.chip) if name.startswith("region:") else self.chip.interconnect
+    def link(self, direction: Direction):
+        """The link a direction belongs to: a chip's region link or the one between chips."""
+        return region_link(self.chip) if direction[0] else self.chip.interconnect
 
-    def peak(self, name: str) -> int:
+    def peak(self, direction: Direction) -> int:
         """A direction's peak bandwidth: a region link's, or the parallel links of a cable between chips."""
-        if name.startswith("region:"):
+        region, a, b = direction
+        if region:
             return region_link(self.chip).peak_bandwidth
         assert self.fabric is not None
-        a, b = name.split(">")
-        return self.fabric.peak[(_node(a), _node(b))]
+        return self.fabric.peak[(a, b)]
+
+    def name(self, direction: Direction) -> str:
+        """As outputs name it: ``link:nvlink[0>sw]``."""
+        return written_name(LINK, self.link(direction).name, direction[1:])
 
     def seconds(self, src: int, dst: int, nbytes: int) -> float:
         """The least time of a transfer: its bytes at the peak bandwidth of the narrowest cable
@@ -142,9 +149,9 @@ class Routes:
         protocol's step latency."""
         key = (src, dst)
         if key not in self._least:
-            names = self.names(src, dst)
-            latency = len(names) * self.link(names[0]).latency_ps + self.step_latency_ps(src, dst)
-            self._least[key] = (min(self.peak(n) for n in names), latency / PS_PER_S)
+            route = self.directions(src, dst)
+            latency = len(route) * self.link(route[0]).latency_ps + self.step_latency_ps(src, dst)
+            self._least[key] = (min(self.peak(d) for d in route), latency / PS_PER_S)
         peak, latency_s = self._least[key]
         return nbytes / peak + latency_s
 
@@ -155,9 +162,7 @@ class Routes:
         return 0 if same else self.chip.system.step_latency_ps
 
 
-def _node(name: str):
-    """A graph node from its name in a link direction: a chip's number, or a switch."""
-    return int(name) if name.isdigit() else name
+Direction = tuple[bool, Hashable, Hashable]  # (between regions of one chip?, from, to)
 
 
 def link_bytes(tasks: list[OpTask], chip: ChipSpec, chips: int, regions: int = 1,
@@ -166,15 +171,14 @@ def link_bytes(tasks: list[OpTask], chip: ChipSpec, chips: int, regions: int = 1
     link between chips (and between a chip's regions), and of each chip link a step moves bytes
     over (a wafer's fabric), for the chip that moves the most."""
     out: dict[str, tuple[int, int]] = {}
-    edges: dict[str, int] = {}
+    edges: dict[Direction, int] = {}
     routes = Routes(chip, chips, regions, tp)
     for transfers, times in _counted(r for t in tasks for r in t.rounds):  # a round shared by tasks: walked once
         for src, dst, nbytes in transfers:
-            for name in routes.names(src, dst):
-                edges[name] = edges.get(name, 0) + nbytes * times
-    for name, nbytes in edges.items():
-        link = routes.link(name)
-        out[f"link:{link.name}[{name.removeprefix('region:')}]"] = (nbytes, routes.peak(name))
+            for direction in routes.directions(src, dst):
+                edges[direction] = edges.get(direction, 0) + nbytes * times
+    for direction, nbytes in edges.items():
+        out[routes.name(direction)] = (nbytes, routes.peak(direction))
     per_chip: dict[tuple[int, str], int] = {}
     for t in tasks:
         for step in t.steps:

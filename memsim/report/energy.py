@@ -60,8 +60,7 @@ def breakdown(plan: Plan, result: EngineResult) -> dict[str, Any]:
         elif kind == LEVEL:
             levels[r.resource.name] = levels.get(r.resource.name, 0) + fj
         elif kind == LINK:
-            name = r.resource.name.split("[")[0]  # a link between chips is named link[src>dst]
-            links[name] = links.get(name, 0) + fj
+            links[r.resource.name] = links.get(r.resource.name, 0) + fj  # its directions between chips too
     dynamic = compute + sum(levels.values()) + sum(links.values())
     static = static_j(plan, result)
     return {"total": dynamic / FJ_PER_J + static, "dynamic": dynamic / FJ_PER_J, "static": static,

@@ -4,8 +4,8 @@ from __future__ import annotations
 from typing import Any
 
 from memsim.engine import EngineResult
-from memsim.engine.records import SYSTEM, Usage
-from memsim.hardware.resource import Ref
+from memsim.engine.records import LINK, SYSTEM, Usage
+from memsim.hardware.resource import Ref, link_label
 from memsim.mapping import Plan
 from memsim.mapping.plan import COMPUTE as COMPUTE_STREAM
 from memsim.mapping.roofline import op_dtype
@@ -145,9 +145,13 @@ def summarize(graph: OpGraph, plan: Plan, result: EngineResult, micro: tuple[OpG
                             "total": read.get(n, 0) + written.get(n, 0), "busy_s": busy_ps.get(n, 0) / PS_PER_S}
                  for lvl in chip.levels for n in [str(Ref.level(lvl.name))]}
     chips = per_chip(plan, result)
-    per_link = {name[5:]: {"read": read[name], "written": written[name], "total": read[name] + written[name],
-                           "busy_s": busy_ps.get(name, 0) / PS_PER_S}
-                for name in read if name.startswith("link:")}
+    links: dict[str, list[int]] = {}  # per link, and per direction of each link between chips
+    for u in result.usage:
+        if u.resource.kind == LINK:
+            e = links.setdefault(link_label(u.resource.name, u.resource.direction), [0, 0, 0])
+            e[0], e[1], e[2] = e[0] + u.read, e[1] + u.written, e[2] + u.busy_ps
+    per_link = {name: {"read": r, "written": w, "total": r + w, "busy_s": b / PS_PER_S}
+                for name, (r, w, b) in links.items()}
     stalls = stall_seconds(result)
     busy = compute_busy_seconds(result)
     dtypes = {op_dtype(chip, op, graph) for op in graph}
@@ -182,7 +186,7 @@ def summarize(graph: OpGraph, plan: Plan, result: EngineResult, micro: tuple[OpG
         "stall_s": stalls,
         "stall_total_s": sum(stalls.values()),
         "exposed_comm_s": sum(v for k, v in stalls.items() if chip.interconnect and plan.chips > 1
-                              and k == f"link:{chip.interconnect.name}"),
+                              and k == str(Ref.link(chip.interconnect.name))),
         "chips": plan.chips,
         "grid": {"tp": plan.tp, "pp": plan.chips // plan.tp},
         "embedding_placement": table_placement(graph, plan),
