@@ -11,7 +11,7 @@ import click
 
 from memsim import __version__, api, hardware, inputs, limits, report, runspec, sensitivity, workload
 from memsim.atomic import check_output_file
-from memsim.console import interrupted
+from memsim.console import by_interrupt, interrupted
 from memsim.errors import MemsimError, MemsimWarning, flags_named
 from memsim.runspec import RunSpec
 from memsim.units import human_bytes
@@ -326,6 +326,8 @@ def entry() -> None:
     except OSError as exc:  # a file that cannot be read or written
         _fail(f"{exc.filename}: {exc.strerror}" if exc.filename else str(exc))
     except Exception as exc:  # noqa: BLE001 - a bug must still not print a traceback at a user
+        if by_interrupt(exc):  # a Ctrl-C that a library wrapped in an error of its own
+            interrupted()
         if os.environ.get("MEMSIM_DEBUG"):
             raise
         _fail(f"internal error, please report it: {type(exc).__name__}: {exc} (MEMSIM_DEBUG=1 shows the traceback)")

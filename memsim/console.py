@@ -16,6 +16,23 @@ def entry() -> None:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
     except KeyboardInterrupt:
         interrupted()
+    except Exception as exc:
+        if by_interrupt(exc):  # a Ctrl-C inside a class being built while a library loads
+            interrupted()
+        raise
+
+
+def by_interrupt(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised while handling a Ctrl-C, or because of one (Python wraps an
+    exception raised in ``__set_name__``, a ``KeyboardInterrupt`` included, in a ``RuntimeError``)."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, KeyboardInterrupt):
+            return True
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return False
 
 
 def interrupted() -> None:

@@ -254,3 +254,33 @@ def test_ctrl_c_at_any_moment_is_one_line_and_exit_130(delay):
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and err.decode() == "memsim: interrupted\n", err.decode()[-500:]
+
+
+def test_a_ctrl_c_that_a_library_wraps_in_its_own_error_is_still_one_line(monkeypatch, capsys):
+    """A Ctrl-C in ``__set_name__`` while a library's class is built arrives as a RuntimeError
+    whose cause is the KeyboardInterrupt (seen while networkx loads): one line and exit 130."""
+    from memsim import console
+
+    def wrapped():
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise RuntimeError("Error calling __set_name__ on 'Field' instance") from exc
+
+    import signal
+
+    from memsim import cli
+
+    assert console.by_interrupt(RuntimeError("x")) is False
+    monkeypatch.setattr(cli, "_invoke", wrapped)  # inside the command line's own handling
+    with pytest.raises(SystemExit) as exit_:
+        cli.entry()
+    assert exit_.value.code == 130 and capsys.readouterr().err == "memsim: interrupted\n"
+    monkeypatch.setattr(cli, "entry", wrapped)  # while the command line's libraries load
+    handler = signal.getsignal(signal.SIGINT)
+    try:
+        with pytest.raises(SystemExit) as exit_:
+            console.entry()
+    finally:
+        signal.signal(signal.SIGINT, handler)  # the console ignores Ctrl-C once it is done
+    assert exit_.value.code == 130 and capsys.readouterr().err == "memsim: interrupted\n"

@@ -15,6 +15,7 @@ from typing import Any
 from memsim import units
 from memsim.dtypes import DTYPES
 from memsim.hardware.checks import check_fields, fail, least_rate
+from memsim.hardware.families import BY_FAMILY, family_values
 from memsim.hardware.fields import spec_field
 from memsim.hardware.links import LinkSpec, SystemSpec
 from memsim.hardware.power import PowerSpec
@@ -45,32 +46,6 @@ EMBEDDING_DTYPES = ("activation", "weight")  # what an embedding table is stored
 # Beyond a few dozen chunks a collective's pieces are too small to hide anything and each
 # pays the algorithm's latencies again.
 MAX_COMM_OVERLAP = 64
-# How each family's real machines work, used for the execution fields a chip leaves out (in YAML
-# or in Python: ``ChipSpec`` fills them in), over what every family shares (``BY_FAMILY``).
-BY_FAMILY: dict[str, Any] = {"streams": ("compute", "copy", "comm"), "weight_prefetch": 0, "pipeline": "none",
-                             "pipeline_chunks": 1, "comm_overlap": 1, "collective_launch": "kernel"}
-FAMILY_EXECUTION: dict[str, dict[str, Any]] = {
-    # CUDA/HIP streams with copy engines and a collective stream; kernels see weights in HBM.
-    # Serving stacks (vLLM, TensorRT-LLM) run a tensor-parallel all-reduce after its GEMM;
-    # overlapping them (Megatron/TransformerEngine userbuffers, Flux, T3) is an opt-in.
-    "gpu": {"streams": ["compute", "copy", "comm"], "weight_prefetch": 0, "pipeline": "none", "comm_overlap": 1,
-            "collective_launch": "kernel"},
-    # Framework CPU kernels: one op at a time, no separate copy or communication engine.
-    "cpu": {"streams": ["compute"], "weight_prefetch": 0, "pipeline": "none", "comm_overlap": 1,
-            "collective_launch": "kernel"},
-    # Dataflow RDU / LPU: the next operators' weights stream in while the current ones compute,
-    # and the compiler schedules a GEMM's output out over the chip network as it is produced.
-    # No family runs a ``branch`` stream by default: frameworks issue a parallel block's attention
-    # and MLP one after the other, and on one chip the two share its compute units and memory
-    # (measured: GPT-J on sn40l and h100-sxm gains at most 5%, and a prefill can lose).
-    # A collective is part of the fused kernel that computes its input: it pays no launch.
-    "rdu": {"streams": ["compute", "copy", "comm"], "weight_prefetch": 2, "pipeline": "none", "comm_overlap": 4,
-            "collective_launch": "fused"},
-    # Wafer: layers are regions that run as a pipeline; a prefill flows through it in chunks.
-    # Its parallelism is the pipeline of regions, not tensor-parallel collectives.
-    "wafer": {"streams": ["compute", "copy", "comm"], "weight_prefetch": 2, "pipeline": "layers",
-              "pipeline_chunks": 32, "comm_overlap": 1, "collective_launch": "fused"},
-}
 
 
 # An operator whose dtype has no peak of its own (a weight-only format unpacked into the
@@ -343,8 +318,7 @@ class ChipSpec:
         names that execution, system and levels give of links and levels."""
         ex = self.execution
         if isinstance(ex, ExecutionSpec) and any(getattr(ex, name) is None for name in BY_FAMILY):
-            family = {**BY_FAMILY, **FAMILY_EXECUTION.get(self.family, {})} if isinstance(self.family, str) else BY_FAMILY
-            unset = {name: _frozen(family[name]) for name in BY_FAMILY if getattr(ex, name) is None}
+            unset = {name: value for name, value in family_values(self.family).items() if getattr(ex, name) is None}
             object.__setattr__(self, "execution", dataclasses.replace(ex, **unset))
         check_fields(self, "")
         levels, links = [lvl.name for lvl in self.levels], [lk.name for lk in self.links]
@@ -386,10 +360,6 @@ class ChipSpec:
 
     def chip_capacity(self, level: MemoryLevel) -> int:
         return level.capacity_bytes * (self.compute.units if level.scope == "unit" else 1)
-
-
-def _frozen(value: Any) -> Any:
-    return tuple(value) if isinstance(value, list) else value
 
 
 def _check_named(name: str, what: str, known: list[str], field: str) -> None:

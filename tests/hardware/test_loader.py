@@ -208,8 +208,9 @@ def test_minimal_chip_loads_with_defaults(tmp_path):
     chip, raw = load_chip(write(tmp_path, MINIMAL))
     assert raw["name"] == "tiny"
     assert chip.links == ()
-    from memsim.hardware.spec import BY_FAMILY, FAMILY_EXECUTION
-    family = {k: tuple(v) if isinstance(v, list) else v for k, v in {**BY_FAMILY, **FAMILY_EXECUTION[chip.family]}.items()}
+    from memsim.hardware.families import BY_FAMILY, FAMILY_EXECUTION
+    values = {**BY_FAMILY, **FAMILY_EXECUTION[chip.family]}
+    family = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
     assert chip.execution == dataclasses.replace(hardware.ExecutionSpec(), **family)  # the defaults, its family's
     assert chip.sram.channels == 1 and chip.sram.scope == "chip" and chip.sram.efficiency == 1.0
     assert chip.level("hbm").channels == 4
@@ -437,7 +438,8 @@ def test_a_chip_built_in_python_runs_as_its_yaml_preset(preset):
 
     from memsim import engine, mapping, workload
     from memsim.hardware.loader import read_yaml
-    from memsim.hardware.spec import BY_FAMILY, ChipSpec, ExecutionSpec, yaml_fields
+    from memsim.hardware.families import BY_FAMILY
+    from memsim.hardware.spec import ChipSpec, ExecutionSpec, yaml_fields
 
     loaded = hardware.load(preset)
     written = read_yaml(hardware.resolve(preset, "hardware", hardware.HW_SUFFIXES)).get("execution", {})

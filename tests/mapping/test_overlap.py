@@ -6,7 +6,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memsim import hardware, simulate
-from memsim.hardware.spec import FAMILIES, FAMILY_EXECUTION
+from memsim.hardware.families import FAMILY_EXECUTION
+from memsim.hardware.spec import FAMILIES
 from memsim.mapping import overlap
 from memsim.mapping.collectives import ALLREDUCE, LinkCost
 from memsim.mapping.plan import COMM, COMPUTE
