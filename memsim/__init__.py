@@ -14,7 +14,8 @@ _HOME = {"Result": "memsim.api", "simulate": "memsim.api", "simulate_graph": "me
          "RunSpec": "memsim.runspec", "CapacityError": "memsim.errors", "ConfigError": "memsim.errors",
          "MemsimError": "memsim.errors", "TraceError": "memsim.errors"}
 
-__all__ = sorted(_HOME) + ["__version__"]
+__all__ = ["CapacityError", "ConfigError", "MemsimError", "Result", "RunSpec", "TraceError", "__version__",
+           "simulate", "simulate_graph"]
 
 
 def __getattr__(name: str) -> Any:

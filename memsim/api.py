@@ -1,23 +1,35 @@
 """The pipeline in one call: config -> workload -> mapping -> engine -> report."""
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import pandas as pd
 
-import contextlib
-import dataclasses
-
-from memsim import engine, generation, grid, hardware, limits, mapping, powercap, report, runspec, sensitivity, \
-    speculative, units, workload
+from memsim import (
+    engine,
+    generation,
+    grid,
+    hardware,
+    limits,
+    mapping,
+    powercap,
+    report,
+    runspec,
+    sensitivity,
+    speculative,
+    units,
+    workload,
+)
 from memsim.errors import CapacityError, ConfigError
 from memsim.hardware.estimates import Estimate
 from memsim.hardware.loader import build, dump_chip, estimates_of, load_chip, read_yaml
 from memsim.hardware.spec import SystemSpec
 from memsim.runspec import RunSpec
-
 
 DEFAULT_SAMPLES = RunSpec.samples  # decode steps simulated for a generation; the rest are interpolated
 python_entry = runspec.python_entry  # a Python caller's errors name keyword arguments
@@ -230,7 +242,7 @@ def run(spec: RunSpec) -> Result:
     found = estimates(spec.hw, spec.set, spec.system)
 
     def rerun(path: str, value: str) -> dict:
-        return _simulate(dataclasses.replace(spec, set=spec.set + ((path, value),))).summary
+        return _simulate(dataclasses.replace(spec, set=(*spec.set, (path, value)))).summary
 
     top = spec.sensitivity if spec.sensitivity is not None else sensitivity.auto(result.summary)
     moved = sensitivity.report(result.summary, found, top, rerun)

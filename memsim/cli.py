@@ -137,7 +137,8 @@ def plot_sweep(results, x_field, output):
 @click.argument("folder", type=click.Path(file_okay=False))
 def plot_run(folder):
     """Gantt chart, roofline chart, stall breakdown and energy breakdown of a run's --out folder."""
-    from memsim.report.run_plots import FIGURES, plot_run as draw
+    from memsim.report.run_plots import FIGURES
+    from memsim.report.run_plots import plot_run as draw
 
     for name in FIGURES:
         check_output_file(Path(folder) / name, "FOLDER")
@@ -283,7 +284,8 @@ def format_summary(s: dict) -> str:
     lines.append(f"  power            {s['avg_power_w']:12.1f} W avg, {s['peak_power_w']:.1f} W peak{cap}{per_token}")
     if s.get("power_limited"):  # the cap lowered the clock
         mhz = f" ({s['clock_mhz']:g} MHz)" if s.get("clock_mhz") else ""
-        lines.append(f"  clock            {s['clock']:12.3f} of max{mhz}, lowered to fit the cap: {s['chip_power_w']:.1f} W a chip")
+        lines.append(f"  clock            {s['clock']:12.3f} of max{mhz}, "
+                     f"lowered to fit the cap: {s['chip_power_w']:.1f} W a chip")
     lines += sensitivity.lines(s.get("estimates", {}))
     return "\n".join(lines)
 
@@ -325,7 +327,7 @@ def entry() -> None:
         sys.exit(exc.exit_code)
     except OSError as exc:  # a file that cannot be read or written
         _fail(f"{exc.filename}: {exc.strerror}" if exc.filename else str(exc))
-    except Exception as exc:  # noqa: BLE001 - a bug must still not print a traceback at a user
+    except Exception as exc:  # a bug must still not print a traceback at a user
         if by_interrupt(exc):  # a Ctrl-C that a library wrapped in an error of its own
             interrupted()
         if os.environ.get("MEMSIM_DEBUG"):

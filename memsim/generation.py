@@ -13,7 +13,8 @@ goes through the ordinary pipeline.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -25,7 +26,7 @@ def sample_contexts(prompt: int, steps: int, samples: int) -> list[int]:
     last = prompt + steps - 1
     if steps <= samples:
         return list(range(prompt, last + 1))
-    return sorted({int(round(c)) for c in np.linspace(prompt, last, max(2, samples))})
+    return sorted({round(c) for c in np.linspace(prompt, last, max(2, samples))})
 
 
 def _sum_interpolated(samples: dict[int, dict], contexts: np.ndarray, key_path: tuple = ()) -> Any:
@@ -39,7 +40,7 @@ def _sum_interpolated(samples: dict[int, dict], contexts: np.ndarray, key_path: 
     xs = np.array(sorted(samples), dtype=float)
     ys = np.array([found[c] or 0 for c in sorted(samples)], dtype=float)
     total = float(np.interp(contexts, xs, ys).sum())
-    return int(round(total)) if isinstance(node, int) else total
+    return round(total) if isinstance(node, int) else total
 
 
 def _find(summary: Any, key_path: tuple) -> Any:
@@ -79,7 +80,7 @@ def scaled(value: Any, factor: float) -> Any:
     """An additive summary value (a number or a nested dict of them) times ``factor``; counts stay whole."""
     if isinstance(value, dict):
         return {k: scaled(v, factor) for k, v in value.items()}
-    return int(round(value * factor)) if isinstance(value, int) else value * factor
+    return round(value * factor) if isinstance(value, int) else value * factor
 
 
 def recomputed(out: dict, runs: list[dict], tokens: float) -> dict[str, Any]:
@@ -148,7 +149,7 @@ def combine(prefill: dict, decodes: dict[int, dict], prompt: int, steps: int) ->
 def _speculative(decodes: dict[int, dict], contexts: np.ndarray, tpot_s: float) -> dict[str, Any]:
     """A speculative generation's step times, averaged over its tokens' contexts, and its time per token."""
     xs = sorted(decodes)
-    mean = lambda key: float(np.interp(contexts, xs, [decodes[c]["speculative"][key] for c in xs]).mean())  # noqa: E731
+    mean = lambda key: float(np.interp(contexts, xs, [decodes[c]["speculative"][key] for c in xs]).mean())
     times = {key: mean(key) for key in ("draft_step_s", "verify_step_s", "step_s")}
     return {**decodes[xs[0]]["speculative"], **times, "time_per_token_s": tpot_s,
             "tokens_per_s_per_sequence": 1 / tpot_s if tpot_s else 0.0,

@@ -11,7 +11,8 @@ Orchestration only: every candidate is an ordinary run.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from memsim.errors import CapacityError, ConfigError
 from memsim.runspec import RunSpec

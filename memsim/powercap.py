@@ -19,8 +19,8 @@ at the lowest clock and its ``chip_power_w`` exceeds ``power_cap_w``.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from fractions import Fraction
-from typing import Callable
 
 from memsim.engine import EngineResult
 from memsim.hardware.spec import ChipSpec

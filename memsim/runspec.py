@@ -9,8 +9,9 @@ with ``set`` (``--set PATH=VALUE``), which the hardware loader checks.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import MISSING, dataclass, field, fields, replace
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from memsim import limits, units
 from memsim.errors import ConfigError, keyword_named
@@ -138,7 +139,7 @@ class RunSpec:
             raise ConfigError("--draft self needs --draft-cost, and only it takes one", field="--draft-cost")
 
     @classmethod
-    def make(cls, values: Mapping[str, Any]) -> "RunSpec":
+    def make(cls, values: Mapping[str, Any]) -> RunSpec:
         """A spec from keyword values; an unknown name is a one-line error."""
         known = {f.name for f in fields(cls)}
         for name in values:
@@ -146,7 +147,7 @@ class RunSpec:
                 raise ConfigError(f"unknown run parameter (known: {', '.join(sorted(known))})", field=name)
         return cls(**dict(values))
 
-    def resolved(self, max_positions: int | None) -> "RunSpec":
+    def resolved(self, max_positions: int | None) -> RunSpec:
         """The spec with ``context`` and ``prompt`` defaults that fit a model of ``max_positions``."""
         room = max_positions if max_positions else DEFAULT_TOKENS
         context = self.context if self.context is not None else max(0, min(DEFAULT_TOKENS, room - 1))

@@ -26,7 +26,8 @@ An end of a range equal to the value is the run itself and is not rerun.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from memsim.hardware.estimates import Estimate
 

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -30,7 +31,8 @@ import pandas as pd
 from memsim import generation, workload
 from memsim.errors import CapacityError, ConfigError, MemsimError
 from memsim.report.summary import COMBINE, ONCE, SUMMED
-from memsim.runspec import SELF_DRAFT as SELF, RunSpec
+from memsim.runspec import SELF_DRAFT as SELF
+from memsim.runspec import RunSpec
 
 
 def expected_tokens(accept: float, k: int) -> float:
@@ -194,6 +196,6 @@ def _joined(frames: list[tuple[pd.DataFrame, float, str]]) -> pd.DataFrame:
     for frame, start, prefix in frames:
         moved = frame.assign(start_s=frame.start_s + start, end_s=frame.end_s + start)
         if prefix:
-            moved["op"] = moved.op.map(lambda name: f"{prefix}{name}" if isinstance(name, str) and name else name)
+            moved["op"] = moved.op.map(lambda name, prefix=prefix: f"{prefix}{name}" if isinstance(name, str) and name else name)
         shifted.append(moved)
     return pd.concat(shifted).reset_index(drop=True)

@@ -23,9 +23,10 @@ import os
 import re
 import threading
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from memsim import runspec, sweep_store, units
 from memsim.errors import ConfigError, MemsimError, MemsimWarning
@@ -356,7 +357,7 @@ def _connect(address: Any):
     def connect() -> None:  # a scheduler that accepts but never answers can hold Client past its timeout
         try:
             made.append(Client(text, timeout=f"{CONNECT_S}s", set_as_default=False))
-        except Exception as exc:  # noqa: BLE001 - OSError, TimeoutError, ValueError: all mean "not reached"
+        except Exception as exc:  # OSError, TimeoutError, ValueError: all mean "not reached"
             made.append(exc)
 
     worker = threading.Thread(target=connect, daemon=True)
@@ -373,7 +374,7 @@ def _run_dask(client, todo: Iterator[Task], results: Results, bar) -> None:
     from distributed import as_completed
 
     window = max(1, sum(client.nthreads().values())) * IN_FLIGHT
-    submit = lambda task: client.submit(run_point, *task.call(), pure=False)  # noqa: E731
+    submit = lambda task: client.submit(run_point, *task.call(), pure=False)
     live = {submit(task) for task in itertools.islice(todo, window)}
     flow = as_completed(list(live))
     try:
@@ -389,5 +390,5 @@ def _run_dask(client, todo: Iterator[Task], results: Results, bar) -> None:
         raise
 
 
-__all__ = ["expand", "parse_sweeps", "points", "point_spec", "read_sweep_file", "run_point", "run_sweep", "size",
-           "Results", "ALIASES"]
+__all__ = ["ALIASES", "Results", "expand", "parse_sweeps", "point_spec", "points", "read_sweep_file", "run_point",
+           "run_sweep", "size"]

@@ -84,7 +84,7 @@ class Lock:
         self.path = Path(out) / ".lock"
         self.fh = None
 
-    def __enter__(self) -> "Lock":
+    def __enter__(self) -> Lock:
         import fcntl
 
         self.fh = self.path.open("a")

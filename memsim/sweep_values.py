@@ -8,10 +8,11 @@ inside one does not split it. A value listed twice is one point: the repeat is d
 from __future__ import annotations
 
 import math
-from collections import Counter
 import warnings
+from collections import Counter
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from memsim import runspec, units
 from memsim.errors import ConfigError, MemsimWarning
@@ -83,7 +84,7 @@ def _kind(text: str) -> tuple[str, Callable] | None:
 
 def _format(kind: str, value: float) -> str:
     if kind in units.FORMATTERS and kind not in ("count", "ratio"):
-        return units.FORMATTERS[kind](int(round(value)))
+        return units.FORMATTERS[kind](round(value))
     return str(int(value)) if kind == "count" else f"{value:g}"
 
 
@@ -130,7 +131,7 @@ def parse_sweeps(items: Iterable[str], listed: dict[str, list[str]] | None = Non
     lists: each item a value or a range, never split at a comma), after those ``known`` already."""
     out: dict[str, list[str]] = dict(known or {})
     given = [(*item.partition("="), item) for item in items]
-    for key, sep, spec, item in given:
+    for key, sep, _spec, item in given:
         if not sep or not key.strip():
             raise ConfigError(f"expected PATH=V1,V2 or PATH=A..B:xF, got {units.shown(item)}", field="--set")
     pairs = [(key.strip(), spec.strip().split(",")) for key, _, spec, _ in given] + list((listed or {}).items())

@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import subprocess
@@ -71,7 +72,7 @@ def main() -> None:
         r = engine.run(mapping.make_plan(g, chip))
         counts.append((layers, r.events))
         print(f"  {layers:3d} layers  {r.events:8d} events  {r.events / layers:8.1f} per layer")
-    slopes = [(b[1] - a[1]) / (b[0] - a[0]) for a, b in zip(counts, counts[1:])]
+    slopes = [(b[1] - a[1]) / (b[0] - a[0]) for a, b in itertools.pairwise(counts)]
     print(f"  marginal events per layer: {', '.join(f'{s:.1f}' for s in slopes)} (constant = linear)")
 
     wall, result = timed(lambda: simulate("h100-sxm", "llama-2-7b", phase="prefill", prompt=4096),
@@ -81,7 +82,7 @@ def main() -> None:
     print(f"  wall time, simulate()      {wall:10.3f} s")
 
     for model in ("llama-3.1-70b", "llama-3.1-405b"):
-        wall, result = timed(lambda: simulate("h100-sxm", model, phase="decode", context=2048, tp=8), 1)
+        wall, result = timed(lambda model=model: simulate("h100-sxm", model, phase="decode", context=2048, tp=8), 1)
         s = result.summary
         print(f"{model} decode, batch 1, context 2048, TP 8 on h100-sxm")
         print(f"  simulated step time        {s['step_time_s'] * 1e3:10.3f} ms   "
@@ -141,7 +142,7 @@ def targets() -> None:
     ]
     print("Targets")
     for label, target, kw in runs:
-        wall, result = timed(lambda: simulate(**kw), 1)
+        wall, result = timed(lambda kw=kw: simulate(**kw), 1)
         verdict = "met" if wall <= target else "MISSED"
         print(f"  {label:58s} {wall:7.2f} s  (target <= {target:.1f} s: {verdict}; "
               f"{result.summary['step_time_s'] * 1e3:.3f} ms simulated)")
@@ -216,7 +217,7 @@ def limits_benchmark() -> None:
         ]
         for what, args in cases:
             out = subprocess.run([sys.executable, "-c", CHILD.replace("ARGS", repr(["run", *args]))],
-                                 capture_output=True, text=True)
+                                 capture_output=True, text=True, check=False)
             if out.returncode:
                 print(f"  {what:<52} failed: {out.stderr.strip().splitlines()[-1:]}")
                 continue

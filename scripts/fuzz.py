@@ -26,14 +26,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from hypothesis import HealthCheck, Phase, given, seed as hypothesis_seed, settings  # noqa: E402
-from hypothesis.errors import HypothesisException  # noqa: E402
-
-import fuzz_run  # noqa: E402
-import fuzz_hostile  # noqa: E402
-import fuzz_inputs  # noqa: E402
-from fuzz_inputs import Case, Seeds, build_seeds  # noqa: E402
-from fuzz_mutate import DIRECTORY, MISSING  # noqa: E402
+import fuzz_hostile
+import fuzz_inputs
+import fuzz_run
+from fuzz_inputs import Case, Seeds, build_seeds
+from fuzz_mutate import DIRECTORY, MISSING
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis.errors import HypothesisException
 
 STEP_TIME = "step time"
 KINDS = {**fuzz_inputs.KINDS, **fuzz_hostile.KINDS}  # the mutated inputs, then the hostile acts

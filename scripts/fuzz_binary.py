@@ -9,9 +9,8 @@ from __future__ import annotations
 import io
 import math
 
-from hypothesis import strategies as st
-
 from fuzz_mutate import text_mutation
+from hypothesis import strategies as st
 
 T, H, HEADS, VOCAB = 4, 8, 2, 16
 ONNX_TYPES = ("MatMul", "Gemm", "Softmax", "Add", "LayerNormalization", "Gather", "Reshape", "Transpose", "Split",
@@ -25,7 +24,6 @@ ONNX_OPS = ("op_type", "op_type", "domain", "drop_input", "add_input", "rename_i
 def onnx_seeds() -> dict[str, bytes]:
     try:
         import numpy as np
-        import onnx
         from onnx import TensorProto, helper, numpy_helper
     except ImportError:
         return {}
@@ -66,7 +64,7 @@ def _names(graph) -> list[str]:
     found = {i.name for i in graph.initializer} | {i.name for i in graph.input}
     for n in graph.node:
         found |= set(n.input) | set(n.output)
-    return sorted(found) + ["ghost", ""]
+    return [*sorted(found), "ghost", ""]
 
 
 @st.composite
@@ -250,10 +248,10 @@ def chakra_mutant(draw, seed: bytes) -> tuple[bytes, list[str]]:
                 n.type = draw(st.integers(-1, 12))
                 recipe.append(f"node {n.id}: type {n.type}")
             elif op == "id":
-                n.id = draw(st.sampled_from(ids + [2 ** 64 - 1, 999]))
+                n.id = draw(st.sampled_from([*ids, 2 ** 64 - 1, 999]))
                 recipe.append(f"node {n.name}: id {n.id}")
             elif op in ("data_dep", "ctrl_dep"):
-                dep = draw(st.sampled_from(ids + [999, n.id, 2 ** 64 - 1]))
+                dep = draw(st.sampled_from([*ids, 999, n.id, 2 ** 64 - 1]))
                 (n.data_deps if op == "data_dep" else n.ctrl_deps).append(dep)
                 recipe.append(f"node {n.id}: {op} on {dep}")
             elif op in ("attr_value", "attr_add"):

@@ -28,12 +28,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import fuzz_run
 import yaml
+from fuzz_inputs import Case, Seeds
 from hypothesis import strategies as st
 
-import fuzz_run
 from memsim.sweep_store import digest
-from fuzz_inputs import Case, Seeds
 
 FIFO, LINK = "<fifo>", "<link>"  # special entries of Case.files: a named pipe; ("<link>", target) a symlink
 BOMB = ("[&a [lol, lol, lol, lol, lol, lol, lol, lol, lol], &b [*a, *a, *a, *a, *a, *a, *a, *a, *a], "
@@ -64,9 +64,9 @@ OUTPUTS = ("summary.json", "ops.csv", "timeline.csv", "hardware.yaml")
 def leaves(tree: Any, at: tuple = ()) -> list[tuple]:
     """The paths of a tree's scalar leaves."""
     if isinstance(tree, dict):
-        return [p for k, v in tree.items() for p in leaves(v, at + (k,))]
+        return [p for k, v in tree.items() for p in leaves(v, (*at, k))]
     if isinstance(tree, list):
-        return [p for i, v in enumerate(tree) for p in leaves(v, at + (i,))]
+        return [p for i, v in enumerate(tree) for p in leaves(v, (*at, i))]
     return [at]
 
 

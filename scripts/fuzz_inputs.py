@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
-
-import yaml
-from hypothesis import strategies as st
+from typing import Any
 
 import fuzz_binary
+import yaml
 from fuzz_mutate import document
+from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parents[1]
 HW_DIR, MODEL_DIR = ROOT / "configs" / "hardware", ROOT / "configs" / "models"
@@ -111,8 +111,8 @@ def build_seeds(work: Path, cli: Callable[[list[str]], int]) -> Seeds:
         if tree.get("system") and (path.stem, tree["system"]) not in s.systems:
             s.systems.append((path.stem, tree["system"]))
     s.hw_keys = sorted(keys | {"bogus", "bandwith", "holds", "via", "scope"}, key=str)
-    s.hw_values = tuple(sorted(names)) + ("gpu", "wafer", "rdu", "cpu", "tpu", "unit", "chip", "l2", "hbm", "weight",
-                                          "kv", "activation", "compute", "copy", "comm", "branch", "layers", "none")
+    s.hw_values = (*sorted(names), "gpu", "wafer", "rdu", "cpu", "tpu", "unit", "chip", "l2", "hbm", "weight", "kv",
+                   "activation", "compute", "copy", "comm", "branch", "layers", "none")
     for name in ("gpt2", "llama-3.2-1b", "qwen2.5-7b", "mixtral-8x7b", "bert-base"):
         config = json.loads((MODEL_DIR / f"{name}.json").read_text())  # only what memsim reads: denser mutations
         s.models[name] = {k: v for k, v in config.items() if k in MODEL_KEYS}
@@ -274,7 +274,7 @@ _SYSTEM = ("--hw", "--trace", "--generate", "--samples", "--tp", "--pp", "--micr
 COMMANDS = {
     "run": (_STEP + _SYSTEM + ("--chips", "--out"), ("--ep", "--perfetto", "--no-fast-forward")),
     "sweep": (_STEP + _SYSTEM + ("--out", "--workers"), ("--ep", "--keep", "--no-progress")),
-    "trace": (_STEP + ("-o",), ()),
+    "trace": ((*_STEP, "-o"), ()),
     "import": (("-o", "--dim", "--ranks"), ()),
     "list": ((), ()),
 }
@@ -373,4 +373,4 @@ def chakra_case(draw, s: Seeds) -> Case:
 
 KINDS: dict[str, Callable] = {"hw": hw_case, "model": model_case, "trace": trace_case, "sweep": sweep_case,
                               "system": system_case, "cli": cli_case, "onnx": onnx_case, "chakra": chakra_case}
-__all__ = ["Case", "Seeds", "build_seeds", "KINDS"]
+__all__ = ["KINDS", "Case", "Seeds", "build_seeds"]

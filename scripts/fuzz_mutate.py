@@ -50,10 +50,10 @@ def paths(tree: Any, prefix: tuple = ()) -> list[tuple]:
     found = [prefix]
     if isinstance(tree, dict):
         for k, v in tree.items():
-            found += paths(v, prefix + (k,))
+            found += paths(v, (*prefix, k))
     elif isinstance(tree, list):
         for i, v in enumerate(tree):
-            found += paths(v, prefix + (i,))
+            found += paths(v, (*prefix, i))
     return found
 
 
@@ -128,7 +128,7 @@ def tree_mutation(draw, tree: Any, dictionary: list, keys: list[str]) -> tuple[A
         del parent[path[-1]]
         return tree, f"delete {here}"
     if op == "retype":
-        new = draw(st.sampled_from((lambda v: [v], lambda v: {"value": v}, str, lambda v: json.dumps(v),
+        new = draw(st.sampled_from((lambda v: [v], lambda v: {"value": v}, str, json.dumps,
                                     lambda v: None)))(old)
         return put(tree, path, new), f"retype {here} = {new!r:.80}"
     if op == "scale" and isinstance(old, (int, float)) and not isinstance(old, bool):
@@ -169,13 +169,13 @@ def tree_mutation(draw, tree: Any, dictionary: list, keys: list[str]) -> tuple[A
             new_key = {"upper": s.upper(), "plural": s + "s", "chop": s[:-1], "space": s + " ",
                        "underscore": "_" + s}.get(how) or draw(st.sampled_from(keys))
             target[new_key] = target.pop(key)
-            return tree, f"rename {describe(where + (key,))} -> {new_key!r}"
+            return tree, f"rename {describe((*where, key))} -> {new_key!r}"
         if dicts:
             where = dicts[draw(st.integers(0, len(dicts) - 1))]
             key = draw(st.one_of(st.sampled_from(keys), st.text(max_size=8), st.integers(-2, 2)))
             value = draw(values(dictionary))
             get(tree, where)[key] = value
-            return tree, f"add {describe(where + (key,))} = {value!r:.80}"
+            return tree, f"add {describe((*where, key))} = {value!r:.80}"
     if op in ("copy", "swap") and len(every) > 1:
         other = every[draw(st.integers(0, len(every) - 1))]
         if other[:len(path)] != path and path[:len(other)] != other:
@@ -216,7 +216,7 @@ def text_mutation(draw, data: bytes, fmt: str) -> tuple[bytes, str]:
         return data[:at] + blob + data[at:], f"insert {blob!r} at byte {at}"
     if op in ("dup_line", "del_line") and lines:
         i = draw(st.integers(0, len(lines) - 1))
-        new = lines[:i + 1] + [lines[i]] + lines[i + 1:] if op == "dup_line" else lines[:i] + lines[i + 1:]
+        new = [*lines[:i + 1], lines[i], *lines[i + 1:]] if op == "dup_line" else lines[:i] + lines[i + 1:]
         return b"\n".join(new), f"{op} {i + 1}: {lines[i][:60]!r}"
     if op == "token":
         text = data.decode("utf-8", "surrogateescape")

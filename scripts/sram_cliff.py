@@ -11,6 +11,7 @@ with matplotlib, results.png (`memsim plot sweep`).
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 from pathlib import Path
 
@@ -35,8 +36,8 @@ def main() -> int:
     table["step_time_ms"] = table.pop("step_time_s") * 1e3
     print(table.to_string(index=False))
     times = table["step_time_ms"].tolist()
-    drop = max(a / b for a, b in zip(times, times[1:]))
-    at = table["sram.capacity"].iloc[[a / b for a, b in zip(times, times[1:])].index(drop) + 1]
+    drop = max(a / b for a, b in itertools.pairwise(times))
+    at = table["sram.capacity"].iloc[[a / b for a, b in itertools.pairwise(times)].index(drop) + 1]
     print(f"cliff: step time falls {drop:.0f}x when SRAM reaches {at}")
     try:
         from memsim.report.plots import plot_sweep

@@ -8,12 +8,13 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from memsim import hardware, mapping, workload
+
 # The property tests draw the same examples on every run (a suite that passes passes again, and
 # CI checks what the developer checked); MEMSIM_EXAMPLES=N (a deeper search) draws at random.
 settings.register_profile("memsim", derandomize="MEMSIM_EXAMPLES" not in os.environ)
 settings.load_profile("memsim")
 
-from memsim import hardware, mapping, workload
 
 TINY_CHIP = """\
 name: tiny

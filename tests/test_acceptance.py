@@ -1,6 +1,8 @@
 """The spine's acceptance checks on shipped presets and models (small enough to run in CI)."""
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from memsim import simulate
@@ -24,8 +26,8 @@ def test_llama2_7b_prefill_sram_sweep_cuts_traffic_and_never_slows():
             for size in SRAM_SIZES]
     hbm = [r["bytes_per_level"]["hbm"]["total"] for r in runs]
     times = [r["step_time_s"] for r in runs]
-    assert all(a > b for a, b in zip(hbm, hbm[1:])), hbm
-    assert all(a >= b for a, b in zip(times, times[1:])), times
+    assert all(a > b for a, b in itertools.pairwise(hbm)), hbm
+    assert all(a >= b for a, b in itertools.pairwise(times)), times
     assert times[0] > 1.15 * times[-1]  # small SRAM makes prefill memory-bound (1.18x with calibrated compute)
 
 

@@ -50,7 +50,7 @@ def test_a_warning_about_a_file_whose_name_holds_a_newline_is_one_line(monkeypat
     config = json.loads(tiny_model_path.read_text())
     config["name"] = "two\nlines"
     model.write_text(json.dumps(config))
-    code, _, err = run_cli(monkeypatch, capsys, "run", "--model", str(model), "--context", "100000")
+    _code, _, err = run_cli(monkeypatch, capsys, "run", "--model", str(model), "--context", "100000")
     warned = [line for line in err.splitlines() if "warning" in line]
     assert len(err.strip().splitlines()) == len([ln for ln in err.splitlines() if ln.startswith("memsim: ")])
     assert warned and "two lines" in warned[0], err

@@ -29,7 +29,7 @@ def _special(tmp_path, kind):
 def test_a_special_file_as_output_is_refused_and_left_as_it_was(monkeypatch, capsys, tmp_path, kind):
     path = _special(tmp_path, kind)
     before = os.lstat(path)
-    code, out, err = run_cli(monkeypatch, capsys, "trace", "--model", "gpt2", "--context", "16", "-o", str(path))
+    code, _out, err = run_cli(monkeypatch, capsys, "trace", "--model", "gpt2", "--context", "16", "-o", str(path))
     assert code == 2 and len(err.strip().splitlines()) == 1 and "--output" in err, err
     assert stat.S_IFMT(os.lstat(path).st_mode) == stat.S_IFMT(before.st_mode)
     with pytest.raises(ConfigError):

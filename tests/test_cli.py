@@ -98,7 +98,7 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(monkeypatch, capsys, tm
     elif case == "bad override":
         extra = ["--set", "sram.capacity=-1MiB"]
     out = tmp_path / "out"
-    code, stdout, err = run_cli(monkeypatch, capsys, "run", "--hw", hw, *model, "--context", "8", *extra,
+    code, _stdout, err = run_cli(monkeypatch, capsys, "run", "--hw", hw, *model, "--context", "8", *extra,
                                 "--out", str(out))
     assert code == 2
     assert len(err.strip().splitlines()) == 1 and expect in err and "Traceback" not in err
@@ -107,7 +107,7 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(monkeypatch, capsys, tm
 
 def test_console_script_exit_code_is_real(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "memsim.cli", "run", "--hw", str(tmp_path / "x.yaml"),
-                           "--model", "gpt2"], capture_output=True, text=True)
+                           "--model", "gpt2"], capture_output=True, text=True, check=False)
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"memsim: error: {tmp_path / 'x.yaml'}: file not found"
 
@@ -249,7 +249,8 @@ def test_ctrl_c_at_any_moment_is_one_line_and_exit_130(delay):
         pytest.skip("the console script is not installed")
     proc = subprocess.Popen([script, "run", "--model", "llama-3.1-70b", "--tp", "8", "--phase", "prefill", "--prompt",
                              "8192"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                            # the child must take SIGINT as a shell's foreground job would, however pytest was started
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # noqa: PLW1509
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)

@@ -22,7 +22,7 @@ def test_sampled_generation_matches_every_step_within_1_percent(model, prompt, s
     for key in ("ttft_s", "tpot_s", "total_s", "tokens_per_s"):
         assert sampled[key] == pytest.approx(full[key], rel=0.01), key
     assert sampled["ttft_s"] == full["ttft_s"]
-    hbm = lambda s: s["bytes_per_level"]["hbm"]["total"]  # noqa: E731
+    hbm = lambda s: s["bytes_per_level"]["hbm"]["total"]
     assert hbm(sampled) == pytest.approx(hbm(full), rel=0.01)
 
 

@@ -74,7 +74,7 @@ def test_a_file_past_the_size_limit_is_refused_unread(monkeypatch, tmp_path):
 
 
 def test_the_console_names_the_limit_and_exits_2(monkeypatch, capsys, tmp_path):
-    code, out, err = run_cli(monkeypatch, capsys, "run", "--model", "gpt2", "--tp", str(limits.MAX_RANKS + 1),
+    code, _out, err = run_cli(monkeypatch, capsys, "run", "--model", "gpt2", "--tp", str(limits.MAX_RANKS + 1),
                              "--out", str(tmp_path / "o"))
     assert code == 2 and err.count("\n") == 1 and "--tp" in err and f"at most {limits.MAX_RANKS}" in err
     assert not (tmp_path / "o").exists()

@@ -20,7 +20,7 @@ def study() -> pd.DataFrame:
 
 
 def test_paper_orderings(study):
-    for n, part in study.groupby("tokens"):
+    for _n, part in study.groupby("tokens"):
         row = part.set_index("model")
         gpt2, base, large = row.loc["gpt2"], row.loc["bert-base"], row.loc["bert-large"]
         # GPT-2's FLOPs are similar to BERT-Base's and lower than BERT-Large's ...

@@ -4,7 +4,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memsim import engine, hardware, mapping, powercap, simulate
 from memsim.errors import ConfigError
@@ -14,9 +15,9 @@ GPUS = [p for p in hardware.presets() if hardware.load(p).family == "gpu"]
 
 
 def test_a_cap_at_or_below_static_power_is_refused_naming_the_field():
-    with pytest.raises(ConfigError, match="execution.power_cap.*static"):
+    with pytest.raises(ConfigError, match=r"execution.power_cap.*static"):
         simulate("a100-80gb-sxm", "gpt2", set={"execution.power_cap": "80 W"})
-    with pytest.raises(ConfigError, match="power.tdp"):
+    with pytest.raises(ConfigError, match=r"power.tdp"):
         simulate("a100-80gb-sxm", "gpt2", set={"power.tdp": "50 W"})
 
 

@@ -21,7 +21,8 @@ from memsim.units import PS_PER_S
 from memsim.workload.dtypes import nbytes
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
 
-SETTINGS = settings(max_examples=int(os.environ.get("MEMSIM_EXAMPLES", 60)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=int(os.environ.get("MEMSIM_EXAMPLES", "60")), deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
 
 
 @st.composite

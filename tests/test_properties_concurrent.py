@@ -7,16 +7,17 @@ Graham's anomalies are possible; the properties below are the ones that hold reg
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_properties import SETTINGS, chips, graphs
 
 from memsim import engine, mapping, workload
 from memsim.hardware.spec import ChipSpec, LinkSpec
 from memsim.units import PS_PER_S
 from memsim.workload.models import ModelConfig
-from test_properties import SETTINGS, chips, graphs
 
 MODELS = {
     # a parallel block: the MLP neither feeds nor follows the attention, so it runs on ``branch``
@@ -32,14 +33,14 @@ def concurrent_chips(draw, wafer: bool = False) -> ChipSpec:
     """A random chip of ``chips()`` with a chip link and random concurrency: extra streams,
     weight prefetch, communication overlap; ``wafer``: weights in SRAM, layers as regions."""
     chip = draw(chips())
-    streams = ("compute",) + tuple(s for s in ("branch", "copy", "comm") if draw(st.booleans()))
+    streams = ("compute", *tuple(s for s in ("branch", "copy", "comm") if draw(st.booleans())))
     execution = replace(chip.execution, streams=streams, weight_prefetch=draw(st.integers(0, 3)),
                         comm_overlap=draw(st.integers(1, 4)), pipeline="layers" if wafer else "none")
     levels = chip.levels
     if wafer:
         sram = replace(levels[0], capacity_bytes=draw(st.integers(2 * 2**20, 16 * 2**20)),
                        holds=("weight", "kv", "activation"))
-        levels = (sram,) + levels[1:]
+        levels = (sram, *levels[1:])
     link = LinkSpec("link", draw(st.integers(10**9, 10**12)), draw(st.integers(0, 5_000_000)),
                     draw(st.floats(0.5, 1.0)))
     system = replace(chip.system, step_latency_ps=draw(st.integers(0, 3_000_000)))
@@ -174,7 +175,7 @@ def test_bytes_per_level_do_not_depend_on_bandwidth(scenario, factor):
     # home level and the SRAM staging area, whose own bytes are compared where nothing is staged.
     staged = any(t.acquires for p in plans for t in p.tasks)
     scratch = {lvl.name for lvl in pinned.levels if lvl.is_scratchpad} if staged else set()
-    same = lambda a, b: [kv for kv in a if kv[0] not in scratch] == [kv for kv in b if kv[0] not in scratch]  # noqa: E731
+    same = lambda a, b: [kv for kv in a if kv[0] not in scratch] == [kv for kv in b if kv[0] not in scratch]
     assert same(fast.bytes_read, slow.bytes_read) and same(fast.bytes_written, slow.bytes_written)
 
 
@@ -222,4 +223,4 @@ def test_concurrent_mode_is_slower_than_single_stream_mode_by_less_than_graham_b
     assert concurrent.end_ps < 2 * serial.end_ps
     spans = sorted((s, e) for _, s, e in serial.spans)
     if plan.chips == 1 and plan.regions == 1:  # one chip, one stream: its operators never overlap
-        assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+        assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))

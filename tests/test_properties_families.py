@@ -39,7 +39,7 @@ def knobs(hw: str) -> list[tuple[str, str]]:
     out = [("capacity", "sram.capacity")]
     out += [("bandwidth", f"levels.{lvl.name}.bandwidth") for lvl in chip.levels]
     out += [("bandwidth", f"links.{lk.name}.bandwidth") for lk in chip.links]
-    return out + [("cap", "execution.power_cap")]
+    return [*out, ("cap", "execution.power_cap")]
 
 
 def grown(hw: str, path: str, factor: float) -> str:
@@ -74,7 +74,7 @@ def test_every_family_is_covered():
     assert FAMILIES == {"gpu", "cpu", "rdu", "wafer"}
 
 
-@settings(max_examples=int(os.environ.get("MEMSIM_EXAMPLES", 40)), deadline=None, derandomize=True,
+@settings(max_examples=int(os.environ.get("MEMSIM_EXAMPLES", "40")), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
 def test_growing_a_resource_never_makes_a_preset_slower(case):

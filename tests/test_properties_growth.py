@@ -81,7 +81,7 @@ def cases(draw) -> tuple[str, str, str, str, dict[str, int]]:
     return hw, model, phase, draw(st.sampled_from(["batch", token])), dims
 
 
-@settings(max_examples=int(os.environ.get("MEMSIM_EXAMPLES", 40)), deadline=None,
+@settings(max_examples=int(os.environ.get("MEMSIM_EXAMPLES", "40")), deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
 # Reversals found by a scan of the presets (gpt2, llama-3.2-1b and bert-base, batch, prompt and

@@ -15,6 +15,7 @@ Power is out of the way (``execution.power_cap``), so that only the memory syste
 """
 from __future__ import annotations
 
+import itertools
 import os
 
 from hypothesis import HealthCheck, example, given, settings
@@ -50,7 +51,7 @@ def cases(draw):
     return hw, model, phase, small, small + draw(st.integers(1, 1024)), hw == "sn40l" and draw(st.booleans()), dims
 
 
-@settings(max_examples=int(os.environ.get("MEMSIM_EXAMPLES", 30)), deadline=None,
+@settings(max_examples=int(os.environ.get("MEMSIM_EXAMPLES", "30")), deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
 @example(("sn40l", "gpt2", "decode", 48, 64, True, {"batch": 1, "context": 512}))  # first-fit left small tensors out
@@ -67,7 +68,7 @@ def test_more_sram_never_makes_a_step_slower(case):
     assert t1 <= t0, (t0, t1)
     # what a grown SRAM moves from slower levels never grows
     slow = [lvl.name for lvl in after.chip.levels if not lvl.is_scratchpad]
-    moved = lambda r: sum(r.summary["bytes_per_level"][n]["total"] for n in slow)  # noqa: E731
+    moved = lambda r: sum(r.summary["bytes_per_level"][n]["total"] for n in slow)
     assert moved(after) <= moved(before)
 
 
@@ -78,6 +79,6 @@ def test_the_sn40l_sram_sweep_never_gets_slower():
     for mib in (1, 2, 4, 8, 16, 64, 256, 1024, 2048, 4096):
         r = run("sn40l", "llama-3.1-8b", "decode", mib, False, context=1024)
         ends.append((mib, r.engine.end_ps))
-    for (m0, t0), (m1, t1) in zip(ends, ends[1:]):
+    for (m0, t0), (m1, t1) in itertools.pairwise(ends):
         assert t1 <= t0, (m0, t0, m1, t1)
     assert ends[-1][1] < ends[0][1]

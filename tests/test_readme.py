@@ -50,7 +50,7 @@ def test_the_summary_table_gives_each_key_its_combine_rule():
                 documented[key.strip("`")] = cells[-1]
     assert documented == {k: v for k, v in COMBINE.items() if k in documented}
     generation = README.split("### Generation")[1].split("\n## ")[0]
-    for key, rule in COMBINE.items():
+    for key, _rule in COMBINE.items():
         assert key in documented or f"`{key}`" in generation, key
 
 

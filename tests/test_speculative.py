@@ -7,9 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memsim import CapacityError, ConfigError, RunSpec, simulate, simulate_graph, workload
+from memsim import CapacityError, ConfigError, RunSpec, simulate, simulate_graph, sweep_store, workload
 from memsim import sweep as sweeping
-from memsim import sweep_store
 from memsim.speculative import expected_tokens
 from tests.conftest import TINY_MODEL, keyword
 from tests.test_cli import run_cli
@@ -85,7 +84,7 @@ def test_a_speculative_step_adds_the_drafts_and_the_verify_step(tiny_chip_path, 
     assert s["workload"]["tokens"] == 4 and s["workload"]["context"] == 16
     # The timeline: the three draft steps one after another, then the verify step.
     t = r.timeline
-    for i, d in enumerate(drafts, start=1):
+    for i, _d in enumerate(drafts, start=1):
         rows = t[t.op.str.startswith(f"draft{i}/")]
         assert rows.start_s.min() >= sum(x["step_time_s"] for x in drafts[:i - 1]) - 1e-15
         assert rows.end_s.max() <= sum(x["step_time_s"] for x in drafts[:i]) + 1e-15
@@ -239,5 +238,5 @@ def test_draft_steps_beyond_samples_are_interpolated(tiny_chip_path, tiny_model_
     every = simulate(chip, model, samples=12, **opts)
     sampled = simulate(chip, model, samples=3, **opts)
     assert sampled.summary["step_time_s"] == pytest.approx(every.summary["step_time_s"], rel=0.01)
-    drafted = lambda r: set(r.timeline.op.str.extract(r"^(draft\d+)/")[0].dropna())  # noqa: E731
+    drafted = lambda r: set(r.timeline.op.str.extract(r"^(draft\d+)/")[0].dropna())
     assert len(drafted(every)) == 12 and drafted(sampled) == {"draft1", "draft7", "draft12"}

@@ -158,7 +158,7 @@ def test_more_values_of_the_same_field_resume_and_changed_files_are_refused(tmp_
                               workers=1, progress=False)
     assert more.skipped == 2 and len(more.rows) == 3
     chip.write_text(chip.read_text().replace("name: h100-sxm", "name: h100-edited"))
-    with pytest.raises(ConfigError, match="another experiment.*hw_content"):
+    with pytest.raises(ConfigError, match=r"another experiment.*hw_content"):
         sweeping.run_sweep(_gpt2(hw=str(chip)), sweeping.parse_sweeps(["sram.capacity=1MiB"]), out, workers=1,
                            progress=False)
 
@@ -326,7 +326,7 @@ def test_a_file_edited_during_a_sweep_stops_it_and_a_resume_is_refused(monkeypat
                            progress=False)
     df = pd.read_csv(out / "results.csv")
     assert list(df["batch"]) == [1] and set(df["hardware"]) == {"h100-sxm"}  # the edited point is not kept
-    with pytest.raises(ConfigError, match="another experiment.*hw_content"):
+    with pytest.raises(ConfigError, match=r"another experiment.*hw_content"):
         sweeping.run_sweep(_gpt2(hw=str(chip)), sweeping.parse_sweeps(["batch=1,2,3,4"]), out, workers=1,
                            progress=False)
 
@@ -342,7 +342,7 @@ def test_a_swept_file_edited_between_a_kill_and_the_resume_is_refused(tmp_path):
     sweeps = sweeping.parse_sweeps([f"hw={files[0]},{files[1]}", "batch=1,2"])
     sweeping.run_sweep(_gpt2(), sweeps, out, workers=1, progress=False)
     files[0].write_text(files[0].read_text().replace("name: h100-sxm", "name: h100-edited"))
-    with pytest.raises(ConfigError, match="hwa.yaml: the file changed since this sweep began"):
+    with pytest.raises(ConfigError, match=r"hwa.yaml: the file changed since this sweep began"):
         sweeping.run_sweep(_gpt2(), sweeps, out, workers=1, progress=False)
     assert len(pd.read_csv(out / "results.csv")) == 4
 

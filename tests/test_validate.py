@@ -51,7 +51,7 @@ def test_fit_recovers_the_parameters_that_generated_the_rows():
     t, sim = _toy_table(0.25, 0.5)
     theta = fit.fit(t, np.arange(3))
     assert (0.5 + 0.25 * theta[1]) / theta[0] == pytest.approx(1.0, abs=0.01)
-    full, outcomes = fit.validate(t, sim)
+    _full, outcomes = fit.validate(t, sim)
     assert all(abs(o.error("out")) < 0.02 for o in outcomes)
 
 

@@ -20,7 +20,7 @@ decides the step's future.
 from __future__ import annotations
 
 from collections import deque
-from typing import Callable
+from collections.abc import Callable
 
 import simpy
 
@@ -41,7 +41,7 @@ class StepRun:
                  "first_unpack", "stalls", "chunk_stalls", "extent", "on_load", "on_compute", "on_store", "servers")
 
     def __init__(self, env: simpy.Environment, res: ChipResources, task: OpTask, step: Step, job: Job,
-                 priority: int, observer: Callable[["StepRun"], int] | None = None) -> None:
+                 priority: int, observer: Callable[[StepRun], int] | None = None) -> None:
         self.env, self.res, self.task, self.step = env, res, task, step
         self.job = job  # the owner of every request the step makes
         self.priority = priority

@@ -41,7 +41,7 @@ class Cause:
         return self.on if self.kind == WAIT else self.kind
 
     @classmethod
-    def wait(cls, on: object, holder: str = "") -> "Cause":
+    def wait(cls, on: object, holder: str = "") -> Cause:
         return cls(WAIT, str(on), holder)
 
 

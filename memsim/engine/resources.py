@@ -26,9 +26,9 @@ for the same transfer, and the later of the two finishes it. A link named in a p
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from heapq import heappush
 from itertools import count
-from typing import Callable
 
 import simpy
 from simpy.events import NORMAL, PENDING, Event
@@ -52,14 +52,14 @@ class Job:
         self.op, self.chip, self.stream = op, chip, stream
 
 
-def _order(use: "Use") -> tuple[int, int]:
+def _order(use: Use) -> tuple[int, int]:
     return use.order
 
 
 class _PriorityQueue(list):
     """The put queue: highest priority (lowest number) first, FIFO within a priority."""
 
-    def append(self, use: "Use") -> None:  # type: ignore[override]
+    def append(self, use: Use) -> None:  # type: ignore[override]
         if not self or self[-1].order < use.order:  # the usual case: it goes last
             list.append(self, use)
         else:
@@ -76,8 +76,8 @@ class Use(Put):
     blocker = None  # the operator holding the server when the request arrived, if another one
     store = False  # a write: it yields to reads of its priority
 
-    def __init__(self, server: "Server", duration_ps: int, owner: object, priority: int,
-                 then: Callable[["Use"], None] | None = None, step: object = None, store: bool = False) -> None:
+    def __init__(self, server: Server, duration_ps: int, owner: object, priority: int,
+                 then: Callable[[Use], None] | None = None, step: object = None, store: bool = False) -> None:
         # Event and Put initialisation, inlined: a request is the engine's most frequent event.
         self.resource = server
         self.duration = duration_ps
@@ -136,7 +136,7 @@ class Server(BaseResource):
     PutQueue = _PriorityQueue
 
     def __init__(self, env: simpy.Environment, rid: ResourceId, channels: int = 1, bandwidth: int = 1,
-                 latency_ps: int = 0, via: "Server | None" = None, energy_fj_per_bit: int = 0) -> None:
+                 latency_ps: int = 0, via: Server | None = None, energy_fj_per_bit: int = 0) -> None:
         super().__init__(env, 1)
         self.rid = rid
         self.energy_fj_per_bit = energy_fj_per_bit  # what each bit it moves costs (its transfer rows carry it)
@@ -268,7 +268,7 @@ class ChipResources:
     other levels and links with the chip's other regions (``shared``)."""
 
     def __init__(self, env: simpy.Environment, chip: ChipSpec, index: int, staging_bytes: int = 0,
-                 shared: "ChipResources | None" = None, local: frozenset[Ref] = frozenset()) -> None:
+                 shared: ChipResources | None = None, local: frozenset[Ref] = frozenset()) -> None:
         self.spec = chip
         self.index = index
         self.compute = Server(env, ResourceId(COMPUTE, index, "compute"))

@@ -23,12 +23,22 @@ from memsim.engine.chunk import footprint
 from memsim.engine.environment import Environment
 from memsim.engine.fastforward import FastForward
 from memsim.engine.pipeline import StepRun
-from memsim.engine.records import (BUBBLE, COMPUTE, DEPENDENCY, OVERHEAD, SYSTEM, Cause, Interval, ResourceId,
-                                   Usage, keep)
+from memsim.engine.records import (
+    BUBBLE,
+    COMPUTE,
+    DEPENDENCY,
+    OVERHEAD,
+    SYSTEM,
+    Cause,
+    Interval,
+    ResourceId,
+    Usage,
+    keep,
+)
 from memsim.engine.replay import Recording, Replay
 from memsim.engine.replay import key as replay_key
-from memsim.engine.rows import step_rows
 from memsim.engine.resources import COMMUNICATION, DEMAND, PREFETCH, ChipResources, Job, Server
+from memsim.engine.rows import step_rows
 from memsim.engine.system import SystemLinks, play, run_collective
 from memsim.hardware.resource import Ref
 from memsim.mapping.plan import BRANCH, COMM, COPY, OpTask, Plan

@@ -15,9 +15,9 @@ ranks it has (``play``). Otherwise its transfers are requested one by one (``run
 """
 from __future__ import annotations
 
-import simpy
-
 from dataclasses import dataclass
+
+import simpy
 
 from memsim.engine.records import Interval
 from memsim.engine.resources import COMMUNICATION, Job, Server, system_link
@@ -75,7 +75,7 @@ class SystemLinks:
         return list(out.values())
 
 
-    def played(self, rounds) -> "Played":
+    def played(self, rounds) -> Played:
         """What ``rounds`` do on idle links, worked out once per rounds tuple (a model's
         collectives of one size share theirs)."""
         memo = self._played.get(id(rounds))
@@ -83,7 +83,7 @@ class SystemLinks:
             memo = self._played[id(rounds)] = (rounds, self._play(rounds))
         return memo[1]
 
-    def _play(self, rounds) -> "Played":
+    def _play(self, rounds) -> Played:
         links: dict[Server, list] = {}  # port -> [first start, last end, bytes, transfers, src, dst, busy]
         t = 0
         for transfers in rounds:

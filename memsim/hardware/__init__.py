@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from memsim.hardware.loader import dump_chip, load_chip
-from memsim.presets import available, resolve
 from memsim.hardware.spec import ChipSpec, ComputeSpec, ExecutionSpec, LinkSpec, MemoryLevel, PowerSpec
+from memsim.presets import available, resolve
 
 HW_SUFFIXES = (".yaml", ".yml")
 
@@ -18,6 +18,16 @@ def presets() -> list[str]:
 
 
 __all__ = [
-    "ChipSpec", "ComputeSpec", "ExecutionSpec", "LinkSpec", "MemoryLevel", "PowerSpec",
-    "dump_chip", "load", "load_chip", "presets", "resolve", "HW_SUFFIXES",
+    "HW_SUFFIXES",
+    "ChipSpec",
+    "ComputeSpec",
+    "ExecutionSpec",
+    "LinkSpec",
+    "MemoryLevel",
+    "PowerSpec",
+    "dump_chip",
+    "load",
+    "load_chip",
+    "presets",
+    "resolve",
 ]

@@ -10,8 +10,9 @@ its inputs are estimates and how far its result moves across their ranges. A val
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from memsim import units
 from memsim.errors import ConfigError

@@ -41,11 +41,11 @@ class Ref:
             raise ValueError(f"unknown resource kind {self.kind!r}")
 
     @classmethod
-    def level(cls, name: str) -> "Ref":
+    def level(cls, name: str) -> Ref:
         return cls(LEVEL, name)
 
     @classmethod
-    def link(cls, name: str) -> "Ref":
+    def link(cls, name: str) -> Ref:
         return cls(LINK, name)
 
     @property

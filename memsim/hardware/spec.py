@@ -227,8 +227,8 @@ class ExecutionSpec:
     stage_into: str = spec_field("stage_into", "text", "level that `stage_from` tensors are staged into", "")
     # Concurrency: the engines a chip has and how it overlaps work (defaults per family).
     streams: tuple[str, ...] = spec_field(
-        "streams", "names", "the chip's streams, from compute, branch (a second compute stream for independent branches), copy, comm; `[compute]` runs every operator "
-        "in one stream, one at a time (default: by family)", None, choices=STREAMS
+        "streams", "names", "the chip's streams, from compute, branch (a second compute stream for independent branches), "
+        "copy, comm; `[compute]` runs every operator in one stream, one at a time (default: by family)", None, choices=STREAMS
     )
     weight_prefetch: int = spec_field(
         "weight_prefetch", "count", "operators ahead whose weights the copy stream stages into SRAM (or L2) while "

@@ -7,9 +7,9 @@ compute time per chunk (from FLOPs and the named efficiency parameters).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable
 
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
@@ -109,7 +109,7 @@ def make_step(label: str, loads: dict[Ref, int], stores: dict[Ref, int], busy_ps
     """Cut a step's totals into ``tiling.CHUNKS`` identical chunks (sizes rounded up, so no byte is lost);
     ``energy_fj`` and ``unpack_fj`` are the dynamic energies of its FLOPs and of unpacking its weights."""
     n = tiling.CHUNKS
-    per = lambda d: tuple((k, -(-v // n)) for k, v in _ordered(d))  # noqa: E731
+    per = lambda d: tuple((k, -(-v // n)) for k, v in _ordered(d))
     return Step(label, n, per(loads), per(stores), -(-busy_ps // n), flops, depth, sram_bytes,
                 _ordered(loads), _ordered(stores), tuple(sorted((tile or {}).items())), -(-unpack_ps // n),
                 compute_fj=energy_fj, unpack_fj=unpack_fj)
@@ -294,7 +294,7 @@ def _unfused_attention(op: Op, cx: Context) -> tuple[Step, ...]:
 
     Attention inputs are ordered q, k, v, then optionally k_cache, v_cache (the trace schema).
     """
-    batch, heads, kvh, q_len, kv_len = _attn_shape(op)
+    batch, heads, _kvh, q_len, kv_len = _attn_shape(op)
     q, *kv_reads = op.inputs
     keys, values = kv_reads[0::2], kv_reads[1::2]
     act = cx.home(q.tensor)

@@ -47,7 +47,7 @@ def chunk_bytes(nbytes: int, parts: int, members: int) -> list[int]:
     if not shares[-1]:
         raise ValueError(f"{nbytes} bytes over {members} members cannot make {parts} chunks")
     head = [s * members for s in shares[:-1]]
-    return head + [nbytes - sum(head)]
+    return [*head, nbytes - sum(head)]
 
 
 def split_steps(steps: tuple[Step, ...], parts: int) -> list[tuple[Step, ...]]:

@@ -61,7 +61,7 @@ def _block(kind: str, ops: list[Op], graph: OpGraph, chip: ChipSpec, kv_copies: 
         names |= {r.tensor for r in op.inputs} | set(op.outputs)
         moved += sum(r.bytes for r in op.inputs if tensors[r.tensor].klass in PERSISTENT)
         moved += sum(tensors[t].bytes for t in op.outputs if tensors[t].klass == "kv")
-    held = lambda klass: sum(tensors[n].bytes for n in names if tensors[n].klass == klass)  # noqa: E731
+    held = lambda klass: sum(tensors[n].bytes for n in names if tensors[n].klass == klass)
     return Block(kind, tuple(op.name for op in ops), held("weight"), held("kv") * kv_copies, working_set(graph, ops),
                  sum(op.flops for op in ops), sum(op.flops / peak_rate(chip, op, graph) for op in ops), moved)
 

@@ -20,9 +20,9 @@ the chip at clock fraction f (``at_clock``) has:
 The voltage (``voltage``) stays at its floor up to a ridge clock and rises linearly in the clock
 above it, the shape GPU V/f curves have (Schoonhoven et al., "Going green", PMBS 2022, fit it
 to measured GPU power against clock; TechPowerUp's tables of GeForce cards give the numbers,
-configs/energy.md, rule D); the preset's ``power`` section gives the clocks and the floor. ``clocks`` is the grid the limiter sets the clock on,
-and ``throttled`` marks, in a plan made for the chip at a lower clock, the compute time the lower
-clock added (``Step.throttle_ps``, stall cause ``power``).
+configs/energy.md, rule D); the preset's ``power`` section gives the clocks and the floor.
+``clocks`` is the grid the limiter sets the clock on, and ``throttled`` marks, in a plan made
+for the chip at a lower clock, the compute time the lower clock added (``Step.throttle_ps``, stall cause ``power``).
 """
 from __future__ import annotations
 

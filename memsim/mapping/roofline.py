@@ -10,7 +10,6 @@ from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
 from memsim.workload.graph import Op, OpGraph
 
-
 MATRIX_KINDS = ("matmul", "attention", "compute")
 
 

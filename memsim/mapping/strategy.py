@@ -9,18 +9,18 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import pkgutil
-from typing import Callable
+from collections.abc import Callable
 
 from memsim.errors import ConfigError
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
-from memsim.mapping.lower import Context, bandwidth_of, lower, lowering_key
+from memsim.mapping import collectives, overlap, system
 from memsim.mapping.layout import Layout, branches, lay_out, stage_graphs
+from memsim.mapping.lower import Context, bandwidth_of, lower, lowering_key
 from memsim.mapping.plan import BRANCH, COMPUTE, OpTask, Plan, Step
 from memsim.mapping.prefetch import Prefetcher
 from memsim.mapping.roofline import staged_roofline
 from memsim.units import PS_PER_S, transfer_ps
-from memsim.mapping import collectives, overlap, system
 from memsim.workload.graph import COLLECTIVE_KINDS, Op, OpGraph
 
 STRATEGIES: dict[str, Callable[[OpGraph, ChipSpec, Layout], Plan]] = {}
@@ -117,7 +117,7 @@ def _micro_tasks(contexts: list[Context], shape: Shaper, stage_of: dict[str, int
             cut = next((p for p in sorted(deps.predecessors(op.name)) if p in parts and stage_of[p] == stage), None)
             names = [op.name + suffix] if cut is None else [f"{op.name}/{i}{suffix}" for i in range(len(parts[cut]))]
             chunk_deps = [preds] if cut is None else \
-                [tuple(d for d in preds if d != done[cut]) + (part,) for part in parts[cut]]
+                [(*tuple(d for d in preds if d != done[cut]), part) for part in parts[cut]]
             chunks = system.collective_tasks(op, chip, stage, tp, chunk_deps, names, chips, regions)
             tasks += [dataclasses.replace(t, microbatch=m) for t in chunks]
             done[op.name] = names[-1]

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
-from memsim.hardware.resource import LINK, Ref, written_name
 from memsim.hardware import topologies
+from memsim.hardware.resource import LINK, Ref, written_name
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping import collectives, fabric, overlap
 from memsim.mapping.plan import COMM, OpTask

@@ -6,4 +6,4 @@ from memsim.report.output import check_target, write_outputs
 from memsim.report.perfetto import perfetto, perfetto_json
 from memsim.report.summary import summarize
 
-__all__ = ["TIMELINE_COLUMNS", "ops", "perfetto", "perfetto_json", "summarize", "timeline", "check_target", "write_outputs"]
+__all__ = ["TIMELINE_COLUMNS", "check_target", "ops", "perfetto", "perfetto_json", "summarize", "timeline", "write_outputs"]

@@ -21,8 +21,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from memsim.engine import EngineResult
-from memsim.errors import ConfigError
 from memsim.engine.records import COMPUTE, DEQUANT, LEVEL, LINK, SYSTEM
+from memsim.errors import ConfigError
 from memsim.mapping import Plan
 from memsim.units import PS_PER_S
 

@@ -21,8 +21,9 @@ import shutil
 import signal
 import tempfile
 import threading
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 import pandas as pd
 import yaml

@@ -13,7 +13,6 @@ from memsim.report import energy
 from memsim.units import PS_PER_S
 from memsim.workload import OpGraph
 
-
 # How each key of ``summary.json`` combines over the steps of a generation (``memsim/generation.py``):
 # SUMMED over the prefill and every decode step (interpolated between the simulated ones),
 # taken ONCE from the prefill (it is the same for every step, or describes the system), or

@@ -18,5 +18,18 @@ def models() -> list[str]:
     return available("models", MODEL_SUFFIXES)
 
 
-__all__ = ["ModelConfig", "Op", "OpGraph", "Read", "StepSpec", "Tensor", "build_step", "split", "load_model",
-           "model_config", "models", "read_trace", "write_trace"]
+__all__ = [
+    "ModelConfig",
+    "Op",
+    "OpGraph",
+    "Read",
+    "StepSpec",
+    "Tensor",
+    "build_step",
+    "load_model",
+    "model_config",
+    "models",
+    "read_trace",
+    "split",
+    "write_trace",
+]

@@ -10,6 +10,7 @@ Decoders (GPT-2, Llama family with grouped-query attention) and encoders (BERT) 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import warnings
 from dataclasses import dataclass
@@ -44,7 +45,7 @@ class StepSpec:
     def make(cls, phase: str, batch: int = 1, context: int = 0, prompt: int = 0,
              weight_dtype: str = "bf16", kv_dtype: str = "bf16", group_size: int = 128, tp: int = 1,
              expert_parallel: bool = False, tokens: int = 1, quantize_embeddings: bool = False,
-             embedding_shards: int = 1) -> "StepSpec":
+             embedding_shards: int = 1) -> StepSpec:
         """``tokens``: a decode step's new tokens per sequence (K+1 for a speculative verify step)."""
         if phase not in ("decode", "prefill"):
             raise ConfigError(f"unknown phase {phase!r} for one step (decode, prefill)", field="--phase")
@@ -345,7 +346,7 @@ def split(step: StepSpec, parts: int, prompt_chunks: bool = False) -> tuple[Step
     if chunked:
         bounds = [step.tokens * k // parts for k in range(parts + 1)]
         return tuple(dataclasses.replace(step, tokens=b - a, context=step.context + a, logits=k == parts - 1)
-                     for k, (a, b) in enumerate(zip(bounds, bounds[1:])))
+                     for k, (a, b) in enumerate(itertools.pairwise(bounds)))
     raise ConfigError(f"{parts} micro-batches split neither the batch of {step.batch} nor the "
                       f"{step.tokens} tokens of a prefill", field="--microbatches")
 

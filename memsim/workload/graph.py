@@ -11,8 +11,8 @@ Python. ``OpGraph.validate`` checks what joins them: references, producers, cycl
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 import networkx as nx
 
@@ -263,7 +263,7 @@ class OpGraph:
             path = " -> ".join(nodes if len(nodes) <= 4 else [*nodes[:3], "...", nodes[-1]])
             raise TraceError(f"cycle of {len(nodes)} ops: {path} -> {nodes[0]}", file=file, field=f"ops[{nodes[0]}]")
 
-    def subgraph(self, names: list[str]) -> "OpGraph":
+    def subgraph(self, names: list[str]) -> OpGraph:
         """The named ops and every tensor they read or write."""
         sub = OpGraph(meta=dict(self.meta))
         for name in names:

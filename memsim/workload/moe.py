@@ -24,7 +24,7 @@ def expected_experts(experts: int, top_k: int, tokens: int, held: int | None = N
     return held * (1.0 - (1.0 - top_k / experts) ** tokens)
 
 
-def moe_mlp(b: "_Builder", p: str, i: int, h: str) -> str:
+def moe_mlp(b: _Builder, p: str, i: int, h: str) -> str:
     """Router, grouped expert GEMMs and combine. Expert-parallel: each of the ``ep`` ranks holds
     E/ep whole experts, and tokens reach them and come back through two all-to-alls."""
     m, rows = b.m, b.rows
@@ -40,7 +40,7 @@ def moe_mlp(b: "_Builder", p: str, i: int, h: str) -> str:
     per_group = math.ceil(assigned / groups)
     gu = b.act(f"{p}.experts.gate_up.out", 2 * m.intermediate, assigned)
     w_gu = b.projection(f"{p}.experts.gate_up.weight", (experts, m.hidden, 2 * m.intermediate))
-    touched = lambda w: Read(w, math.ceil(b.g.tensors[w].bytes * active / experts))  # noqa: E731
+    touched = lambda w: Read(w, math.ceil(b.g.tensors[w].bytes * active / experts))
     b.g.add_op(Op(f"{p}.experts.gate_up", "matmul", i, b.s.act_dtype, 2 * assigned * 2 * m.intermediate * m.hidden,
                   (*b.full(h), touched(w_gu), *b.full(router)), (gu,),
                   (("groups", groups), ("k", m.hidden), ("m", per_group), ("n", 2 * m.intermediate))))
@@ -62,7 +62,7 @@ def moe_mlp(b: "_Builder", p: str, i: int, h: str) -> str:
     return out
 
 
-def _alltoall(b: "_Builder", name: str, i: int, x: str, rows: int) -> str:
+def _alltoall(b: _Builder, name: str, i: int, x: str, rows: int) -> str:
     """Exchange token rows among the expert-parallel ranks."""
     out = b.act(f"{name}.out", b.m.hidden, rows)
     nbytes = b.g.tensors[out].bytes

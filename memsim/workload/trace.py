@@ -46,7 +46,7 @@ def _req(obj: dict, key: str, kind: type | tuple, file: str, where: str) -> Any:
     if key not in obj:
         raise TraceError("missing required field", file=file, field=f"{where}.{key}" if where else key)
     value = obj[key]
-    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
         raise TraceError(f"has the wrong type ({type(value).__name__})", file=file,
                          field=f"{where}.{key}" if where else key)
     return value

@@ -2,6 +2,8 @@
 preemptive priorities, and the shortcuts staying exact under concurrency."""
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from memsim import engine, mapping, simulate, workload
@@ -85,7 +87,7 @@ def test_single_stream_mode_runs_one_operator_at_a_time(tiny_graph, tiny_chip):
                                                                           weight_prefetch=2))
     result = engine.run(mapping.make_plan(tiny_graph, single))
     spans = sorted((s, e) for _, s, e in result.spans)
-    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))  # no two operators overlap
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))  # no two operators overlap
 
 
 def test_micro_batches_of_a_decode_split_the_batch():

@@ -43,7 +43,7 @@ def test_no_double_buffering_shows_tile_buffer_stalls(tiny_graph, tiny_chip):
     single = replace(tiny_chip, execution=replace(tiny_chip.execution, prefetch_depth=1))
     one = engine.run(mapping.make_plan(tiny_graph, single))
     two = engine.run(mapping.make_plan(tiny_graph, tiny_chip))
-    stall = lambda res, c: sum(r.end_ps - r.start_ps for r in res.records if str(r.cause) == c)  # noqa: E731
+    stall = lambda res, c: sum(r.end_ps - r.start_ps for r in res.records if str(r.cause) == c)
     assert stall(one, "tile_buffer") > 0
     assert stall(two, "tile_buffer") < stall(one, "tile_buffer")
     assert two.end_ps < one.end_ps

@@ -4,13 +4,12 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from test_loader import MINIMAL, write
 
 from memsim import hardware
 from memsim.errors import ConfigError
 from memsim.hardware import load_chip
 from memsim.hardware.spec import ChipSpec, ComputeSpec, ExecutionSpec, LinkSpec, MemoryLevel, SystemSpec
-
-from test_loader import MINIMAL, write  # noqa: E402  (tests/hardware is on sys.path)
 
 SRAM = MemoryLevel("sram", "sram", 1 << 20, 10**13, 0)
 COMPUTE = ComputeSpec(units=4, peak_flops_per_s=(("bf16", 10**14),), vector_flops_per_s=10**13)
@@ -159,6 +158,6 @@ def test_no_step_is_faster_than_its_flops_at_the_derated_rate(efficiency):
     chip, _ = _load_chip("h100-sxm", (("compute.efficiency", str(efficiency)),), None)
     graph = result.graph
     eff = lambda op: chip.compute.matrix_efficiency(op_dtype(chip, op, graph)) if op.kind in ("matmul", "attention", "compute") \
-        else chip.compute.efficiency  # noqa: E731
+        else chip.compute.efficiency
     bound = max(op.flops / (peak_rate(chip, op, graph) * eff(op)) for op in graph)
     assert result.summary["step_time_s"] >= sum(op.flops / (peak_rate(chip, op, graph) * eff(op)) for op in graph) >= bound

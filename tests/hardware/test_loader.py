@@ -437,8 +437,8 @@ def test_a_chip_built_in_python_runs_as_its_yaml_preset(preset):
     import dataclasses
 
     from memsim import engine, mapping, workload
-    from memsim.hardware.loader import read_yaml
     from memsim.hardware.families import BY_FAMILY
+    from memsim.hardware.loader import read_yaml
     from memsim.hardware.spec import ChipSpec, ExecutionSpec, yaml_fields
 
     loaded = hardware.load(preset)

@@ -1,6 +1,8 @@
 """The topology registry: every registered topology joins any number of chips and routes between them."""
 from __future__ import annotations
 
+import itertools
+
 import networkx as nx
 import pytest
 
@@ -40,7 +42,7 @@ def test_every_topology_builds_a_connected_graph_and_routes_between_all_pairs(na
                 continue
             assert route[0][0] == src and route[-1][1] == dst
             assert all(g.has_edge(*edge) for edge in route)
-            assert all(a[1] == b[0] for a, b in zip(route, route[1:]))  # a walk, not scattered links
+            assert all(a[1] == b[0] for a, b in itertools.pairwise(route))  # a walk, not scattered links
             assert len({node for edge in route for node in edge}) == len(route) + 1  # never revisits a node
 
 

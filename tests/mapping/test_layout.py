@@ -52,7 +52,7 @@ def test_a_prefill_splits_into_chunks_that_attend_to_the_ones_before():
     model = workload.model_config("llama-3.2-1b")
     full = workload.build_step(model, step)
     parts = [workload.build_step(model, c) for c in chunks]
-    attn = lambda g: sum(op.flops for op in g if op.kind == "attention")  # noqa: E731
+    attn = lambda g: sum(op.flops for op in g if op.kind == "attention")
     assert sum(attn(g) for g in parts) == attn(full)  # causal pairs add up
     assert "lm_head" in parts[-1].ops and "lm_head" not in parts[0].ops
 
@@ -70,5 +70,5 @@ def test_a_layer_pipelined_prefill_chunks_its_prompt_whatever_the_batch():
 
 
 def test_micro_batches_must_split_the_step():
-    with pytest.raises(ConfigError, match="^microbatches: "):
+    with pytest.raises(ConfigError, match=r"^microbatches: "):
         simulate("h100-sxm", "llama-3.2-1b", context=64, batch=3, microbatches=2)

@@ -7,13 +7,13 @@ from dataclasses import replace
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from test_properties import SETTINGS
 
 from memsim import CapacityError, hardware, simulate, workload
 from memsim.mapping import lookup_shards
 from memsim.mapping.layout import Layout, lay_out
 from memsim.mapping.partition import ALL, FAST, FLOPS, TIME, Block, _runs, cut
 from memsim.mapping.regions import fill
-from test_properties import SETTINGS
 
 GROQ = hardware.load("groq-lpu")
 

@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from fractions import Fraction
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memsim import hardware
 from memsim.errors import ConfigError
@@ -26,7 +28,7 @@ def test_the_clock_grid_rises_from_the_lowest_clock_to_the_maximum(preset):
     if spec.min_clock_hz:
         assert grid[0] == Fraction(spec.min_clock_hz, spec.max_clock_hz)
     step = spec.clock_step_hz or spec.max_clock_hz / power.GRID_STEPS
-    assert all(b - a <= Fraction(step) / spec.max_clock_hz for a, b in zip(grid, grid[1:]))
+    assert all(b - a <= Fraction(step) / spec.max_clock_hz for a, b in itertools.pairwise(grid))
 
 
 def test_a100_clocks_are_nvidia_s_15_mhz_steps_from_210_to_1410_mhz():
@@ -57,9 +59,9 @@ def test_a_lower_clock_slows_the_core_and_cheapens_its_work_and_leaves_the_rest(
     f = grid[k % len(grid)]
     slow = power.at_clock(chip, f)
     squared = power.voltage(chip.power, f) ** 2
-    for (d, p), (_, q) in zip(chip.compute.peak_flops_per_s, slow.compute.peak_flops_per_s):
+    for (_d, p), (_, q) in zip(chip.compute.peak_flops_per_s, slow.compute.peak_flops_per_s):
         assert q == max(1, math.floor(p * f)) and q <= p
-    for (d, e), (_, g) in zip(chip.compute.energy_fj_per_flop, slow.compute.energy_fj_per_flop):
+    for (_d, e), (_, g) in zip(chip.compute.energy_fj_per_flop, slow.compute.energy_fj_per_flop):
         assert g == round(e * squared) and g <= e
     for lvl, low in zip(chip.levels, slow.levels):
         if lvl.kind in power.ON_CHIP:
@@ -88,11 +90,11 @@ def test_a_throttled_plan_marks_the_compute_time_its_clock_added(k):
 
 
 def test_clock_fields_are_checked_naming_the_field():
-    with pytest.raises(ConfigError, match="power.max_clock"):
+    with pytest.raises(ConfigError, match=r"power.max_clock"):
         PowerSpec(ridge_clock_hz=10**9)
-    with pytest.raises(ConfigError, match="power.min_clock"):
+    with pytest.raises(ConfigError, match=r"power.min_clock"):
         PowerSpec(max_clock_hz=10**9, min_clock_hz=2 * 10**9)
-    with pytest.raises(ConfigError, match="power.ridge_clock"):
+    with pytest.raises(ConfigError, match=r"power.ridge_clock"):
         PowerSpec(max_clock_hz=10**9, min_clock_hz=5 * 10**8, ridge_clock_hz=10**8)
-    with pytest.raises(ConfigError, match="power.floor_voltage"):
+    with pytest.raises(ConfigError, match=r"power.floor_voltage"):
         dataclasses.replace(A100.power, floor_voltage=0.0)

@@ -7,13 +7,12 @@ from hypothesis import strategies as st
 
 from memsim import hardware, simulate
 from memsim.api import load_workload, resolve
-from memsim.hardware.resource import Ref
-from memsim.mapping import make_plan
-from memsim.mapping.lower import STAGING, Context, bandwidth_of, gemm_compute_ps, lower_matmul
-from memsim.mapping.placement import sram_split
 from memsim.engine.environment import Environment
 from memsim.engine.resources import ChipResources
-from memsim.mapping import tiling
+from memsim.hardware.resource import Ref
+from memsim.mapping import make_plan, tiling
+from memsim.mapping.lower import STAGING, Context, bandwidth_of, gemm_compute_ps, lower_matmul
+from memsim.mapping.placement import sram_split
 from memsim.mapping.prefetch import GRAIN, Prefetcher, grain, kept, part_bytes
 from memsim.units import PS_PER_S
 
@@ -51,7 +50,7 @@ def test_a_gemm_larger_than_its_share_prefetches_the_part_that_fits():
 def test_a_part_is_all_the_weights_or_whole_grains_of_them(sram):
     """A part is cut in whole grains, so that a larger one does not round every chunk up; a
     GEMM stages what its share holds of what it does not leave to stream (``kept``)."""
-    chip, g, cx, task, staged_cx = _staged(sram, "L0.o_proj")
+    chip, g, cx, task, _staged_cx = _staged(sram, "L0.o_proj")
     weights = g.tensors["L0.o_proj.weight"].bytes
     share = cx.staging_bytes // chip.execution.prefetch_depth
     unit = grain(chip, HBM)

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from memsim import hardware, simulate
-from memsim.mapping.power import bit_energy
 from memsim.hardware.resource import Ref
+from memsim.mapping.power import bit_energy
 from memsim.report.energy import profile, static_w
 from memsim.report.perfetto import perfetto
 
@@ -83,7 +83,7 @@ def test_the_power_counter_integrates_to_the_energy_and_peaks_where_the_summary_
 def test_peak_power_over_a_window_is_at_least_the_mean_and_at_most_the_highest_instant():
     r = simulate("h100-sxm", "llama-2-7b", phase="prefill", batch=1, prompt=1024, set={"power.window": "1 ms"})
     s = r.summary
-    times, watts = profile(r.engine.records, r.engine.end_ps)
+    _times, watts = profile(r.engine.records, r.engine.end_ps)
     assert s["power_window_s"] == pytest.approx(1e-3)
     assert s["avg_power_w"] <= s["peak_power_w"] * (1 + 1e-9)
     assert s["peak_power_w"] <= watts.max() + static_w(r.plan) + 1e-6

@@ -61,7 +61,7 @@ def test_plot_run_draws_the_energy_figure(run_dir):
 def test_read_energy_splits_the_run(run_dir):
     summary = json.loads((run_dir / "summary.json").read_text())
     data = read_energy(run_dir / "summary.json")
-    assert list(data["parts"])[0] == "compute" and list(data["parts"])[-1] == "static"
+    assert next(iter(data["parts"])) == "compute" and list(data["parts"])[-1] == "static"
     assert "hbm" in data["parts"] and "sram" not in data["parts"]  # levels that drew no energy are left out
     assert sum(data["parts"].values()) == pytest.approx(summary["energy_j"]["total"])
     assert data["avg_power_w"] == pytest.approx(summary["avg_power_w"])

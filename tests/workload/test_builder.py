@@ -150,7 +150,7 @@ def test_decode_flops_are_about_twice_the_parameters():
 def test_decode_flops_scale_with_batch():
     one = decode("llama-2-7b", batch=1, context=128)
     four = decode("llama-2-7b", batch=4, context=128)
-    mm = lambda g: sum(op.flops for op in g if op.kind == "matmul")  # noqa: E731
+    mm = lambda g: sum(op.flops for op in g if op.kind == "matmul")
     assert mm(four) == 4 * mm(one)
 
 
@@ -360,12 +360,12 @@ def test_a_verify_step_is_k_plus_1_tokens_on_the_cache_with_logits_at_each(tiny_
                                                                                                        "bf16")
     assert five.tensors["L0.attn.k_new"].bytes == 5 * one.tensors["L0.attn.k_new"].bytes == nbytes(2 * kvh * 5 * hd,
                                                                                                        "bf16")
-    kv_read = lambda g: sum(r.bytes for op in g for r in op.inputs if g.tensors[r.tensor].klass == "kv")  # noqa: E731
+    kv_read = lambda g: sum(r.bytes for op in g for r in op.inputs if g.tensors[r.tensor].klass == "kv")
     assert kv_read(five) == kv_read(one)  # the cache is read once for the 5 tokens
     assert "take_last" not in five.ops and five.tensors["logits"].shape == (2 * 5, m.vocab)
     assert five.ops["lm_head"].dim("m") == 10
     # Every projection, the LM head included, does 5 rows' work; the weights are the same.
-    matmul = lambda g: sum(op.flops for op in g if op.kind == "matmul")  # noqa: E731
+    matmul = lambda g: sum(op.flops for op in g if op.kind == "matmul")
     assert matmul(five) == 5 * matmul(one)
     assert five.bytes_of("weight") == one.bytes_of("weight")
     # A prefill of several tokens still takes logits at its last position only.

@@ -4,13 +4,13 @@ from __future__ import annotations
 import pytest
 
 pytest.importorskip("chakra", reason="the chakra extra (mlc-chakra) is not installed")
-from chakra.schema.protobuf import et_def_pb2 as pb  # noqa: E402
-from chakra.src.third_party.utils.protolib import encodeMessage  # noqa: E402
+from chakra.schema.protobuf import et_def_pb2 as pb
+from chakra.src.third_party.utils.protolib import encodeMessage
 
-from memsim import simulate_graph  # noqa: E402
-from memsim.errors import ConfigError, MemsimError  # noqa: E402
-from memsim.workload import read_trace, write_trace  # noqa: E402
-from memsim.workload.importers.chakra_import import import_chakra  # noqa: E402
+from memsim import simulate_graph
+from memsim.errors import ConfigError, MemsimError
+from memsim.workload import read_trace, write_trace
+from memsim.workload.importers.chakra_import import import_chakra
 
 
 def _node(i, name, kind, data=(), ctrl=(), **attrs):
@@ -62,7 +62,7 @@ def test_chakra_trace_round_trips(tmp_path):
 def test_bad_chakra_files(tmp_path):
     bad = tmp_path / "bad.et"
     bad.write_bytes(b"")
-    with pytest.raises(ConfigError, match="bad.et"):
+    with pytest.raises(ConfigError, match=r"bad.et"):
         import_chakra(bad)
     with pytest.raises(ConfigError, match="file not found"):
         import_chakra(tmp_path / "missing.et")

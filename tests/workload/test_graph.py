@@ -75,15 +75,15 @@ def test_a_graph_checks_what_joins_its_ops():
         OpGraph().validate("g.json")
     g = two_ops()
     g.add_op(Op("C", "elementwise", 0, "bf16", 16, (Read("a", 32),), ("b",)))
-    refused(lambda: g.validate(), "ops[C].outputs", "also written by 'B'")
+    refused(g.validate, "ops[C].outputs", "also written by 'B'")
     g = two_ops()
     g.tensors["y"] = g.tensors["x"]
-    refused(lambda: g.validate(), "tensors[y]", "under this name")
+    refused(g.validate, "tensors[y]", "under this name")
     g = two_ops()
     g.meta["tp"] = 0
-    refused(lambda: g.validate(), "meta.tp", "at least 1")
+    refused(g.validate, "meta.tp", "at least 1")
     g.meta["tp"] = 10**9  # a billion chips would be simulated one by one
-    refused(lambda: g.validate(), "meta.tp", f"at most {limits.MAX_RANKS}")
+    refused(g.validate, "meta.tp", f"at most {limits.MAX_RANKS}")
 
 
 def test_write_trace_refuses_a_graph_run_would_reject(tmp_path):

@@ -91,7 +91,7 @@ def test_unknown_ops_are_reported_and_bad_files_are_errors(tmp_path):
     assert report.unmapped == {"Celu": 1}
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(b"not onnx")
-    with pytest.raises(ConfigError, match="bad.onnx"):
+    with pytest.raises(ConfigError, match=r"bad.onnx"):
         import_onnx(bad)
 
 

@@ -6,9 +6,9 @@ import pytest
 pytest.importorskip("torch", reason="the torch extra is not installed")
 pytest.importorskip("transformers", reason="the torch extra is not installed")
 
-from memsim import simulate_graph, workload  # noqa: E402
-from memsim.presets import config_dir  # noqa: E402
-from memsim.workload.importers.torch_import import import_torch  # noqa: E402
+from memsim import simulate_graph, workload
+from memsim.presets import config_dir
+from memsim.workload.importers.torch_import import import_torch
 
 
 @pytest.mark.parametrize("name", ["gpt2", "llama-2-7b", "mixtral-8x7b"])
@@ -31,7 +31,7 @@ def test_gqa_expansion_moves_no_bytes_and_the_graph_simulates():
     graph, _ = import_torch(config_dir("models") / "llama-3.2-1b.json", tokens=8)
     attn = next(op for op in graph if op.kind == "attention")
     assert attn.dim("heads") == 32 and attn.dim("kv_heads") == 8
-    q, k, v = attn.inputs
+    q, k, _v = attn.inputs
     assert k.bytes == q.bytes // 4  # K is read as stored: 8 heads, not expanded to 32
     s = simulate_graph("h100-sxm", graph).summary
     assert s["step_time_s"] >= s["roofline_s"] > 0

@@ -34,7 +34,7 @@ def test_the_gather_reads_its_share_of_the_rows_and_is_all_reduced():
     assert order[:3] == ["embed", "embed.allreduce", "L0.attn_norm"]
     ar = g.ops["embed.allreduce"]
     assert ar.kind == "allreduce" and ar.dim("ranks") == 8 and ar.dim("bytes") == rows_bytes
-    assert [r.tensor for r in g.ops["L0.attn_norm"].inputs][0] == "embed.allreduce.out"
+    assert next(r.tensor for r in g.ops["L0.attn_norm"].inputs) == "embed.allreduce.out"
 
 
 def test_learned_positions_stay_replicated_and_are_added_after_the_all_reduce():

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import itertools
 import pkgutil
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
@@ -68,7 +69,7 @@ class Topology:
         if src == dst:
             return []
         path = self.path(g, src, dst)
-        return list(zip(path, path[1:]))
+        return list(itertools.pairwise(path))
 
 
 def shortest_path(g: nx.DiGraph, src: int, dst: int) -> list[Hashable]:

@@ -20,7 +20,7 @@ from memsim.hardware.topologies import Cable, Topology, Wiring, register
 
 def grid_shape(n: int) -> tuple[int, int]:
     """The most square rows x cols = n."""
-    rows = int(math.isqrt(n))
+    rows = math.isqrt(n)
     while n % rows:
         rows -= 1
     return rows, n // rows
@@ -28,7 +28,7 @@ def grid_shape(n: int) -> tuple[int, int]:
 
 def cube_shape(n: int) -> tuple[int, int, int]:
     """The most cubic a x b x c = n (a <= b <= c)."""
-    a = max(d for d in range(1, int(round(n ** (1 / 3))) + 2) if n % d == 0 and d ** 3 <= n)
+    a = max(d for d in range(1, round(n ** (1 / 3)) + 2) if n % d == 0 and d ** 3 <= n)
     return (a, *grid_shape(n // a))
 
 
@@ -54,7 +54,7 @@ def _cables(n: int, wiring: Wiring, dims: tuple[int, ...], wrap: bool) -> list[C
     for i in range(n):
         coords = _coords(i, dims)
         for d, size in enumerate(dims):
-            nxt = coords[:d] + [coords[d] + 1] + coords[d + 1:]
+            nxt = [*coords[:d], coords[d] + 1, *coords[d + 1:]]
             if coords[d] + 1 < size:
                 double = wrap and size == 2  # the wraparound port reaches the same neighbour
                 out.append((i, _index(nxt, dims), wiring.per_peer or (2 * port if double else port)))

@@ -47,7 +47,7 @@ def _search(n: int, want: int) -> tuple[tuple[int, ...], ...] | None:
             if nxt not in seen and (cur, nxt) not in used:
                 seen.add(nxt)
                 used.add((cur, nxt))
-                yield from cycles(path + [nxt], seen)
+                yield from cycles([*path, nxt], seen)
                 seen.discard(nxt)
                 used.discard((cur, nxt))
 

@@ -9,8 +9,16 @@ two-shot. As a runtime kernel it ends with a barrier (``Shape.barrier``).
 """
 from __future__ import annotations
 
-from memsim.mapping.collectives import (LinkCost, Moves, Shape, allreduce_algorithm, barrier, direct_all_gather,
-                                        direct_reduce_scatter, parallel)
+from memsim.mapping.collectives import (
+    LinkCost,
+    Moves,
+    Shape,
+    allreduce_algorithm,
+    barrier,
+    direct_all_gather,
+    direct_reduce_scatter,
+    parallel,
+)
 
 
 def hierarchical_cost(n: int, nbytes: float, link: LinkCost, shape: Shape = Shape()) -> float:

@@ -17,4 +17,4 @@ def one_shot_cost(n: int, nbytes: float, link: LinkCost, shape: Shape = Shape())
 
 @allreduce_algorithm("one_shot", one_shot_cost)
 def one_shot(n: int, shape: Shape) -> tuple[int, Moves]:
-    return 1, [[Move(a, b, (0,), True) for a in range(n) for b in range(n) if a != b]] + barrier(n, shape)
+    return 1, [[Move(a, b, (0,), True) for a in range(n) for b in range(n) if a != b], *barrier(n, shape)]

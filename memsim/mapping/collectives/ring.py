@@ -7,8 +7,15 @@ for large messages.
 """
 from __future__ import annotations
 
-from memsim.mapping.collectives import (LinkCost, Moves, Shape, allreduce_algorithm, parallel, ring_all_gather,
-                                        ring_reduce_scatter)
+from memsim.mapping.collectives import (
+    LinkCost,
+    Moves,
+    Shape,
+    allreduce_algorithm,
+    parallel,
+    ring_all_gather,
+    ring_reduce_scatter,
+)
 
 
 def ring_cost(n: int, nbytes: float, link: LinkCost, shape: Shape = Shape()) -> float:

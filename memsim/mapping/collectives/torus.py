@@ -10,8 +10,17 @@ from __future__ import annotations
 
 import math
 
-from memsim.mapping.collectives import (LinkCost, Moves, Pieces, Shape, allreduce_algorithm, parallel,
-                                        ring_all_gather, ring_reduce_scatter, split)
+from memsim.mapping.collectives import (
+    LinkCost,
+    Moves,
+    Pieces,
+    Shape,
+    allreduce_algorithm,
+    parallel,
+    ring_all_gather,
+    ring_reduce_scatter,
+    split,
+)
 
 
 def _ways(size: int) -> int:

@@ -5,8 +5,15 @@ vLLM's custom all-reduce for mid-sized messages. As a runtime kernel it ends wit
 """
 from __future__ import annotations
 
-from memsim.mapping.collectives import (LinkCost, Moves, Shape, allreduce_algorithm, barrier, direct_all_gather,
-                                        direct_reduce_scatter)
+from memsim.mapping.collectives import (
+    LinkCost,
+    Moves,
+    Shape,
+    allreduce_algorithm,
+    barrier,
+    direct_all_gather,
+    direct_reduce_scatter,
+)
 
 
 def two_shot_cost(n: int, nbytes: float, link: LinkCost, shape: Shape = Shape()) -> float:

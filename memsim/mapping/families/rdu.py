@@ -15,9 +15,9 @@ import dataclasses
 
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
+from memsim.mapping.layout import Layout
 from memsim.mapping.lower import make_step
 from memsim.mapping.plan import Step
-from memsim.mapping.layout import Layout
 from memsim.mapping.prefetch import copy_step
 from memsim.mapping.strategy import plan_with, register
 from memsim.workload.graph import OpGraph

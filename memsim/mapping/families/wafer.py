@@ -25,9 +25,9 @@ from fractions import Fraction
 
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
-from memsim.mapping.mesh import traversal_latency_ps
 from memsim.mapping.layout import Layout
 from memsim.mapping.lower import Context, make_step
+from memsim.mapping.mesh import traversal_latency_ps
 from memsim.mapping.plan import Step
 from memsim.mapping.strategy import plan_with, register
 from memsim.workload.graph import Op, OpGraph
@@ -83,7 +83,7 @@ def _on_part(step: Step, share: float, part: Fraction) -> Step:
     compute (and unpacking) stretched by the cores it lacks, rounded up."""
     if part == 1:
         return dataclasses.replace(step, share=share)
-    stretch = lambda ps: -(-ps * part.denominator // part.numerator)  # noqa: E731
+    stretch = lambda ps: -(-ps * part.denominator // part.numerator)
     return dataclasses.replace(step, share=share, compute_ps=stretch(step.compute_ps),
                                unpack_ps=stretch(step.unpack_ps))
 

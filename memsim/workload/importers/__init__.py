@@ -17,6 +17,6 @@ class ImportReport:
         table[op_type] = table.get(op_type, 0) + 1
 
     def lines(self) -> list[str]:
-        fmt = lambda d: ", ".join(f"{k} x{v}" for k, v in sorted(d.items())) or "none"  # noqa: E731
+        fmt = lambda d: ", ".join(f"{k} x{v}" for k, v in sorted(d.items())) or "none"
         return [f"mapped: {fmt(self.mapped)}", f"dropped as no-ops: {fmt(self.dropped)}",
                 f"skipped (not mapped): {fmt(self.unmapped)}"]
