@@ -7,7 +7,6 @@ An ``Interval`` is one immutable record, built by keyword; summaries are pure fu
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
 
 from memsim.hardware.resource import written_name
 
@@ -58,7 +57,8 @@ class Usage:
     shared: bool = False
 
 
-class Interval(NamedTuple):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Interval:
     start_ps: int
     end_ps: int
     chip: int
@@ -75,6 +75,14 @@ class Interval(NamedTuple):
     count: int = 1  # chunk intervals this record stands for (a step's chunks are aggregated); bytes and flops are totals
     stream: str = "compute"
     energy_fj: int = 0  # dynamic energy of the work (compute: its FLOPs; dequant: unpacking; transfer: its bits)
+
+    def moved(self, start_ps: int, chip: int, op: str, layer: int) -> Interval:
+        """This record of a remembered task, for a task that runs the same from ``start_ps``
+        (its times are relative to the remembered task's start) on ``chip``."""
+        return Interval(start_ps=self.start_ps + start_ps, end_ps=self.end_ps + start_ps, chip=chip,
+                        resource=self.resource, kind=self.kind, op=op, op_kind=self.op_kind, layer=layer,
+                        bytes=self.bytes, flops=self.flops, src=self.src, dst=self.dst, cause=self.cause,
+                        count=self.count, stream=self.stream, energy_fj=self.energy_fj)
 
 
 def keep(r: Interval) -> bool:

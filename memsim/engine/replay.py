@@ -63,7 +63,7 @@ class Replay:
             if touched_by_others or not s.idle(now):
                 return
             moved.append((s.bytes_read - read, s.bytes_written - written, s.busy_ps - busy))
-        rel = tuple(r._replace(start_ps=r.start_ps - rec.start, end_ps=r.end_ps - rec.start) for r in rows)
+        rel = tuple(dataclasses.replace(r, start_ps=r.start_ps - rec.start, end_ps=r.end_ps - rec.start) for r in rows)
         self.memos[signature] = Memo(now - rec.start, rel, tuple(moved), tuple(s.rid for s in rec.servers))
 
     def apply(self, memo: Memo, servers: list[Server], job: Job, start: int, op: str, layer: int) -> list[Interval]:
@@ -79,7 +79,7 @@ class Replay:
                 s.switches += 1
         chip = job.chip
         rows = self._moved_rows(memo, servers, chip)
-        return [Interval(r[0] + start, r[1] + start, chip, r[3], r[4], op, r[6], layer, *r[8:]) for r in rows]
+        return [r.moved(start, chip, op, layer) for r in rows]
 
     def _moved_rows(self, memo: Memo, servers: list[Server], chip: int) -> tuple[Interval, ...]:
         """The memo's rows on this chip's resources (remapped once per memo and chip)."""
@@ -93,5 +93,5 @@ class Replay:
                     return rids[rid]
                 return rid if rid.chip == SYSTEM else dataclasses.replace(rid, chip=chip)
 
-            rows = self.remapped[key] = tuple(r._replace(resource=moved(r.resource)) for r in memo.rows)
+            rows = self.remapped[key] = tuple(dataclasses.replace(r, resource=moved(r.resource)) for r in memo.rows)
         return rows

@@ -23,14 +23,15 @@ def step_rows(run: StepRun) -> list[Interval]:
     compute = ResourceId(COMPUTE, chip, COMPUTE)
     rows = []
     if run.step.compute_ps or run.job.stream == COMPUTE:  # a copy leaves compute to the others
-        rows.append(Interval(t, t + run.busy_ps, resource=compute, kind="compute", flops=step.flops,
+        rows.append(Interval(start_ps=t, end_ps=t + run.busy_ps, resource=compute, kind="compute", flops=step.flops,
                              energy_fj=step.compute_fj, **common))
         t += run.busy_ps
         for (kind, on, holder), ps in sorted(run.stalls.items()):
-            rows.append(Interval(t, t + ps, resource=compute, kind="stall", cause=Cause(kind, on, holder), **common))
+            rows.append(Interval(start_ps=t, end_ps=t + ps, resource=compute, kind="stall", cause=Cause(kind, on, holder),
+                                 **common))
             t += ps
     if run.unpack_ps:
-        rows.append(Interval(run.first_unpack, run.first_unpack + run.unpack_ps,
+        rows.append(Interval(start_ps=run.first_unpack, end_ps=run.first_unpack + run.unpack_ps,
                              resource=ResourceId(DEQUANT, chip, DEQUANT), kind=DEQUANT, energy_fj=step.unpack_fj,
                              **common))
     for load, ports, totals in ((True, run.loads, run.load_totals), (False, run.stores, run.store_totals)):
@@ -39,6 +40,6 @@ def step_rows(run: StepRun) -> list[Interval]:
             servers = (port.server,) if port.server.via is None else (port.server, port.server.via)
             for via, server in enumerate(servers):
                 first, last = run.extent.get((i, load, bool(via)), (run.started, run.started))
-                rows.append(Interval(first, last, resource=server.rid, kind=TRANSFER, bytes=total, src=src, dst=dst,
-                                     energy_fj=total * 8 * server.energy_fj_per_bit, **common))
+                rows.append(Interval(start_ps=first, end_ps=last, resource=server.rid, kind=TRANSFER, bytes=total, src=src,
+                                     dst=dst, energy_fj=total * 8 * server.energy_fj_per_bit, **common))
     return [r for r in rows if keep(r)]

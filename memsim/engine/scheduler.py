@@ -283,8 +283,8 @@ class Simulation:
 
     def _idle(self, chip: int, task: OpTask, start: int, cause: Cause, stream: str = COMPUTE) -> list[Interval]:
         """A compute (or branch) stream's idle interval from ``start`` to now, if it is not empty."""
-        row = Interval(start, self.env.now, chip, ResourceId(COMPUTE, chip, "compute"), "stall", task.op, task.kind,
-                       task.layer, cause=cause, stream=stream)
+        row = Interval(start_ps=start, end_ps=self.env.now, chip=chip, resource=ResourceId(COMPUTE, chip, "compute"),
+                       kind="stall", op=task.op, op_kind=task.kind, layer=task.layer, cause=cause, stream=stream)
         return [row] if keep(row) else []
 
     def _task(self, task: OpTask, job: Job, key: tuple[int, str]):

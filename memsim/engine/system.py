@@ -158,9 +158,9 @@ def play(env: simpy.Environment, played: Played, task: OpTask, job: Job, rows: l
             port.last_owner = job
             port.switches += 1
         port.horizon = max(port.horizon, now + last)
-        rows.append(Interval(now + first, now + last, job.chip, port.rid, "transfer", task.op, task.kind, task.layer,
-                             bytes=nbytes, src=src, dst=dst, count=n, stream=job.stream,
-                             energy_fj=nbytes * 8 * port.energy_fj_per_bit))
+        rows.append(Interval(start_ps=now + first, end_ps=now + last, chip=job.chip, resource=port.rid, kind="transfer",
+                             op=task.op, op_kind=task.kind, layer=task.layer, bytes=nbytes, src=src, dst=dst, count=n,
+                             stream=job.stream, energy_fj=nbytes * 8 * port.energy_fj_per_bit))
     if played.duration:
         yield env.timeout(played.duration)
 
@@ -196,6 +196,6 @@ def run_collective(env: simpy.Environment, links: SystemLinks, task: OpTask, job
         if arrival > env.now:
             yield env.timeout(arrival - env.now)
     for port, (first, last, nbytes, n, src, dst) in extent.items():
-        rows.append(Interval(first, last, job.chip, port.rid, "transfer", task.op, task.kind, task.layer,
-                             bytes=nbytes, src=src, dst=dst, count=n, stream=job.stream,
+        rows.append(Interval(start_ps=first, end_ps=last, chip=job.chip, resource=port.rid, kind="transfer", op=task.op,
+                             op_kind=task.kind, layer=task.layer, bytes=nbytes, src=src, dst=dst, count=n, stream=job.stream,
                              energy_fj=nbytes * 8 * port.energy_fj_per_bit))

@@ -110,9 +110,10 @@ def make_step(label: str, loads: dict[Ref, int], stores: dict[Ref, int], busy_ps
     ``energy_fj`` and ``unpack_fj`` are the dynamic energies of its FLOPs and of unpacking its weights."""
     n = tiling.CHUNKS
     per = lambda d: tuple((k, -(-v // n)) for k, v in _ordered(d))
-    return Step(label, n, per(loads), per(stores), -(-busy_ps // n), flops, depth, sram_bytes,
-                _ordered(loads), _ordered(stores), tuple(sorted((tile or {}).items())), -(-unpack_ps // n),
-                compute_fj=energy_fj, unpack_fj=unpack_fj)
+    return Step(label=label, count=n, loads=per(loads), stores=per(stores), compute_ps=-(-busy_ps // n), flops=flops,
+                depth=depth, sram_bytes=sram_bytes, total_loads=_ordered(loads), total_stores=_ordered(stores),
+                tile=tuple(sorted((tile or {}).items())), unpack_ps=-(-unpack_ps // n), compute_fj=energy_fj,
+                unpack_fj=unpack_fj)
 
 
 def bandwidth_of(chip: ChipSpec, where: Ref) -> int:

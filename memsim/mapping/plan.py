@@ -15,7 +15,7 @@ from memsim.hardware.spec import ChipSpec
 COMPUTE, COPY, COMM, BRANCH = "compute", "copy", "comm", "branch"  # the streams a task can be issued on
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Step:
     label: str
     count: int  # identical chunks
@@ -39,7 +39,7 @@ class Step:
     latency_ps: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class OpTask:
     op: str
     kind: str
@@ -76,7 +76,7 @@ class OpTask:
         return {k: (v[0], v[1]) for k, v in out.items()}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Plan:
     chip: ChipSpec
     tasks: tuple[OpTask, ...]  # in execution order

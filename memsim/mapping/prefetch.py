@@ -106,8 +106,9 @@ def copy_step(label: str, loads: dict[Ref, int], into: Ref | None, depth: int) -
     n = max(1, min(COPY_CHUNKS, math.ceil(nbytes / 4096)))
     per = tuple((ref, -(-b // n)) for ref, b in sorted(loads.items(), key=lambda kv: str(kv[0])))
     stores = ((into, -(-nbytes // n)),) if into is not None else ()
-    return Step(label, n, per, stores, 0, 0, depth, 0, tuple(sorted(loads.items(), key=lambda kv: str(kv[0]))),
-                ((into, nbytes),) if into is not None else (), direct=True)
+    return Step(label=label, count=n, loads=per, stores=stores, compute_ps=0, flops=0, depth=depth, sram_bytes=0,
+                total_loads=tuple(sorted(loads.items(), key=lambda kv: str(kv[0]))),
+                total_stores=((into, nbytes),) if into is not None else (), direct=True)
 
 
 class Prefetcher:
@@ -145,9 +146,9 @@ class Prefetcher:
         ahead = cx.chip.execution.weight_prefetch
         deps = (users[-ahead - 1],) if len(users) > ahead else ()
         users.append(name)
-        task = OpTask(f"prefetch.{name}", "prefetch", op.layer, 0, 0, (copy_step("prefetch", {source: nbytes}, None,
-                                                                                  cx.depth),), deps,
-                      source, chip=chip, stream=COPY, graph_op="", acquires=nbytes)
+        task = OpTask(op=f"prefetch.{name}", kind="prefetch", layer=op.layer, flops=0, overhead_ps=0,
+                      steps=(copy_step("prefetch", {source: nbytes}, None, cx.depth),), deps=deps, bound=source,
+                      chip=chip, stream=COPY, graph_op="", acquires=nbytes)
         return task, dataclasses.replace(cx, staged=tuple(staged))
 
     def finished_by(self, chip: int, name: str, task: str) -> None:

@@ -83,8 +83,9 @@ def plan_with(graph: OpGraph, chip: ChipSpec, shape: Shaper, layout: Layout = La
     comms = system.collective_seconds(tasks, chip, tp * pp, regions, tp)
     shares = [compute_share * share for share in laid.shares]
     seconds, bound, need = staged_roofline(per_stage, chip, homes, links, regions, hops, comms, shares)
-    return Plan(chip, tuple(tasks), tuple(sorted(homes.items())), seconds, bound, tuple(sorted(need.items())),
-                chips=tp * pp, tp=tp, regions=regions, staging=laid.staging, shares=tuple(shares))
+    return Plan(chip=chip, tasks=tuple(tasks), homes=tuple(sorted(homes.items())), roofline_s=seconds,
+                roofline_bound=bound, compulsory_bytes=tuple(sorted(need.items())), chips=tp * pp, tp=tp,
+                regions=regions, staging=laid.staging, shares=tuple(shares))
 
 
 def _micro_tasks(contexts: list[Context], shape: Shaper, stage_of: dict[str, int], tp: int, suffix: str,
@@ -149,7 +150,8 @@ def _micro_tasks(contexts: list[Context], shape: Shaper, stage_of: dict[str, int
             done[op.name] = names[-1]
             prefetcher.finished_by(stage * tp, op.name + suffix, names[-1])
         for i, (name, part, part_flops) in enumerate(zip(names, pieces, flops)):
-            tasks.append(OpTask(name, op.kind, op.layer, part_flops, overhead if i == 0 else 0, part, preds, bound,
+            tasks.append(OpTask(op=name, kind=op.kind, layer=op.layer, flops=part_flops,
+                                overhead_ps=overhead if i == 0 else 0, steps=part, deps=preds, bound=bound,
                                 chip=stage * tp, graph_op=op.name, microbatch=m, stream=stream,
                                 releases=releases if i == k - 1 else 0))
     return tasks

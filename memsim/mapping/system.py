@@ -63,8 +63,9 @@ def collective_tasks(op: Op, chip: ChipSpec, stage: int, tp: int, deps: list[tup
             rounds = []
         else:
             rounds = collectives.COLLECTIVES[op.kind](group, size, shape)
-        tasks.append(OpTask(name, op.kind, op.layer, flops, chip.execution.collective_launch_ps if i == 0 else 0,
-                            (), deps[i], Ref.link(link.name), chip=stage * tp, rounds=tuple(rounds), stream=COMM,
+        tasks.append(OpTask(op=name, kind=op.kind, layer=op.layer, flops=flops,
+                            overhead_ps=chip.execution.collective_launch_ps if i == 0 else 0, steps=(), deps=deps[i],
+                            bound=Ref.link(link.name), chip=stage * tp, rounds=tuple(rounds), stream=COMM,
                             graph_op=op.name))
     return tasks
 
@@ -93,8 +94,8 @@ def send_task(last: Op, graph: OpGraph, chip: ChipSpec, src: int, dst: int, tp: 
     link = _link(chip)
     nbytes = graph.tensors[last.outputs[0]].bytes
     transfers = tuple((src * tp + r, dst * tp + r, nbytes) for r in range(tp))
-    return OpTask(f"send.stage{src}-{dst}{suffix}", "sendrecv", last.layer, 0, 0, (), (dep,), Ref.link(link.name),
-                  chip=src * tp, rounds=(transfers,), stream=COMM)
+    return OpTask(op=f"send.stage{src}-{dst}{suffix}", kind="sendrecv", layer=last.layer, flops=0, overhead_ps=0,
+                  steps=(), deps=(dep,), bound=Ref.link(link.name), chip=src * tp, rounds=(transfers,), stream=COMM)
 
 
 def region_link(chip: ChipSpec):

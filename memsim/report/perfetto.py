@@ -7,6 +7,7 @@ interval per operator and resource, and its metadata says so.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import defaultdict
 from typing import Any
@@ -38,7 +39,8 @@ def _aggregate(records) -> list:
             g[2] += r.bytes
             g[3] += r.flops
             g[4] += r.count
-    return [g[5]._replace(start_ps=g[0], end_ps=g[1], bytes=g[2], flops=g[3], count=g[4]) for g in groups.values()]
+    return [dataclasses.replace(g[5], start_ps=g[0], end_ps=g[1], bytes=g[2], flops=g[3], count=g[4])
+            for g in groups.values()]
 
 
 def _occupancy(plan: Plan, spans: dict[str, tuple[int, int]]) -> list[tuple[int, int]]:

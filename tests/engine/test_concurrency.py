@@ -116,11 +116,14 @@ def test_two_bandwidth_bound_operators_on_two_streams_share_the_level(tiny_chip,
     chip = dataclasses.replace(tiny_chip, execution=dataclasses.replace(tiny_chip.execution,
                                                                         streams=("compute", "branch")))
     hbm = Ref.level("hbm")
-    a = OpTask("a", "elementwise", 0, 0, 0, (_streaming(1 << 20),), (), hbm, stream="compute")
-    b = OpTask("b", "elementwise", 0, 0, 0, (_streaming(3 << 19),), (), hbm, stream="branch")
+    a, b = (OpTask(op=name, kind="elementwise", layer=0, flops=0, overhead_ps=0, steps=(_streaming(nbytes),), deps=(),
+                   bound=hbm, stream=stream) for name, nbytes, stream in (("a", 1 << 20, "compute"), ("b", 3 << 19, "branch")))
+
+    def plan(*tasks):
+        return Plan(chip=chip, tasks=tasks, homes=(), roofline_s=0.0, roofline_bound="hbm", compulsory_bytes=())
 
     def run(*tasks):
-        return engine.run(Plan(chip, tasks, (), 0.0, "hbm", ()), fast_forward=shortcuts, memoize=shortcuts)
+        return engine.run(plan(*tasks), fast_forward=shortcuts, memoize=shortcuts)
 
     both, alone_a, alone_b = run(a, b), run(a), run(b)
     rate = chip.level("hbm").effective_bandwidth(chip.compute.units)  # bytes/s
@@ -132,7 +135,7 @@ def test_two_bandwidth_bound_operators_on_two_streams_share_the_level(tiny_chip,
     assert ("a", "b") in waits and ("b", "a") in waits  # each waits on the other
     assert dict(both.bytes_read)["hbm"] == (1 << 20) + (3 << 19)
     if shortcuts:  # the pair is fast-forwarded as a group, exactly
-        full = engine.run(Plan(chip, (a, b), (), 0.0, "hbm", ()), fast_forward=False, memoize=False)
+        full = engine.run(plan(a, b), fast_forward=False, memoize=False)
         assert both.end_ps == full.end_ps and both.events < 0.2 * full.events
         assert _stalls(both) == pytest.approx(_stalls(full), rel=1e-12)
 

@@ -18,8 +18,10 @@ def _plan(chip, prefetch_bytes: int) -> Plan:
     hbm = Ref.level("hbm")
     work = make_step("gemm", {hbm: 256 * 4000}, {}, busy_ps=4000 * 30_000, flops=0, depth=2, sram_bytes=1024)
     copy = copy_step("prefetch", {hbm: prefetch_bytes}, None, depth=2)
-    return Plan(chip, (OpTask("copy", "prefetch", 0, 0, 0, (copy,), (), hbm, stream="copy"),
-                       OpTask("work", "matmul", 0, 0, 0, (work,), (), None)), (), 0.0, "compute", ())
+    tasks = (OpTask(op="copy", kind="prefetch", layer=0, flops=0, overhead_ps=0, steps=(copy,), deps=(), bound=hbm,
+                    stream="copy"),
+             OpTask(op="work", kind="matmul", layer=0, flops=0, overhead_ps=0, steps=(work,), deps=(), bound=None))
+    return Plan(chip=chip, tasks=tasks, homes=(), roofline_s=0.0, roofline_bound="compute", compulsory_bytes=())
 
 
 @pytest.mark.parametrize("prefetch_bytes", [16 << 20, 1 << 20])  # outlasts the operator, or ends during it

@@ -22,9 +22,11 @@ def _alone(chip: ChipSpec, count: int, loads, stores, compute_ps: int, depth: in
     """When one step of ``count`` chunks, alone on the chip, ends: ``loads`` and ``stores`` are
     (level, bytes per chunk) pairs."""
     loads, stores = tuple((r, b) for r, b in loads if b), tuple((r, b) for r, b in stores if b)
-    step = Step("s", count, loads, stores, compute_ps, 0, depth, 1 << 20, tuple((r, b * count) for r, b in loads),
-                tuple((r, b * count) for r, b in stores), unpack_ps=unpack_ps)
-    plan = Plan(chip, (OpTask("op", "matmul", 0, 0, 0, (step,), (), None),), (), 0.0, "compute", ())
+    step = Step(label="s", count=count, loads=loads, stores=stores, compute_ps=compute_ps, flops=0, depth=depth,
+                sram_bytes=1 << 20, total_loads=tuple((r, b * count) for r, b in loads),
+                total_stores=tuple((r, b * count) for r, b in stores), unpack_ps=unpack_ps)
+    task = OpTask(op="op", kind="matmul", layer=0, flops=0, overhead_ps=0, steps=(step,), deps=(), bound=None)
+    plan = Plan(chip=chip, tasks=(task,), homes=(), roofline_s=0.0, roofline_bound="compute", compulsory_bytes=())
     return engine.run(plan, fast_forward=fast_forward, memoize=fast_forward).end_ps
 
 

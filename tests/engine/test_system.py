@@ -16,9 +16,18 @@ from memsim.units import PS_PER_S
 
 def _allreduce_time(chip, n: int, nbytes: int, algorithm: str = "ring") -> int:
     rounds = ALLREDUCE[algorithm].rounds(list(range(n)), nbytes)
-    task = OpTask("ar", "allreduce", 0, 0, 0, (), (), Ref.link("nvlink"), chip=0, rounds=tuple(rounds))
-    plan = Plan(chip, (task,), (), 0.0, "compute", (), chips=n, tp=n)
-    return engine.run(plan).end_ps
+    task = _collective("ar", rounds)
+    return engine.run(_plan(chip, (task,), chips=n, tp=n)).end_ps
+
+
+def _collective(name: str, rounds, **kw) -> OpTask:
+    return OpTask(op=name, kind="allreduce", layer=kw.pop("layer", 0), flops=0, overhead_ps=kw.pop("overhead_ps", 0),
+                  steps=(), deps=kw.pop("deps", ()), bound=Ref.link("nvlink"), rounds=tuple(rounds), **kw)
+
+
+def _plan(chip, tasks, **kw) -> Plan:
+    return Plan(chip=chip, tasks=tuple(tasks), homes=(), roofline_s=0.0, roofline_bound="compute", compulsory_bytes=(),
+                **kw)
 
 
 @pytest.mark.parametrize("n", [2, 4, 8, 16])
@@ -147,9 +156,9 @@ def test_a_collective_alone_on_its_links_is_played_as_its_transfers_would_run(pr
     row, every link's bytes and busy time."""
     chip = hardware.load(preset, [("system.topology", topology)])
     rounds = ALLREDUCE[algorithm].rounds(list(range(n)), 3 * 2**20 + 7, fabric(chip, n).shape(range(n)))
-    tasks = tuple(OpTask(f"ar{i}", "allreduce", i, 0, 1000, (), (f"ar{i - 1}",) if i else (), Ref.link("nvlink"),
-                         chip=0, rounds=tuple(rounds), stream="comm") for i in range(3))
-    sim, played, one_by_one = _both(Plan(chip, tasks, (), 0.0, "compute", (), chips=n, tp=n))
+    tasks = tuple(_collective(f"ar{i}", rounds, layer=i, overhead_ps=1000, deps=(f"ar{i - 1}",) if i else (),
+                              stream="comm") for i in range(3))
+    sim, played, one_by_one = _both(_plan(chip, tasks, chips=n, tp=n))
     assert set(sim.alone) == {"ar0", "ar1", "ar2"}
     assert played.events < one_by_one.events
     assert (played.end_ps, played.records, played.bytes_read, played.busy_ps) == \
@@ -160,11 +169,10 @@ def test_collectives_of_streams_that_share_links_request_their_transfers():
     """Two pipeline stages' all-reduces on a ring share its cables: neither is alone, so their
     transfers contend as requested."""
     chip = hardware.load("h100-sxm", [("system.topology", "ring")])
-    tasks = tuple(OpTask(f"ar{s}", "allreduce", 0, 0, 0, (), (), Ref.link("nvlink"), chip=2 * s,
-                         rounds=tuple(ALLREDUCE["ring"].rounds([2 * s, 2 * s + 1, (2 * s + 2) % 4], 2**20)),
-                         stream="comm") for s in range(2))
+    tasks = tuple(_collective(f"ar{s}", ALLREDUCE["ring"].rounds([2 * s, 2 * s + 1, (2 * s + 2) % 4], 2**20),
+                              chip=2 * s, stream="comm") for s in range(2))
     from memsim.engine.scheduler import Simulation
-    sim = Simulation(Plan(chip, tasks, (), 0.0, "compute", (), chips=4, tp=2), True, True)
+    sim = Simulation(_plan(chip, tasks, chips=4, tp=2), True, True)
     assert sim.alone == {}
 
 
