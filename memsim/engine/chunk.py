@@ -7,14 +7,14 @@ and the scheduler.
 """
 from __future__ import annotations
 
-from memsim.engine.records import POWER, TILE_BUFFER, UNPACK, WAIT
+from memsim.engine.records import POWER, TILE_BUFFER, UNPACK, WAIT, Cause
 from memsim.engine.resources import Server, Use
 
-# Stall keys are (kind, resource, holder); a holder is named where a load or compute queued behind another operator.
-BUFFERS = (TILE_BUFFER, "", "")
-UNPACKING = (UNPACK, "", "")
-THROTTLED = (POWER, "", "")  # compute slowed under the power cap
-SRAM = (WAIT, "sram", "")
+# A step's stalls are kept by ``Cause``; a holder is named where a load or compute queued behind
+# another operator.
+BUFFERS = Cause(TILE_BUFFER)
+UNPACKING = Cause(UNPACK)
+THROTTLED = Cause(POWER)  # compute slowed under the power cap
 
 
 class Port:
@@ -33,15 +33,15 @@ class Port:
         self.hold = -(-server.duration(total, share) // count)
         self.via_hold = -(-server.via.duration(total) // count) if server.via is not None else None
         self.name = str(server.rid)
-        self.key = (WAIT, self.name, "")  # the stall key of waiting for it
-        self.via_key = (WAIT, str(server.via.rid), "") if server.via is not None else None
+        self.key = Cause(WAIT, server.rid)  # the stall of waiting for it
+        self.via_key = Cause(WAIT, server.via.rid) if server.via is not None else None
         self.latency_ps = latency_ps or server.latency_ps  # a step may name its own (a fabric traversal)
 
 
 class Chunk:
     __slots__ = ("index", "transfers", "issued", "drain", "writer", "left", "landed", "source", "held", "ready")
 
-    def __init__(self, index: int, issued: int, drain: int, writer: tuple[str, str, str]) -> None:
+    def __init__(self, index: int, issued: int, drain: int, writer: Cause) -> None:
         self.index = index
         self.transfers: list[tuple] = []  # per load: (use, via use or None, idle before issue, port)
         self.issued = issued  # when its loads were requested
@@ -49,7 +49,9 @@ class Chunk:
         self.writer = writer  # the stall key of that store's level
         self.left = 0  # requests not yet finished
         self.landed = issued  # when its last load arrived, latency included
-        self.source = SRAM  # the stall key of the level (or link) that arrived last
+        # The stall of the level (or link) that arrived last; before any arrived (a chunk with no
+        # loads), the wait before its issue was for a free tile buffer.
+        self.source = BUFFERS
         self.held = 0  # that load's wait for a buffer while its level was idle
         self.ready = False  # landed (and, with dequantisation, unpacked)
 

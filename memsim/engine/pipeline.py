@@ -25,7 +25,7 @@ from collections.abc import Callable
 import simpy
 
 from memsim.engine.chunk import BUFFERS, THROTTLED, UNPACKING, Chunk, Port, Stores, servers, status, widen
-from memsim.engine.records import COMPUTE, WAIT
+from memsim.engine.records import WAIT, Cause
 from memsim.engine.resources import PREFETCH, ChipResources, Job, Server, Use
 from memsim.mapping.plan import OpTask, Step
 
@@ -66,7 +66,7 @@ class StepRun:
         self.unpacking = 0  # when the loader finishes dequantising its latest chunk
         self.released = (0, 0, BUFFERS)  # latest buffer freed: (compute end, freed at, writer's key)
         self.last_store = 0  # when the latest store has drained, latency included
-        self.store_level = ""
+        self.store_level: Cause | None = None  # the wait for the level (or link) of the latest store
         self.finished = self._own(env.event())
         # Aggregates, recorded when the step ends.
         self.started = self.idle_since = env._now
@@ -74,8 +74,8 @@ class StepRun:
         self.busy_ps = 0
         self.unpack_ps = 0
         self.first_unpack = -1
-        self.stalls: dict[tuple[str, str, str], int] = {}  # (kind, resource, holder) -> ps
-        self.chunk_stalls: dict[tuple[str, str, str], int] = {}  # the latest chunk's, for fast-forward
+        self.stalls: dict[Cause, int] = {}  # cause -> ps
+        self.chunk_stalls: dict[Cause, int] = {}  # the latest chunk's, for fast-forward
         # (index, is load, on the link it is reached over) -> [first start, last end]
         self.extent: dict[tuple[int, bool, bool], list[int]] = {}
         # The callbacks of the step's requests, bound once.
@@ -187,7 +187,7 @@ class StepRun:
             if end > chunk.landed:
                 # A load that queued behind another operator's transfer names it as the holder.
                 if use.blocker is not None:
-                    limiter = (WAIT, limiter[1], use.blocker.op)
+                    limiter = Cause(WAIT, limiter.on, use.blocker.op)
                 chunk.landed, chunk.source, chunk.held = end, limiter, idle if idle > 0 else 0
         if first or chunk.index == self.count - 1:
             widen(self.extent, chunk.transfers, True)
@@ -218,7 +218,7 @@ class StepRun:
         self._ask()
         self._compute()
 
-    def _free(self, writer: tuple[str, str, str], computed: int) -> None:
+    def _free(self, writer: Cause, computed: int) -> None:
         """A chunk's buffer is free: it goes to the loader if the loader waits for one."""
         self.released = (computed, self.env._now, writer)
         self.free_buffers += 1
@@ -268,7 +268,7 @@ class StepRun:
         now = self.env._now
         stall, step = self.chunk_stalls, self.step
         if use is not None and use.start > use.requested:  # another task held the compute units
-            key = (WAIT, COMPUTE, use.blocker.op if use.blocker is not None else "")
+            key = Cause(WAIT, self.res.compute.rid, use.blocker.op if use.blocker is not None else "")
             stall[key] = stall.get(key, 0) + use.start - use.requested
         if step.throttle_ps:  # the part of the compute time the power cap added
             stall[THROTTLED] = stall.get(THROTTLED, 0) + step.throttle_ps
@@ -327,7 +327,7 @@ class StepRun:
                 written, writer = end, limiter
             end += port.latency_ps
             if end > self.last_store:
-                self.last_store, self.store_level = end, port.name
+                self.last_store, self.store_level = end, port.key
         if batch.index == 0 or batch.index == self.count - 1:
             widen(self.extent, batch.uses, False)
         self.outstanding.remove(batch)
@@ -347,8 +347,8 @@ class StepRun:
 
     def _finish(self, _event: simpy.Event | None = None) -> None:
         now = self.env._now
-        if now > self.last_compute:
-            key = (WAIT, self.store_level, "")
+        if now > self.last_compute and self.store_level is not None:
+            key = self.store_level
             self.stalls[key] = self.stalls.get(key, 0) + now - self.last_compute
         # Bytes are counted exactly once the step is done (chunk sizes are rounded up for timing).
         for port, total in zip(self.loads, self.load_totals):
@@ -386,4 +386,4 @@ class StepRun:
         computed, freed, writer = self.released
         return (chunks, stores, servers, waiting, self.free_buffers, self.computing,
                 max(0, self.unpacking - now), (computed - now, freed - now, writer), max(0, self.last_store - now),
-                self.store_level, tuple(sorted(self.chunk_stalls.items())))
+                self.store_level, frozenset(self.chunk_stalls.items()))

@@ -1,47 +1,59 @@
-"""What the engine records: typed resource identities, stall causes and one flat record per interval.
+"""What the engine records: stall causes and one flat record per interval.
 
-A ``ResourceId`` names a live resource of the simulated system (the compute units of a chip,
-a memory level, a chip's link, a link between chips). A ``Cause`` says why compute was idle.
+Resources are named by their typed identity (``memsim.hardware.resource.ResourceId``: the
+compute units of a chip, a memory level, a chip's link, a link between chips). A ``Cause`` says
+why compute was idle: a kind, and for a wait the resource waited on and the operator holding it.
 An ``Interval`` is one immutable record, built by keyword; summaries are pure functions of them.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import enum
+from dataclasses import dataclass, field
 
-from memsim.hardware.resource import written_name
+from memsim.hardware.resource import ResourceId
 
-COMPUTE, LEVEL, LINK, DEQUANT = "compute", "level", "link", "dequant"
-SYSTEM = -1  # the chip index of links between chips: they belong to the system
-
-# Stall kinds. WAIT names the resource waited on (a level or link; a contended compute unit),
-# and the operator holding it when the wait was contention.
-WAIT, TILE_BUFFER, UNPACK, OVERHEAD, DEPENDENCY, BUBBLE, POWER = (
-    "wait", "tile_buffer", "dequant", "overhead", "dependency", "bubble", "power")
+# What an interval's ``kind`` and a task's default stream say (the compute units'; dequantising).
+COMPUTE, DEQUANT = "compute", "dequant"
 
 
-@dataclass(frozen=True, slots=True)
-class ResourceId:
-    kind: str  # COMPUTE, LEVEL, LINK or DEQUANT
-    chip: int  # SYSTEM for links between chips
-    name: str  # a level's or link's name as the chip declares it
-    direction: tuple = ()  # a link between chips (or regions): (from, to), a chip number or a switch's node
+class CauseKind(enum.Enum):
+    WAIT = "wait"  # for a resource: a level or link, or compute units another operator held
+    TILE_BUFFER = "tile_buffer"  # for a free tile buffer (one of ``execution.prefetch_depth``)
+    UNPACK = "dequant"  # for loaded weights to be dequantised
+    OVERHEAD = "overhead"  # an operator's launch
+    DEPENDENCY = "dependency"  # for an operator of another stream
+    BUBBLE = "bubble"  # for the previous pipeline stage
+    POWER = "power"  # compute slowed by the clock the power cap lowered
 
-    def __str__(self) -> str:
-        return written_name(self.kind, self.name, self.direction) if self.kind in (LEVEL, LINK) else self.kind
+
+WAIT, TILE_BUFFER, UNPACK, OVERHEAD, DEPENDENCY, BUBBLE, POWER = CauseKind
 
 
 @dataclass(frozen=True, slots=True)
 class Cause:
-    kind: str  # WAIT, TILE_BUFFER, UNPACK, OVERHEAD, DEPENDENCY, BUBBLE or POWER
-    on: str = ""  # for WAIT: the resource waited on, as named in outputs (``hbm``, ``link:pcie``)
+    kind: CauseKind
+    on: ResourceId | None = None  # for WAIT: the resource waited on
     holder: str = ""  # the operator holding it, when the wait was contention
+    # Causes key a step's stall accounts, chunk by chunk: their hash is worked out once.
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.kind, self.on, self.holder)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self):  # rebuilt where unpickled: a string's hash differs between processes
+        return Cause, (self.kind, self.on, self.holder)
 
     def __str__(self) -> str:
-        return self.on if self.kind == WAIT else self.kind
+        """The cause as outputs name it: the resource waited on, or the kind."""
+        return str(self.on) if self.kind is WAIT and self.on is not None else self.kind.value
 
-    @classmethod
-    def wait(cls, on: object, holder: str = "") -> Cause:
-        return cls(WAIT, str(on), holder)
+    @property
+    def order(self) -> tuple[str, str, str]:
+        """Causes in the order outputs list them: by the names they are written with."""
+        return (self.kind.value, str(self.on) if self.on is not None else "", self.holder)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -12,8 +12,9 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from memsim.engine.records import SYSTEM, Interval, ResourceId
+from memsim.engine.records import Interval
 from memsim.engine.resources import Job, Server
+from memsim.hardware.resource import SYSTEM, ResourceId
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,9 +34,8 @@ import simpy
 from simpy.events import NORMAL, PENDING, Event
 from simpy.resources.base import BaseResource, Put
 
-from memsim.engine.records import COMPUTE, LEVEL, LINK, SYSTEM, ResourceId
 from memsim.hardware import stripes
-from memsim.hardware.resource import Ref
+from memsim.hardware.resource import LEVEL, SYSTEM, Ref, ResourceId
 from memsim.hardware.spec import ChipSpec, LinkSpec, MemoryLevel
 from memsim.units import transfer_ps
 
@@ -241,7 +240,7 @@ class Server(BaseResource):
 
     def duration(self, nbytes: int, share: float = 1.0) -> int:
         """Time to move ``nbytes`` for a step with ``share`` of a level (a link serves whole)."""
-        if self.rid.kind != LEVEL:  # one channel at its whole rate: a collective's every transfer comes here
+        if self.rid.kind is not LEVEL:  # one channel at its whole rate: a collective's every transfer comes here
             return transfer_ps(nbytes, self.bandwidth)
         return stripes.duration_ps(nbytes, self.bandwidth, self.channels, share)
 
@@ -271,7 +270,7 @@ class ChipResources:
                  shared: ChipResources | None = None, local: frozenset[Ref] = frozenset()) -> None:
         self.spec = chip
         self.index = index
-        self.compute = Server(env, ResourceId(COMPUTE, index, "compute"))
+        self.compute = Server(env, ResourceId.compute(index))
         self.ports: dict[Ref, Server] = {}
         for lk in chip.links:
             ref = Ref.link(lk.name)
@@ -292,12 +291,12 @@ class ChipResources:
 
 def _level(env: simpy.Environment, spec: MemoryLevel, units: int, chip: int, via: Server | None) -> Server:
     bandwidth = spec.effective_bandwidth(units)
-    return Server(env, ResourceId(LEVEL, chip, spec.name), spec.channels, bandwidth,
+    return Server(env, Ref.level(spec.name).on(chip), spec.channels, bandwidth,
                   spec.latency_ps, via, spec.energy_fj_per_bit)
 
 
 def _link(env: simpy.Environment, spec: LinkSpec, chip: int, direction: tuple = (), rate: int = 0) -> Server:
-    return Server(env, ResourceId(LINK, chip, spec.name, direction), 1, rate or spec.effective_bandwidth,
+    return Server(env, Ref.link(spec.name).on(chip, direction), 1, rate or spec.effective_bandwidth,
                   spec.latency_ps, energy_fj_per_bit=spec.energy_fj_per_bit)
 
 

@@ -11,7 +11,8 @@ weight-only format is a ``dequant`` interval beside compute, not compute.
 from __future__ import annotations
 
 from memsim.engine.pipeline import StepRun
-from memsim.engine.records import COMPUTE, DEQUANT, Cause, Interval, ResourceId, keep
+from memsim.engine.records import COMPUTE, DEQUANT, Interval, keep
+from memsim.hardware.resource import ResourceId
 
 TRANSFER = "transfer"
 
@@ -20,19 +21,18 @@ def step_rows(run: StepRun) -> list[Interval]:
     t, task, chip, step = run.started, run.task, run.res.index, run.step
     common = dict(chip=chip, op=task.op, op_kind=task.kind, layer=task.layer, stream=run.job.stream,
                   count=step.count)
-    compute = ResourceId(COMPUTE, chip, COMPUTE)
+    compute = run.res.compute.rid
     rows = []
     if run.step.compute_ps or run.job.stream == COMPUTE:  # a copy leaves compute to the others
         rows.append(Interval(start_ps=t, end_ps=t + run.busy_ps, resource=compute, kind="compute", flops=step.flops,
                              energy_fj=step.compute_fj, **common))
         t += run.busy_ps
-        for (kind, on, holder), ps in sorted(run.stalls.items()):
-            rows.append(Interval(start_ps=t, end_ps=t + ps, resource=compute, kind="stall", cause=Cause(kind, on, holder),
-                                 **common))
+        for cause, ps in sorted(run.stalls.items(), key=lambda kv: kv[0].order):
+            rows.append(Interval(start_ps=t, end_ps=t + ps, resource=compute, kind="stall", cause=cause, **common))
             t += ps
     if run.unpack_ps:
         rows.append(Interval(start_ps=run.first_unpack, end_ps=run.first_unpack + run.unpack_ps,
-                             resource=ResourceId(DEQUANT, chip, DEQUANT), kind=DEQUANT, energy_fj=step.unpack_fj,
+                             resource=ResourceId.dequant(chip), kind=DEQUANT, energy_fj=step.unpack_fj,
                              **common))
     for load, ports, totals in ((True, run.loads, run.load_totals), (False, run.stores, run.store_totals)):
         for i, (port, total) in enumerate(zip(ports, totals)):

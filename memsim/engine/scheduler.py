@@ -28,10 +28,9 @@ from memsim.engine.records import (
     COMPUTE,
     DEPENDENCY,
     OVERHEAD,
-    SYSTEM,
+    WAIT,
     Cause,
     Interval,
-    ResourceId,
     Usage,
     keep,
 )
@@ -40,7 +39,7 @@ from memsim.engine.replay import key as replay_key
 from memsim.engine.resources import COMMUNICATION, DEMAND, PREFETCH, ChipResources, Job, Server
 from memsim.engine.rows import step_rows
 from memsim.engine.system import SystemLinks, play, run_collective
-from memsim.hardware.resource import Ref
+from memsim.hardware.resource import SYSTEM, Ref, ResourceId, ResourceKind
 from memsim.mapping.plan import BRANCH, COMM, COPY, OpTask, Plan
 
 PRIORITY = {COMPUTE: DEMAND, BRANCH: DEMAND, COMM: COMMUNICATION, COPY: PREFETCH}
@@ -278,12 +277,12 @@ class Simulation:
         if dep.chip != chip:
             return Cause(BUBBLE)
         if self.stream_of[last][1] != COMPUTE and dep.bound is not None:
-            return Cause.wait(dep.bound, dep.op if self.stream_of[last][1] == COPY else "")
+            return Cause(WAIT, dep.bound.on(chip), dep.op if self.stream_of[last][1] == COPY else "")
         return Cause(DEPENDENCY)
 
     def _idle(self, chip: int, task: OpTask, start: int, cause: Cause, stream: str = COMPUTE) -> list[Interval]:
         """A compute (or branch) stream's idle interval from ``start`` to now, if it is not empty."""
-        row = Interval(start_ps=start, end_ps=self.env.now, chip=chip, resource=ResourceId(COMPUTE, chip, "compute"),
+        row = Interval(start_ps=start, end_ps=self.env.now, chip=chip, resource=ResourceId.compute(chip),
                        kind="stall", op=task.op, op_kind=task.kind, layer=task.layer, cause=cause, stream=stream)
         return [row] if keep(row) else []
 
@@ -327,7 +326,8 @@ class Simulation:
             else:
                 yield from run_collective(env, self.links, task, job, rows)
             if on_compute:
-                rows += self._idle(job.chip, task, t0, Cause.wait(task.bound), key[1])
+                rows += self._idle(job.chip, task, t0, Cause(WAIT, task.bound.on(job.chip) if task.bound else None),
+                                  key[1])
         for step in task.steps:
             observer = FastForward(self) if self.fast_forward else None
             run = self.current[key] = StepRun(env, res, task, step, job, PRIORITY.get(key[1], DEMAND), observer)
@@ -363,7 +363,7 @@ class Simulation:
                 holders[id(s)] = holders.get(id(s), 0) + 1
         usage = tuple(Usage(resource=s.rid, read=s.bytes_read, written=s.bytes_written, busy_ps=s.busy_ps,
                             shared=holders.get(key, 0) > 1)
-                      for key, s in servers.items() if s.rid.kind != COMPUTE)
+                      for key, s in servers.items() if s.rid.kind is not ResourceKind.COMPUTE)
         for u in usage:
             name = str(u.resource)
             read[name] = read.get(name, 0) + u.read

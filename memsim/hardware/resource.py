@@ -1,29 +1,45 @@
-"""Typed names for the parts of a chip that work flows through: memory levels and links.
+"""Typed identities for the parts of a system that work flows through: compute units, memory
+levels and links, and the chip they belong to.
 
-A plan says where a step's bytes come from and go to with a ``Ref`` (a level or a link of
-the chip), never with a string that has to be parsed. ``str(ref)`` is the name used in
-outputs (``written_name``): a level by its name (``hbm``), a link with a ``link:`` prefix
-(``link:pcie``). A level whose name reads as something else in the outputs (a stall cause such
-as ``overhead``, the compute units, a prefixed name) is written ``level:NAME``, so its stalls and
-bytes never merge with another's.
+A plan says where a step's bytes come from and go to with a ``Ref``: a level or link of the chip
+the step runs on, never a string that has to be parsed. The engine places a ``Ref`` on a chip
+(``Ref.on``) as a ``ResourceId``, which also names the compute units and the dequantisation
+units of a chip, and the direction of a link between chips or regions. The same identity goes
+from the engine's records to the writers, which alone turn it into text (``written_name``): a
+level by its name (``hbm``), a link with a ``link:`` prefix (``link:pcie``, and a direction
+``link:nvlink[0>sw]``). A level whose name reads as something else in the outputs (a stall cause
+such as ``overhead``, the compute units, a prefixed name) is written ``level:NAME``, so its stalls
+and bytes never merge with another's.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import enum
+from dataclasses import dataclass, field
 
-LEVEL = "level"
-LINK = "link"
+
+class ResourceKind(enum.Enum):
+    COMPUTE = "compute"  # a chip's compute units
+    LEVEL = "level"  # a memory level
+    LINK = "link"  # a link: of a chip (PCIe, its wafer fabric) or between chips
+    DEQUANT = "dequant"  # the units that unpack quantised weights beside compute
+
+
+COMPUTE, LEVEL, LINK, DEQUANT = ResourceKind.COMPUTE, ResourceKind.LEVEL, ResourceKind.LINK, ResourceKind.DEQUANT
+SYSTEM = -1  # the chip of links between chips: they belong to the system
 # What the outputs name besides levels and links: the compute units and every stall cause
 # (``memsim.engine.records``; a test holds the two lists equal).
 OTHER_NAMES = frozenset({"compute", "wait", "tile_buffer", "dequant", "overhead", "dependency", "bubble", "power"})
 
 
-def written_name(kind: str, name: str, direction: tuple = ()) -> str:
-    """A level's or link's name in outputs: ``hbm``, ``link:pcie``, ``level:overhead``, and a
-    direction of a link between chips (or regions) ``link:nvlink[0>sw]``."""
-    if kind == LINK:
+def written_name(kind: ResourceKind, name: str, direction: tuple = ()) -> str:
+    """A resource's name in outputs: ``hbm``, ``link:pcie``, ``level:overhead``, a direction of a
+    link between chips (or regions) ``link:nvlink[0>sw]``, and ``compute`` or ``dequant`` for a
+    chip's units."""
+    if kind is LINK:
         return f"link:{link_label(name, direction)}"
-    return f"level:{name}" if name in OTHER_NAMES or ":" in name else name
+    if kind is LEVEL:
+        return f"level:{name}" if name in OTHER_NAMES or ":" in name else name
+    return kind.value
 
 
 def link_label(name: str, direction: tuple = ()) -> str:
@@ -33,12 +49,13 @@ def link_label(name: str, direction: tuple = ()) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Ref:
-    kind: str  # LEVEL or LINK
+    """A level or link of the chip a step runs on."""
+    kind: ResourceKind  # LEVEL or LINK
     name: str
 
     def __post_init__(self) -> None:
         if self.kind not in (LEVEL, LINK):
-            raise ValueError(f"unknown resource kind {self.kind!r}")
+            raise ValueError(f"a Ref names a level or a link, not {self.kind!r}")
 
     @classmethod
     def level(cls, name: str) -> Ref:
@@ -50,7 +67,49 @@ class Ref:
 
     @property
     def is_link(self) -> bool:
-        return self.kind == LINK
+        return self.kind is LINK
+
+    def on(self, chip: int, direction: tuple = ()) -> ResourceId:
+        """This level or link of ``chip`` (``SYSTEM`` with a ``direction``: a link between chips)."""
+        return ResourceId(self.kind, chip, self.name, direction)
 
     def __str__(self) -> str:
         return written_name(self.kind, self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceId:
+    """A resource of the simulated system: what it is, whose it is (a chip, a region of a
+    layer-pipelined chip, or ``SYSTEM``), its name as the chip declares it, and for a link between
+    chips or regions the direction it stands for: (from, to), a chip number or a switch's node."""
+    kind: ResourceKind
+    chip: int
+    name: str
+    direction: tuple = ()
+    # Identities key the engine's per-chunk accounts: their hash is worked out once.
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.kind, self.chip, self.name, self.direction)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self):  # rebuilt where unpickled: a string's hash differs between processes
+        return ResourceId, (self.kind, self.chip, self.name, self.direction)
+
+    @classmethod
+    def compute(cls, chip: int) -> ResourceId:
+        return cls(COMPUTE, chip, COMPUTE.value)
+
+    @classmethod
+    def dequant(cls, chip: int) -> ResourceId:
+        return cls(DEQUANT, chip, DEQUANT.value)
+
+    @property
+    def ref(self) -> Ref:
+        """The level or link as the plan names it, without its chip and direction."""
+        return Ref(self.kind, self.name)
+
+    def __str__(self) -> str:
+        return written_name(self.kind, self.name, self.direction)

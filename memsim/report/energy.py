@@ -21,8 +21,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from memsim.engine import EngineResult
-from memsim.engine.records import COMPUTE, DEQUANT, LEVEL, LINK, SYSTEM
 from memsim.errors import ConfigError
+from memsim.hardware.resource import COMPUTE, DEQUANT, LEVEL, LINK, SYSTEM
 from memsim.mapping import Plan
 from memsim.units import PS_PER_S
 
@@ -57,9 +57,9 @@ def breakdown(plan: Plan, result: EngineResult) -> dict[str, Any]:
         kind, fj = r.resource.kind, r.energy_fj * ranks(plan, r)
         if kind in (COMPUTE, DEQUANT):
             compute += fj
-        elif kind == LEVEL:
+        elif kind is LEVEL:
             levels[r.resource.name] = levels.get(r.resource.name, 0) + fj
-        elif kind == LINK:
+        elif kind is LINK:
             links[r.resource.name] = links.get(r.resource.name, 0) + fj  # its directions between chips too
     dynamic = compute + sum(levels.values()) + sum(links.values())
     static = static_j(plan, result)
@@ -75,7 +75,7 @@ def per_op(plan: Plan, result: EngineResult) -> dict[str, tuple[float, float]]:
     held: dict[str, int] = {}
     for r in result.records:
         dynamic[r.op] = dynamic.get(r.op, 0) + r.energy_fj * ranks(plan, r)
-        if r.resource.kind == COMPUTE:
+        if r.resource.kind is COMPUTE:
             held[r.op] = held.get(r.op, 0) + r.end_ps - r.start_ps
     static = static_j(plan, result)
     total_held = sum(held.values())
@@ -108,10 +108,10 @@ def spans(records) -> Spans:
     transfer in no time is spread over 1 ps."""
     extent: dict[tuple, list[int]] = {}
     for r in records:
-        if r.resource.kind == COMPUTE:
+        if r.resource.kind is COMPUTE:
             e = extent.setdefault((r.chip, r.op, r.stream), [r.start_ps, r.end_ps])
             e[0], e[1] = min(e[0], r.start_ps), max(e[1], r.end_ps)
-    rows = [(*extent[(r.chip, r.op, r.stream)], r.energy_fj, r.chip, 0) if r.resource.kind == COMPUTE else
+    rows = [(*extent[(r.chip, r.op, r.stream)], r.energy_fj, r.chip, 0) if r.resource.kind is COMPUTE else
             (r.start_ps, r.end_ps, r.energy_fj, r.chip, int(r.resource.chip == SYSTEM)) for r in records if r.energy_fj]
     try:
         start, end, fj, unit, between = (np.array(col, dtype=np.int64) for col in zip(*rows)) if rows else \

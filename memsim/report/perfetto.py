@@ -13,7 +13,7 @@ from collections import defaultdict
 from typing import Any
 
 from memsim.engine import EngineResult
-from memsim.engine.records import LEVEL
+from memsim.hardware.resource import LEVEL
 from memsim.mapping import Plan
 from memsim.report.energy import profile, static_w
 from memsim.units import PS_PER_S
@@ -107,7 +107,7 @@ def perfetto(plan: Plan, result: EngineResult, meta: dict[str, Any], limit: int 
         args = {"op": r.op, "op_kind": r.op_kind, "layer": r.layer}
         if r.kind == "transfer":
             args.update(bytes=r.bytes, src=r.src, dst=r.dst)
-            if r.end_ps > r.start_ps and r.resource.kind == LEVEL:
+            if r.end_ps > r.start_ps and r.resource.kind is LEVEL:
                 rate = r.bytes / ((r.end_ps - r.start_ps) / PS_PER_S) / 1e9
                 rates[(pid, resource)] += [(r.start_ps, rate), (r.end_ps, -rate)]
         if r.kind == "compute":

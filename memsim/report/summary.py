@@ -4,8 +4,8 @@ from __future__ import annotations
 from typing import Any
 
 from memsim.engine import EngineResult
-from memsim.engine.records import LINK, SYSTEM, Usage
-from memsim.hardware.resource import Ref, link_label
+from memsim.engine.records import Usage
+from memsim.hardware.resource import LINK, SYSTEM, Ref, link_label
 from memsim.mapping import Plan
 from memsim.mapping.plan import COMPUTE as COMPUTE_STREAM
 from memsim.mapping.roofline import op_dtype
@@ -98,7 +98,7 @@ def per_chip(plan: Plan, result: EngineResult) -> dict[str, dict[str, dict[str, 
     as its first), and every link direction between chips: bytes read, written, and the time it
     was held. They add up to ``bytes_per_level`` and ``bytes_per_link``."""
     out: dict[str, dict[str, dict[str, Any]]] = {}
-    for u in sorted(result.usage, key=lambda u: (u.resource.chip, u.resource.kind, u.resource.name)):
+    for u in sorted(result.usage, key=lambda u: (u.resource.chip, u.resource.kind.value, u.resource.name)):
         out.setdefault(owner(plan, u), {})[str(u.resource)] = {
             "read": u.read, "written": u.written, "total": u.read + u.written, "busy_s": u.busy_ps / PS_PER_S}
     return out
@@ -146,7 +146,7 @@ def summarize(graph: OpGraph, plan: Plan, result: EngineResult, micro: tuple[OpG
     chips = per_chip(plan, result)
     links: dict[str, list[int]] = {}  # per link, and per direction of each link between chips
     for u in result.usage:
-        if u.resource.kind == LINK:
+        if u.resource.kind is LINK:
             e = links.setdefault(link_label(u.resource.name, u.resource.direction), [0, 0, 0])
             e[0], e[1], e[2] = e[0] + u.read, e[1] + u.written, e[2] + u.busy_ps
     per_link = {name: {"read": r, "written": w, "total": r + w, "busy_s": b / PS_PER_S}

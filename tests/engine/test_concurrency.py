@@ -131,7 +131,7 @@ def test_two_bandwidth_bound_operators_on_two_streams_share_the_level(tiny_chip,
     assert both.end_ps >= summed_ps  # never faster than the summed bytes at the shared bandwidth
     assert both.end_ps == pytest.approx(alone_a.end_ps + alone_b.end_ps, rel=0.02)  # not the longer of the two
     assert both.end_ps > 1.5 * max(alone_a.end_ps, alone_b.end_ps)
-    waits = {(r.op, r.cause.holder) for r in both.records if r.kind == "stall" and r.cause.on == "hbm"}
+    waits = {(r.op, r.cause.holder) for r in both.records if r.kind == "stall" and r.cause.on == hbm.on(0)}
     assert ("a", "b") in waits and ("b", "a") in waits  # each waits on the other
     assert dict(both.bytes_read)["hbm"] == (1 << 20) + (3 << 19)
     if shortcuts:  # the pair is fast-forwarded as a group, exactly

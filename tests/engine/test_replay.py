@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import simpy
 
-from memsim.engine.records import LEVEL, ResourceId
 from memsim.engine.replay import Recording, Replay
 from memsim.engine.resources import Job, Server
+from memsim.hardware.resource import LEVEL, ResourceId
 
 
 def _recorded(counted_by_other: bool) -> Replay:

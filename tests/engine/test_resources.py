@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import simpy
 
-from memsim.engine.records import LEVEL, ResourceId
 from memsim.engine.resources import DEMAND, PREFETCH, Job, Server
+from memsim.hardware.resource import LEVEL, ResourceId
 
 
 def _server(env):
@@ -70,10 +70,9 @@ def test_a_store_yields_only_to_loads_of_its_priority_or_higher():
 
 def test_the_names_outputs_give_besides_levels_and_links_are_the_stall_causes_and_compute():
     """``memsim.hardware.resource.OTHER_NAMES`` is what a level's name must not read as."""
-    from memsim.engine import records
-    from memsim.hardware.resource import OTHER_NAMES
-    causes = {records.WAIT, records.TILE_BUFFER, records.UNPACK, records.OVERHEAD, records.DEPENDENCY,
-              records.BUBBLE, records.POWER}
-    assert OTHER_NAMES == causes | {records.COMPUTE, records.DEQUANT}
-    assert str(records.ResourceId(records.LEVEL, 0, "power")) == "level:power"
-    assert str(records.ResourceId(records.LEVEL, 0, "hbm")) == "hbm"
+    from memsim.engine.records import CauseKind
+    from memsim.hardware.resource import OTHER_NAMES, ResourceKind
+    assert OTHER_NAMES == {c.value for c in CauseKind} | {ResourceKind.COMPUTE.value, ResourceKind.DEQUANT.value}
+    assert str(ResourceId(LEVEL, 0, "power")) == "level:power"
+    assert str(ResourceId(LEVEL, 0, "hbm")) == "hbm"
+    assert str(ResourceId.compute(3)) == "compute" and str(ResourceId.dequant(3)) == "dequant"
