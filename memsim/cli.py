@@ -15,6 +15,7 @@ from memsim.console import by_interrupt, interrupted
 from memsim.errors import MemsimError, MemsimWarning, flags_named
 from memsim.runspec import RunSpec
 from memsim.units import human_bytes
+from memsim.workload.importers import IMPORTERS, OUTPUT, Importer
 
 
 def _spec_options(command: str):
@@ -181,55 +182,39 @@ def import_():
     """Import a graph from another format into a memsim trace file."""
 
 
-@import_.command("onnx")
-@click.argument("model_file", type=click.Path(dir_okay=False))
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="trace file to write")
-@click.option("--dim", "dims", multiple=True, metavar="NAME=VALUE", help="value of a symbolic dimension, repeatable")
-def import_onnx(model_file, output, dims):
-    """Import an ONNX model (shapes from onnx shape inference)."""
-    from memsim.workload.importers.onnx_import import import_onnx as convert
+def _import_command(name: str, importer: Importer) -> click.Command:
+    """``memsim import NAME``, generated from what the importer registered."""
+    def convert(output: str, **given):
+        values = {}
+        for opt in importer.options:
+            if opt.name == OUTPUT.name:
+                continue
+            value = given[opt.name]
+            if opt.least is not None and value < opt.least:
+                raise MemsimError(f"must be at least {opt.least}", field=opt.flag)
+            if opt.limit is not None:
+                limits.check(value, opt.limit, opt.name, opt.flag)
+            if opt.parse is not None:
+                value = opt.parse(value)
+            values[opt.name] = Path(value) if opt.kind is Path else value
+        check_output_file(Path(output), "--output", [values[importer.reads]])
+        graph, report = importer.run(**values)
+        _write_import(graph, report, output)
 
-    values = {}
-    for item in dims:
-        key, sep, value = item.partition("=")
-        if not sep or not value.isascii() or not value.isdigit() or len(value) > 30:
-            raise MemsimError(f"expected NAME=INTEGER (at most 30 digits), got {item[:60]!r}", field="--dim")
-        values[key] = int(value)
-    check_output_file(Path(output), "--output", [Path(model_file)])
-    graph, report = convert(Path(model_file), values)
-    _write_import(graph, report, output)
-
-
-@import_.command("torch")
-@click.option("--config", "config_file", required=True, type=click.Path(dir_okay=False),
-              help="Hugging Face config.json (e.g. configs/models/llama-2-7b.json)")
-@click.option("--tokens", type=int, default=8, show_default=True, help="prefill length to export")
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="trace file to write")
-def import_torch(config_file, tokens, output):
-    """Build the model on the meta device, export it with torch.export and import the graph."""
-    from memsim.workload.importers.torch_import import import_torch as convert
-
-    if tokens < 1:
-        raise MemsimError("must be at least 1", field="--tokens")
-    check_output_file(Path(output), "--output", [Path(config_file)])
-    graph, report = convert(Path(config_file), tokens)
-    _write_import(graph, report, output)
+    params: list[click.Parameter] = []
+    for opt in importer.options:
+        kind = click.Path(dir_okay=False) if opt.kind is Path else opt.kind
+        if opt.flag:
+            params.append(click.Option([*opt.flag.split("/"), opt.name], type=kind, required=opt.required,
+                                       default=opt.default, show_default=opt.default is not None,
+                                       multiple=opt.multiple, metavar=opt.metavar, help=opt.help))
+        else:
+            params.append(click.Argument([opt.name], type=kind, metavar=opt.metavar))
+    return click.Command(name, callback=convert, params=params, help=importer.help)
 
 
-@import_.command("chakra")
-@click.argument("trace_file", type=click.Path(dir_okay=False))
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="trace file to write")
-@click.option("--ranks", type=int, default=1, show_default=True, help="chips its collectives span")
-def import_chakra(trace_file, output, ranks):
-    """Import an MLCommons Chakra execution trace (COMP, MEM and COMM nodes, data and control deps)."""
-    from memsim.workload.importers.chakra_import import import_chakra as convert
-
-    if ranks < 1:
-        raise MemsimError("must be at least 1", field="--ranks")
-    limits.check(ranks, limits.MAX_RANKS, "ranks", "--ranks")
-    check_output_file(Path(output), "--output", [Path(trace_file)])
-    graph, report = convert(Path(trace_file), ranks)
-    _write_import(graph, report, output)
+for _name, _importer in IMPORTERS.items():
+    import_.add_command(_import_command(_name, _importer))
 
 
 @main.command("list")

@@ -5,7 +5,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "memsim"
-SHARED = {"units", "errors", "atomic", "presets", "dtypes", "files", "limits"}  # leaf modules any layer may use
+SHARED = {"units", "errors", "atomic", "presets", "dtypes", "files", "limits", "registry"}  # leaf modules any layer may use
 ALLOWED = {
     "hardware": {"hardware"},
     "workload": {"workload"},

@@ -13,12 +13,7 @@ from dataclasses import dataclass
 from memsim import units
 from memsim.hardware.checks import check_fields, least_rate
 from memsim.hardware.fields import spec_field
-
-
-def _topologies() -> tuple[str, ...]:
-    from memsim.hardware import topologies  # registered on first use; topologies do not import specs
-
-    return topologies.names()
+from memsim.hardware.topologies import TOPOLOGIES
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +55,7 @@ class LinkSpec:
 @dataclass(frozen=True, slots=True)
 class SystemSpec:
     topology: str = spec_field("topology", "choice", "how chips are joined: a topology registered in "
-                               "memsim.hardware.topologies", "switch", choices=_topologies)
+                               "memsim.hardware.topologies", "switch", choices=TOPOLOGIES.names)
     link: str = spec_field("link", "text", "the chip link that joins chips (default: the first link)", "")
     # Checked by the mapping, where the algorithms are registered (hardware does not import mapping).
     collective: str = spec_field("collective", "choice", "all-reduce algorithm registered in "

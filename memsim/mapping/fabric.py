@@ -47,7 +47,7 @@ class Fabric:
         link = interconnect(chip)
         self.chips, self.link, self.system = chips, link, chip.system
         self.kernel = chip.execution.collective_launch == "kernel"
-        self.topology = topologies.get(chip.system.topology)
+        self.topology = topologies.TOPOLOGIES.get(chip.system.topology)
         self.graph = self.topology.build(chips, wiring(chip))
         self.links: dict[Edge, int] = {(a, b): d["links"] for a, b, d in self.graph.edges(data=True)}
         self.rate = {e: link.achievable(k) for e, k in self.links.items()}  # achievable bytes/s each way

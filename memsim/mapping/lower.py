@@ -15,6 +15,7 @@ from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping import tiling
 from memsim.mapping.plan import Step
+from memsim.registry import Registry
 from memsim.units import compute_ps, transfer_ps
 from memsim.workload.dtypes import BITS
 from memsim.workload.graph import Op, OpGraph
@@ -75,14 +76,9 @@ class Context:
         return Ref.level(self.homes[tensor])
 
 
-LOWERINGS: dict[str, Callable[[Op, Context], tuple[Step, ...]]] = {}
-
-
-def register(kind: str):
-    def deco(fn):
-        LOWERINGS[kind] = fn
-        return fn
-    return deco
+Lowering = Callable[[Op, Context], tuple[Step, ...]]
+LOWERINGS: Registry[Lowering] = Registry("lowering", field="kind")  # by op kind, all in this module
+register = LOWERINGS.register
 
 
 def _add(acc: dict[Ref, int], where: Ref, nbytes: int) -> None:

@@ -7,8 +7,6 @@ layers, staging, regions). Each family lives in one file of ``memsim.mapping.fam
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import pkgutil
 from collections.abc import Callable
 
 from memsim.errors import ConfigError
@@ -20,20 +18,16 @@ from memsim.mapping.lower import Context, bandwidth_of, lower, lowering_key
 from memsim.mapping.plan import BRANCH, COMPUTE, OpTask, Plan, Step
 from memsim.mapping.prefetch import Prefetcher
 from memsim.mapping.roofline import staged_roofline
+from memsim.registry import Registry
 from memsim.units import PS_PER_S, transfer_ps
 from memsim.workload.graph import COLLECTIVE_KINDS, Op, OpGraph
 
-STRATEGIES: dict[str, Callable[[OpGraph, ChipSpec, Layout], Plan]] = {}
+Strategy = Callable[[OpGraph, ChipSpec, Layout], Plan]
+STRATEGIES: Registry[Strategy] = Registry("mapping strategy", field="family", package="memsim.mapping.families")
+register = STRATEGIES.register
 
 # A family shapes each op's lowered steps and says what fixed overhead the op pays.
 Shaper = Callable[[Op, tuple[Step, ...], Context], tuple[tuple[Step, ...], int]]
-
-
-def register(family: str):
-    def deco(fn):
-        STRATEGIES[family] = fn
-        return fn
-    return deco
 
 
 def _busy(chip: ChipSpec, steps: tuple[Step, ...]) -> dict[Ref | None, int]:
@@ -170,16 +164,10 @@ def _overlap_chunks(op: Op, graph: OpGraph, deps, chip: ChipSpec, tp: int, steps
 def make_plan(graph: OpGraph, chip: ChipSpec, pp: int = 1, microbatches: tuple[OpGraph, ...] = ()) -> Plan:
     """The plan of a step on ``tp x pp`` chips. ``graph`` is what each stage places; with
     micro-batches, each of ``microbatches`` (graphs with ``graph``'s ops) flows through the stages."""
-    if not STRATEGIES:
-        from memsim.mapping import families
-
-        for mod in pkgutil.iter_modules(families.__path__):
-            importlib.import_module(f"{families.__name__}.{mod.name}")
-    if chip.family not in STRATEGIES:
-        raise ConfigError(f"no mapping strategy for family {chip.family!r}", field="family")
+    strategy = STRATEGIES.get(chip.family)
     if pp < 1:
         raise ConfigError("must be at least 1", field="--pp")
     collectives.check_algorithm(chip.system.collective)
     layout = Layout(pp, tuple(microbatches), len(microbatches) if len(microbatches) > 1 and
                     len({g.meta.get("context") for g in microbatches}) == 1 else 1)
-    return STRATEGIES[chip.family](graph, chip, layout)
+    return strategy(graph, chip, layout)

@@ -26,7 +26,7 @@ def link_cost(chip: ChipSpec) -> collectives.LinkCost:
     switch port at its achievable bandwidth; every step the protocol latency and the link's
     latency on every hop between neighbours of the topology; and once the collective's launch."""
     link = _link(chip)
-    hops = topologies.get(chip.system.topology).transfer_hops * link.latency_ps
+    hops = topologies.TOPOLOGIES.get(chip.system.topology).transfer_hops * link.latency_ps
     return collectives.LinkCost(link.effective_bandwidth, (chip.system.step_latency_ps + hops) / PS_PER_S,
                                 chip.execution.collective_launch_ps / PS_PER_S)
 

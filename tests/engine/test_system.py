@@ -55,7 +55,7 @@ def test_allreduce_on_a_2d_mesh_is_slower_than_on_a_switch(n):
 
 
 def test_routes_follow_the_topology():
-    mesh, torus, switch = (topologies.get(name) for name in ("mesh2d", "torus2d", "switch"))
+    mesh, torus, switch = (topologies.TOPOLOGIES.get(name) for name in ("mesh2d", "torus2d", "switch"))
     g = mesh.build(16)
     assert grid_shape(16) == (4, 4)
     assert len(mesh.route(g, 0, 15)) == 6  # 3 across, 3 down

@@ -149,15 +149,18 @@ def test_more_link_bandwidth_never_makes_an_all_reduce_slower(preset, n, nbytes,
             built(chip, n).allreduce_seconds(range(n), nbytes, algorithm)
 
 
-def test_a_registered_algorithm_is_chosen_by_auto_and_accepted_by_name(monkeypatch):
+def test_a_registered_algorithm_is_chosen_by_auto_and_accepted_by_name():
     def free(n, shape):  # a one-shot that the registry is told costs nothing
         return 1, [[Move(a, b, (0,), True) for a in range(n) for b in range(n) if a != b]]
 
-    monkeypatch.setitem(ALLREDUCE, "direct", AllReduce("direct", free, lambda n, b, link, shape: 0.0))
-    assert "direct" in collectives.algorithms()
-    r = simulate("h100-sxm", "llama-2-7b", context=64, tp=2, set={"system.collective": "direct"})
-    assert r.summary["exposed_comm_s"] > 0
-    assert fabric(hardware.load("h100-sxm"), 2).allreduce(range(2), 64, "direct")[0].name == "direct"
+    ALLREDUCE.add("direct", AllReduce("direct", free, lambda n, b, link, shape: 0.0))
+    try:
+        assert "direct" in collectives.algorithms()
+        r = simulate("h100-sxm", "llama-2-7b", context=64, tp=2, set={"system.collective": "direct"})
+        assert r.summary["exposed_comm_s"] > 0
+        assert fabric(hardware.load("h100-sxm"), 2).allreduce(range(2), 64, "direct")[0].name == "direct"
+    finally:
+        ALLREDUCE.unregister("direct")
 
 
 @pytest.mark.parametrize("tp", [1, 2])

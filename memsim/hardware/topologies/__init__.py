@@ -12,16 +12,14 @@ package and registers itself; adding a topology means adding one file.
 """
 from __future__ import annotations
 
-import functools
-import importlib
 import itertools
-import pkgutil
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 import networkx as nx
 
 from memsim.errors import ConfigError
+from memsim.registry import Registry
 
 Edge = tuple[Hashable, Hashable]
 Cable = tuple[Hashable, Hashable, int]  # two ends and the parallel links between them
@@ -76,28 +74,8 @@ def shortest_path(g: nx.DiGraph, src: int, dst: int) -> list[Hashable]:
     return nx.shortest_path(g, src, dst)
 
 
-TOPOLOGIES: dict[str, Topology] = {}
+TOPOLOGIES: Registry[Topology] = Registry("topology", field="system.topology", package=__name__)
 
 
 def register(topology: Topology) -> Topology:
-    TOPOLOGIES[topology.name] = topology
-    return topology
-
-
-def names() -> tuple[str, ...]:
-    _discover()
-    return tuple(sorted(TOPOLOGIES))
-
-
-def get(name: str) -> Topology:
-    _discover()
-    if name not in TOPOLOGIES:
-        raise ConfigError(f"{name!r} is not one of {', '.join(names())}", field="system.topology")
-    return TOPOLOGIES[name]
-
-
-@functools.cache
-def _discover() -> None:
-    """Import every module of this package once, so that each registers its topologies."""
-    for mod in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{mod.name}")
+    return TOPOLOGIES.add(topology.name, topology)

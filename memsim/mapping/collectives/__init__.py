@@ -21,12 +21,11 @@ rounds is exactly this (tests/mapping/test_fabric.py).
 from __future__ import annotations
 
 import functools
-import importlib
-import pkgutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from memsim.errors import ConfigError
+from memsim.registry import Registry
 
 Round = tuple[tuple[int, int, int], ...]
 Pieces = tuple[int, ...]
@@ -108,27 +107,21 @@ class AllReduce:
         return _rounds(self, tuple(group), nbytes, shape)
 
 
-ALLREDUCE: dict[str, AllReduce] = {}  # by algorithm name
-COLLECTIVES: dict[str, Rounds] = {}  # the other collectives, by op kind
+ALLREDUCE: Registry[AllReduce] = Registry("all-reduce algorithm", field="system.collective", package=__name__)
+COLLECTIVES: Registry[Rounds] = Registry("collective", field="kind", package=__name__)  # the others, by op kind
+collective = COLLECTIVES.register
 
 
 def allreduce_algorithm(name: str, cost: Cost, general: bool = False) -> Callable[[Schedule], Schedule]:
     def deco(schedule: Schedule) -> Schedule:
-        ALLREDUCE[name] = AllReduce(name, schedule, cost, general)
+        ALLREDUCE.add(name, AllReduce(name, schedule, cost, general))
         return schedule
-    return deco
-
-
-def collective(kind: str) -> Callable[[Rounds], Rounds]:
-    def deco(rounds: Rounds) -> Rounds:
-        COLLECTIVES[kind] = rounds
-        return rounds
     return deco
 
 
 def algorithms() -> tuple[str, ...]:
     """The names ``system.collective`` accepts."""
-    return (AUTO, *sorted(ALLREDUCE))
+    return (AUTO, *ALLREDUCE.names())
 
 
 def check_algorithm(name: str) -> None:
@@ -226,13 +219,3 @@ def direct_all_gather(members: Sequence[int], owned: dict[int, Pieces]) -> Moves
     if len(members) < 2:
         return []
     return [[Move(b, a, owned[b], False) for b in members for a in members if a != b]]
-
-
-@functools.cache
-def _discover() -> None:
-    """Import every module of this package once, so that each registers its algorithms."""
-    for mod in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{mod.name}")
-
-
-_discover()

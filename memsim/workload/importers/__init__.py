@@ -1,10 +1,21 @@
 """Importers that turn other graph formats into memsim's operator DAG, each an optional extra.
 
-Every importer returns the graph and a report of what it skipped or could not map.
+Every importer returns the graph and a report of what it skipped or could not map. Each module
+of this package registers its importer in ``IMPORTERS`` with the command line it takes (its
+name, help and options); ``memsim import NAME`` is generated from that. An importer's library
+is imported only when it runs, so registering one costs nothing where the extra is missing.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memsim.registry import Registry
+
+if TYPE_CHECKING:
+    from memsim.workload.graph import OpGraph
 
 
 @dataclass
@@ -20,3 +31,42 @@ class ImportReport:
         fmt = lambda d: ", ".join(f"{k} x{v}" for k, v in sorted(d.items())) or "none"
         return [f"mapped: {fmt(self.mapped)}", f"dropped as no-ops: {fmt(self.dropped)}",
                 f"skipped (not mapped): {fmt(self.unmapped)}"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Option:
+    """An input of ``memsim import NAME``, passed to the importer as keyword ``name``: an option
+    (``flag``: ``--ranks`` or ``-o/--output``) or, without a flag, a positional argument shown
+    as ``metavar``. ``kind``: ``int``, ``str`` or ``Path`` (a file). A value below ``least`` or
+    above ``limit`` (``memsim.limits``) is refused; ``parse`` turns what was given into what the
+    importer takes, raising a ``ConfigError`` on the flag."""
+    name: str
+    flag: str = ""
+    help: str = ""
+    kind: type = str
+    required: bool = False
+    default: Any = None
+    multiple: bool = False
+    metavar: str | None = None
+    least: int | None = None
+    limit: int | None = None
+    parse: Callable[[Any], Any] | None = None
+
+
+# The trace file every importer writes; the command line shows it where an importer lists it.
+OUTPUT = Option(name="output", flag="-o/--output", help="trace file to write", kind=Path, required=True)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Importer:
+    """``memsim import NAME``: ``help`` (its first sentence is the command's summary), the
+    ``options`` it shows in order (``OUTPUT`` among them), ``reads``: the option naming the file
+    it reads (the output may not replace it), and ``run``, called with every option but the
+    output as keywords."""
+    help: str
+    options: tuple[Option, ...]
+    reads: str
+    run: Callable[..., tuple[OpGraph, ImportReport]]
+
+
+IMPORTERS: Registry[Importer] = Registry("importer", field="import", package=__name__)

@@ -18,7 +18,7 @@ from memsim import limits
 from memsim.errors import ConfigError, about_file
 from memsim.files import read_bytes
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
-from memsim.workload.importers import ImportReport
+from memsim.workload.importers import IMPORTERS, OUTPUT, Importer, ImportReport, Option
 
 COLLECTIVE = {"ALL_REDUCE": "allreduce", "ALL_GATHER": "allgather", "REDUCE_SCATTER": "reduce_scatter",
               "REDUCE_SCATTER_BLOCK": "reduce_scatter", "ALL_TO_ALL": "alltoall"}
@@ -170,3 +170,11 @@ def _convert(pb, meta, nodes: list, file: str, ranks: int) -> tuple[OpGraph, Imp
         report.note(report.mapped, kind)
     g.validate(file)
     return g, report
+
+
+IMPORTERS.add("chakra", Importer(
+    help="Import an MLCommons Chakra execution trace (COMP, MEM and COMM nodes, data and control deps).",
+    options=(Option(name="path", metavar="TRACE_FILE", kind=Path), OUTPUT,
+             Option(name="ranks", flag="--ranks", kind=int, default=1, least=1, limit=limits.MAX_RANKS,
+                    help="chips its collectives span")),
+    reads="path", run=import_chakra))

@@ -16,7 +16,7 @@ from memsim.errors import ConfigError, about_file
 from memsim.files import check_file
 from memsim.workload.dtypes import nbytes
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
-from memsim.workload.importers import ImportReport
+from memsim.workload.importers import IMPORTERS, OUTPUT, Importer, ImportReport, Option
 
 ELEMENTWISE = {"Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Erf", "Tanh", "Relu", "Gelu", "FastGelu", "Sigmoid",
                "Softmax", "Where", "Neg", "Exp", "Cast", "Max", "Min", "Reciprocal", "BiasGelu", "QuickGelu"}
@@ -161,3 +161,22 @@ def _attr(node, name: str) -> int:
         if a.name == name:
             return a.i
     return 0
+
+
+def dim_values(items: tuple[str, ...]) -> dict[str, int]:
+    """``--dim NAME=VALUE`` as given on the command line: the value of each symbolic dimension."""
+    values = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not value.isascii() or not value.isdigit() or len(value) > 30:
+            raise ConfigError(f"expected NAME=INTEGER (at most 30 digits), got {item[:60]!r}", field="--dim")
+        values[key] = int(value)
+    return values
+
+
+IMPORTERS.add("onnx", Importer(
+    help="Import an ONNX model (shapes from onnx shape inference).",
+    options=(Option(name="path", metavar="MODEL_FILE", kind=Path), OUTPUT,
+             Option(name="dims", flag="--dim", multiple=True, metavar="NAME=VALUE",
+                    help="value of a symbolic dimension, repeatable", parse=dim_values)),
+    reads="path", run=import_onnx))

@@ -18,7 +18,7 @@ from pathlib import Path
 from memsim.errors import ConfigError, about_file
 from memsim.files import check_file
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
-from memsim.workload.importers import ImportReport
+from memsim.workload.importers import IMPORTERS, OUTPUT, Importer, ImportReport, Option
 
 NO_OPS = {"view", "reshape", "_unsafe_view", "transpose", "t", "permute", "unsqueeze", "squeeze", "expand", "slice",
           "contiguous", "to", "_to_copy", "clone", "alias", "dropout", "_assert_tensor_metadata", "detach",
@@ -160,3 +160,12 @@ def convert(ep, name: str, tokens: int, tied: dict[str, str] | None = None) -> t
         report.note(report.mapped, op)
     g.validate()
     return g, report
+
+
+IMPORTERS.add("torch", Importer(
+    help="Build the model on the meta device, export it with torch.export and import the graph.",
+    options=(Option(name="config_path", flag="--config", kind=Path, required=True,
+                    help="Hugging Face config.json (e.g. configs/models/llama-2-7b.json)"),
+             Option(name="tokens", flag="--tokens", kind=int, default=8, least=1, help="prefill length to export"),
+             OUTPUT),
+    reads="config_path", run=import_torch))
