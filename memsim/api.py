@@ -214,7 +214,7 @@ def simulate_graph(hw: str, graph: workload.OpGraph, *, set: Iterable[str] | dic
     graph.validate()
     result = _run(chip, hw_path, graph, fast_forward, memoize)
     used = sensitivity.report(result.summary, estimates_of(raw, hw_path))
-    return dataclasses.replace(result, summary={**result.summary, "estimates": used})
+    return dataclasses.replace(result, summary=report.checked({**result.summary, "estimates": used}))
 
 
 @python_entry
@@ -248,7 +248,7 @@ def run(spec: RunSpec) -> Result:
     moved = sensitivity.report(result.summary, found, top, rerun)
     if spec.sensitivity is None and not top:
         moved["not_rerun"] = sensitivity.work(result.summary)
-    return dataclasses.replace(result, summary={**result.summary, "estimates": moved})
+    return dataclasses.replace(result, summary=report.checked({**result.summary, "estimates": moved}))
 
 
 def _simulate(spec: RunSpec) -> Result:

@@ -9,12 +9,11 @@ from pathlib import Path
 
 import click
 
-from memsim import __version__, api, hardware, inputs, limits, report, runspec, sensitivity, workload
+from memsim import __version__, api, console_table, hardware, inputs, limits, report, runspec, workload
 from memsim.atomic import check_output_file
 from memsim.console import by_interrupt, interrupted
 from memsim.errors import MemsimError, MemsimWarning, flags_named
 from memsim.runspec import RunSpec
-from memsim.units import human_bytes
 from memsim.workload.importers import IMPORTERS, OUTPUT, Importer
 
 
@@ -226,62 +225,7 @@ def list_(what):
 
 
 def format_summary(s: dict) -> str:
-    w = s["workload"]
-    if w.get("phase") == "generate":
-        shape = f"prompt={w.get('prompt')} generate={w.get('generate')}"
-    elif "tokens" in w:
-        shape = f"tokens={w.get('tokens')} context={w.get('context')}"
-    else:
-        shape = f"source={w.get('source', 'trace')}"
-    lines = [
-        f"{s['hardware']}  {w.get('model', '?')}  {w.get('phase', '?')}  batch={w.get('batch', 1)} {shape}",
-        f"  step time        {s['step_time_s'] * 1e3:12.4f} ms",
-        f"  roofline         {s['roofline_s'] * 1e3:12.4f} ms  (bound: {s['roofline_bound']}, "
-        f"x{s['step_over_roofline']:.2f})",
-        f"  FLOPs            {s['flops_total']:16.4e}   utilisation {s['compute_utilization'] * 100:.1f}%",
-    ]
-    for lvl, b in s["bytes_per_level"].items():
-        if b["total"]:
-            lines.append(f"  {lvl:<16} read {human_bytes(b['read']):>14}  written {human_bytes(b['written']):>14}")
-    lines.append(f"  compute busy     {s['compute_busy_s'] * 1e3:12.4f} ms")
-    if s.get("chips", 1) > 1:
-        grid = s.get("grid", {})
-        lines.append(f"  chips            {s['chips']} (tp {grid.get('tp', '?')} x pp {grid.get('pp', '?')})   "
-                     f"exposed communication {s['exposed_comm_s'] * 1e3:.4f} ms")
-    if "grid_search" in s:
-        fits = [g for g in s["grid_search"] if "roofline_s" in g]
-        simulated = sum("simulated_s" in g for g in fits)
-        lines.append(f"  grid             chosen: the fastest of {len(fits)} that fit ({simulated} simulated, the "
-                     f"others bounded by their roofline), of {len(s['grid_search'])} tp x pp = {s['chips']}")
-    if "ttft_s" in s:
-        lines.append(f"  generation       ttft {s['ttft_s'] * 1e3:.3f} ms, tpot {s['tpot_s'] * 1e3:.3f} ms, "
-                     f"total {s['total_s']:.4f} s, {s['tokens_per_s']:.1f} tokens/s")
-    if s.get("speculative"):
-        lines.extend(_speculative_lines(s["speculative"]))
-    for cause, sec in sorted(s["stall_s"].items(), key=lambda kv: -kv[1]):
-        lines.append(f"  stall {cause:<13} {sec * 1e3:9.4f} ms")
-    e = s["energy_j"]
-    moving = e["dynamic"] - e["compute"]
-    lines.append(f"  energy           {e['total']:12.4f} J   compute {e['compute']:.4f} J, data movement {moving:.4f} J, "
-                 f"static {e['static']:.4f} J")
-    per_token = f", {s['energy_per_token_j']:.4f} J/token" if s.get("energy_per_token_j") else ""
-    cap = f" (cap {s['power_cap_w']:g} W per chip)" if s.get("power_cap_w") else ""
-    lines.append(f"  power            {s['avg_power_w']:12.1f} W avg, {s['peak_power_w']:.1f} W peak{cap}{per_token}")
-    if s.get("power_limited"):  # the cap lowered the clock
-        mhz = f" ({s['clock_mhz']:g} MHz)" if s.get("clock_mhz") else ""
-        lines.append(f"  clock            {s['clock']:12.3f} of max{mhz}, "
-                     f"lowered to fit the cap: {s['chip_power_w']:.1f} W a chip")
-    lines += sensitivity.lines(s.get("estimates", {}))
-    return "\n".join(lines)
-
-
-def _speculative_lines(sp: dict) -> list[str]:
-    cost = f" (cost {sp['draft_cost']:g})" if sp.get("draft_cost") is not None else ""
-    return [f"  speculative      draft {sp['draft']}{cost}, K={sp['draft_k']}, accept {sp['accept']:g}: "
-            f"{sp['tokens_per_step']:.3f} tokens/step, {sp['time_per_token_s'] * 1e3:.4f} ms/token, "
-            f"{sp['tokens_per_s_per_sequence']:.1f} tokens/s per sequence",
-            f"                   a step: draft {sp['draft_k']} x {sp['draft_step_s'] * 1e3:.4f} ms + "
-            f"verify {sp['verify_step_s'] * 1e3:.4f} ms = {sp['step_s'] * 1e3:.4f} ms"]
+    return console_table.table(s)
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:

@@ -5,7 +5,7 @@ with it (KV traffic and attention work grow linearly). So a few steps spread eve
 the context range are simulated and every additive metric (times, bytes, FLOPs, stalls) is
 interpolated linearly in between and summed over all N steps. With ``samples >= N`` every
 step is simulated. How each summary key combines (summed, taken once, recomputed) is declared
-in ``memsim.report.summary.COMBINE``. The prefill produces the first token and each decode
+in ``memsim.report.summary_fields``. The prefill produces the first token and each decode
 step one more, so a generation of N steps yields N + 1 tokens per sequence. A speculative
 decode step (``memsim.speculative``) yields E tokens on average and so advances the context by
 E: the N tokens then cost 1/E of the step at their contexts each. Orchestration only: each step
@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from memsim.report.summary import COMBINE, ONCE, SUMMED, utilization
+from memsim.report.summary import utilization
+from memsim.report.summary_fields import COMBINE, ONCE, SUMMED, checked
 
 
 def sample_contexts(prompt: int, steps: int, samples: int) -> list[int]:
@@ -115,7 +116,7 @@ def combine(prefill: dict, decodes: dict[int, dict], prompt: int, steps: int) ->
     tokens: the ``steps`` tokens then cost its share per token at their contexts."""
     unknown = [k for k in prefill if k not in COMBINE]
     if unknown:
-        raise KeyError(f"summary keys without a combine rule (report.summary.COMBINE): {unknown}")
+        raise KeyError(f"summary keys without a combine rule (report.summary_fields): {unknown}")
     contexts = np.arange(prompt, prompt + steps, dtype=float)
     decoded = interpolated_sums({c: per_token(d) for c, d in decodes.items()}, contexts)
     out: dict[str, Any] = {}
@@ -143,7 +144,7 @@ def combine(prefill: dict, decodes: dict[int, dict], prompt: int, steps: int) ->
     first = decodes[min(decodes)]
     if first.get("speculative"):
         out["speculative"] = _speculative(decodes, contexts, out["tpot_s"])
-    return out
+    return checked(out)
 
 
 def _speculative(decodes: dict[int, dict], contexts: np.ndarray, tpot_s: float) -> dict[str, Any]:

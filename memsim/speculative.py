@@ -30,7 +30,7 @@ import pandas as pd
 
 from memsim import generation, workload
 from memsim.errors import CapacityError, ConfigError, MemsimError
-from memsim.report.summary import COMBINE, ONCE, SUMMED
+from memsim.report.summary_fields import COMBINE, ONCE, SUMMED, checked
 from memsim.runspec import SELF_DRAFT as SELF
 from memsim.runspec import RunSpec
 
@@ -176,7 +176,7 @@ def _combine(spec: RunSpec, verify: dict, drafted: dict, runs: list[dict], wides
         "tokens_per_s_per_sequence": tokens / step_s if step_s else 0.0,
         "tokens_per_s": batch * tokens / step_s if step_s else 0.0,
     }
-    return out
+    return checked(out)
 
 
 def _draft_times(shown: dict[int, Any], context: int, k: int) -> list[tuple[int, float]]:

@@ -5,7 +5,7 @@ import pytest
 
 from memsim import ConfigError, simulate
 from memsim.generation import combine, sample_contexts
-from memsim.report.summary import COMBINE, ONCE, RECOMPUTED, SUMMED
+from memsim.report.summary_fields import COMBINE, ONCE, RECOMPUTED, SUMMED
 
 
 def test_sample_contexts_cover_the_range():
@@ -58,7 +58,8 @@ def test_every_summary_key_declares_how_it_combines_over_a_generation(tiny_chip_
     step = simulate(str(tiny_chip_path), str(tiny_model_path), context=16).summary
     gen = simulate(str(tiny_chip_path), str(tiny_model_path), phase="generate", prompt=16, generate=3).summary
     assert set(step) | set(gen) <= set(COMBINE)
-    assert set(gen) == set(COMBINE) - {"speculative"}  # a speculative run's own key (tests/test_speculative.py)
+    # a speculative run's own key (tests/test_speculative.py), and --chips N's (tests/test_grid.py)
+    assert set(gen) == set(COMBINE) - {"speculative", "grid_search"}
     assert set(COMBINE.values()) == {SUMMED, ONCE, RECOMPUTED}
     with pytest.raises(KeyError, match="combine rule"):
         combine({**step, "new_key": 1}, {16: step}, 16, 1)

@@ -5,5 +5,7 @@ from memsim.report.frames import TIMELINE_COLUMNS, ops, timeline
 from memsim.report.output import check_target, write_outputs
 from memsim.report.perfetto import perfetto, perfetto_json
 from memsim.report.summary import summarize
+from memsim.report.summary_fields import Summary, checked
 
-__all__ = ["TIMELINE_COLUMNS", "check_target", "ops", "perfetto", "perfetto_json", "summarize", "timeline", "write_outputs"]
+__all__ = ["TIMELINE_COLUMNS", "Summary", "check_target", "checked", "ops", "perfetto", "perfetto_json", "summarize",
+           "timeline", "write_outputs"]

@@ -10,66 +10,9 @@ from memsim.mapping import Plan
 from memsim.mapping.plan import COMPUTE as COMPUTE_STREAM
 from memsim.mapping.roofline import op_dtype
 from memsim.report import energy
+from memsim.report.summary_fields import Summary
 from memsim.units import PS_PER_S
 from memsim.workload import OpGraph
-
-# How each key of ``summary.json`` combines over the steps of a generation (``memsim/generation.py``):
-# SUMMED over the prefill and every decode step (interpolated between the simulated ones),
-# taken ONCE from the prefill (it is the same for every step, or describes the system), or
-# RECOMPUTED from the combined values. A key without a rule here is an error there.
-SUMMED, ONCE, RECOMPUTED = "summed", "once", "recomputed"
-COMBINE: dict[str, str] = {
-    "hardware": ONCE,
-    "family": ONCE,
-    "workload": RECOMPUTED,  # phase "generate", prompt and generate
-    "step_time_s": SUMMED,
-    "roofline_s": SUMMED,
-    "roofline_bound": RECOMPUTED,  # of the prefill or the decode steps, whichever has more roofline time
-    "step_over_roofline": RECOMPUTED,
-    "flops_total": SUMMED,
-    "compute_utilization": RECOMPUTED,
-    "compute_busy_s": SUMMED,
-    "bytes_per_level": SUMMED,
-    "bytes_per_link": SUMMED,
-    "per_chip": SUMMED,
-    "utilization": RECOMPUTED,  # each resource's summed busy time over the generation's
-    "compulsory_bytes": SUMMED,
-    "weight_bytes": SUMMED,  # read by every step
-    "weight_bytes_stored": ONCE,  # held once, whatever the steps
-    "kv_cache_bytes": SUMMED,
-    "kv_cache_bytes_written": SUMMED,
-    "stall_s": SUMMED,
-    "stall_total_s": SUMMED,
-    "exposed_comm_s": SUMMED,
-    "chips": ONCE,
-    "grid": ONCE,
-    "embedding_placement": ONCE,
-    "dominant_stall": RECOMPUTED,
-    "ops": ONCE,  # the operators of a step (the prefill's)
-    "engine": RECOMPUTED,  # summed over the steps simulated, not over the interpolated ones
-    # A generation's own keys.
-    "ttft_s": RECOMPUTED,
-    "tpot_s": RECOMPUTED,
-    "total_s": RECOMPUTED,
-    "tokens_per_s": RECOMPUTED,
-    "decode_samples": RECOMPUTED,
-    # Speculative decoding's own key (``memsim/speculative.py``), in its runs only: its step times
-    # averaged over the generation's tokens, its time per token the generation's tpot.
-    "speculative": RECOMPUTED,
-    # Energy (``memsim/report/energy.py``).
-    "energy_j": SUMMED,
-    "avg_power_w": RECOMPUTED,  # the generation's energy over its time
-    "peak_power_w": RECOMPUTED,  # the highest of any step's
-    "chip_power_w": RECOMPUTED,  # the highest of any step's
-    "power_window_s": RECOMPUTED,
-    "power_cap_w": ONCE,
-    "clock": RECOMPUTED,  # the lowest any step ran at
-    "clock_mhz": RECOMPUTED,
-    "power_limited": RECOMPUTED,  # any step
-    "energy_per_token_j": RECOMPUTED,  # over every generated token
-    # Added by ``memsim.api.run`` to the whole run's summary (``memsim/sensitivity.py``), not per step.
-    "estimates": ONCE,
-}
 
 
 def stall_seconds(result: EngineResult) -> dict[str, float]:
@@ -162,41 +105,40 @@ def summarize(graph: OpGraph, plan: Plan, result: EngineResult, micro: tuple[OpG
     kv_written = sum(g.tensors[t].bytes for g in graphs for op in g for t in op.outputs if g.tensors[t].klass == "kv")
     workload = _workload(graphs)
     joules = energy.breakdown(plan, result)
-    return {
-        "hardware": chip.name,
-        "family": chip.family,
-        "workload": workload,
-        "step_time_s": step_s,
-        "roofline_s": plan.roofline_s,
-        "roofline_bound": plan.roofline_bound,
-        "step_over_roofline": step_s / plan.roofline_s if plan.roofline_s else None,
-        "flops_total": flops,
-        "compute_utilization": flops / (step_s * peak) if step_s else 0.0,
-        "compute_busy_s": busy,
-        "bytes_per_level": per_level,
-        "bytes_per_link": per_link,
-        "per_chip": chips,
-        "utilization": utilization(chips, step_s),
-        "compulsory_bytes": dict(plan.compulsory_bytes),
-        "weight_bytes": weights_needed,
-        "weight_bytes_stored": graph.bytes_of("weight"),
-        "kv_cache_bytes": kv_read,
-        "kv_cache_bytes_written": kv_written,
-        "stall_s": stalls,
-        "stall_total_s": sum(stalls.values()),
-        "exposed_comm_s": sum(v for k, v in stalls.items() if chip.interconnect and plan.chips > 1
-                              and k == str(Ref.link(chip.interconnect.name))),
-        "chips": plan.chips,
-        "grid": {"tp": plan.tp, "pp": plan.chips // plan.tp},
-        "embedding_placement": table_placement(graph, plan),
-        "dominant_stall": dominant if busy < step_s / 2 else "compute",
-        "ops": len(plan.tasks),
-        "engine": {"events": result.events, "simulated_ops": result.simulated_tasks,
-                   "replayed_ops": result.replayed_tasks,
-                   "records": len(result.records), "transfers": transfers(plan)},
-        "energy_j": joules,
+    return Summary(
+        hardware=chip.name,
+        family=chip.family,
+        workload=workload,
+        step_time_s=step_s,
+        roofline_s=plan.roofline_s,
+        roofline_bound=plan.roofline_bound,
+        step_over_roofline=step_s / plan.roofline_s if plan.roofline_s else None,
+        flops_total=flops,
+        compute_utilization=flops / (step_s * peak) if step_s else 0.0,
+        compute_busy_s=busy,
+        bytes_per_level=per_level,
+        bytes_per_link=per_link,
+        per_chip=chips,
+        utilization=utilization(chips, step_s),
+        compulsory_bytes=dict(plan.compulsory_bytes),
+        weight_bytes=weights_needed,
+        weight_bytes_stored=graph.bytes_of("weight"),
+        kv_cache_bytes=kv_read,
+        kv_cache_bytes_written=kv_written,
+        stall_s=stalls,
+        stall_total_s=sum(stalls.values()),
+        exposed_comm_s=sum(v for k, v in stalls.items() if chip.interconnect and plan.chips > 1
+                           and k == str(Ref.link(chip.interconnect.name))),
+        chips=plan.chips,
+        grid={"tp": plan.tp, "pp": plan.chips // plan.tp},
+        embedding_placement=table_placement(graph, plan),
+        dominant_stall=dominant if busy < step_s / 2 else "compute",
+        ops=len(plan.tasks),
+        engine={"events": result.events, "simulated_ops": result.simulated_tasks,
+                "replayed_ops": result.replayed_tasks, "records": len(result.records), "transfers": transfers(plan)},
+        energy_j=joules,
         **energy.power_keys(plan, result, joules, tokens(workload)),
-    }
+    ).as_dict()
 
 
 def transfers(plan: Plan) -> int:

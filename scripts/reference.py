@@ -1,0 +1,34 @@
+#!/usr/bin/env python3
+"""Writes the reference pages in docs/ from the code's declarations. Run: python scripts/reference.py --write
+(without --write: exit 1 if a page is not current, naming it)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from memsim.report.summary_fields import reference as summary_reference
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+PAGES = {"summary.md": summary_reference}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--write", action="store_true", help="write the pages (else: check them)")
+    args = ap.parse_args(argv)
+    stale = []
+    for name, make in PAGES.items():
+        path, text = DOCS / name, make()
+        if args.write:
+            DOCS.mkdir(exist_ok=True)
+            path.write_text(text)
+        elif not path.is_file() or path.read_text() != text:
+            stale.append(name)
+    if stale:
+        print(f"not current: {', '.join(stale)} (python scripts/reference.py --write)", file=sys.stderr)
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
