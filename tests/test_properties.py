@@ -20,6 +20,7 @@ from memsim.hardware.spec import ChipSpec, ComputeSpec, ExecutionSpec, MemoryLev
 from memsim.units import PS_PER_S
 from memsim.workload.dtypes import nbytes
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
+from memsim.workload.meta import StepMeta
 
 SETTINGS = settings(max_examples=int(os.environ.get("MEMSIM_EXAMPLES", "60")), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -52,7 +53,7 @@ def graphs(draw) -> OpGraph:
     """A random DAG of matmuls, attention and elementwise ops over small tensors."""
     dtype = draw(st.sampled_from(["bf16", "fp16"]))
     wdtype = draw(st.sampled_from(["bf16", "int8", "int4"]))
-    g = OpGraph(meta={"model": "random"})
+    g = OpGraph(meta=StepMeta(model="random"))
     rows = draw(st.integers(1, 64))
     width = draw(st.sampled_from([16, 32, 64, 96]))
 

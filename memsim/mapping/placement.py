@@ -52,10 +52,10 @@ def place(graph: OpGraph, chip: ChipSpec, kv_copies: int = 1, where: str = "",
                 _fill(weights, size, chip, free, sram_reserve(graph, chip, weights, size, free[sram]))[1] is None:
             # The weights fit by themselves: the KV cache, sized by the batch and the context, is what does not.
             meta = graph.meta
-            option, length = (("--prompt", meta.get("tokens")) if meta.get("phase") == "prefill"
-                              else ("--context", meta.get("context")))
+            option, length = (("--prompt", meta.tokens) if meta.phase == "prefill" else ("--context", meta.context))
             raise CapacityError(f"{message}; the weights alone fit: lower --batch or {option} (batch "
-                                f"{meta.get('batch', '?')}, {option[2:]} {length if length is not None else '?'})",
+                                f"{meta.batch if meta.batch is not None else '?'}, {option[2:]} "
+                                f"{length if length is not None else '?'})",
                                 field=f"--batch/{option}")
         raise CapacityError(message, field="levels")
     holders = [lvl for lvl in chip.levels if lvl.home_for("activation")] or list(chip.levels[-1:])

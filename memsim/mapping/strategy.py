@@ -53,7 +53,7 @@ def plan_with(graph: OpGraph, chip: ChipSpec, shape: Shaper, layout: Layout = La
     Collectives become rounds of link transfers within their tensor-parallel group; with
     pipeline stages, the activation crossing a stage boundary is sent rank to rank.
     """
-    tp = int(graph.meta.get("tp", 1))
+    tp = graph.meta.tp
     laid = lay_out(graph, chip, layout)
     layout, stage_of, homes = laid.layout, laid.stage_of, laid.homes
     pp, regions = layout.pp, layout.regions
@@ -169,5 +169,5 @@ def make_plan(graph: OpGraph, chip: ChipSpec, pp: int = 1, microbatches: tuple[O
         raise ConfigError("must be at least 1", field="--pp")
     collectives.check_algorithm(chip.system.collective)
     layout = Layout(pp, tuple(microbatches), len(microbatches) if len(microbatches) > 1 and
-                    len({g.meta.get("context") for g in microbatches}) == 1 else 1)
+                    len({g.meta.context for g in microbatches}) == 1 else 1)
     return strategy(graph, chip, layout)

@@ -64,14 +64,13 @@ def _read(graph: OpGraph, klass: str) -> int:
 
 def _workload(graphs: tuple[OpGraph, ...]) -> dict[str, Any]:
     """The step's description; with micro-batches, the whole step's batch and tokens."""
-    meta = dict(graphs[0].meta)
+    meta = graphs[0].meta.as_dict()
     if len(graphs) > 1:
         meta["microbatches"] = len(graphs)
-        meta.pop("logits", None)
-        if all(g.meta.get("context") == meta.get("context") for g in graphs):
-            meta["batch"] = sum(int(g.meta.get("batch", 0)) for g in graphs)
+        if all(g.meta.context == graphs[0].meta.context for g in graphs):
+            meta["batch"] = sum(g.meta.batch or 0 for g in graphs)
         else:  # a prefill in chunks of its prompt
-            meta["tokens"] = sum(int(g.meta.get("tokens", 0)) for g in graphs)
+            meta["tokens"] = sum(g.meta.tokens or 0 for g in graphs)
     return meta
 
 

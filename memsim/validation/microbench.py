@@ -15,6 +15,7 @@ from pathlib import Path
 from memsim import api
 from memsim.workload.dtypes import BITS, nbytes
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
+from memsim.workload.meta import StepMeta
 
 # The measured chip -> the preset that models it (an H800 SXM is an H100 SXM's compute and HBM).
 PRESETS = {"a100-sxm": "a100-80gb-sxm", "a100-80gb-sxm": "a100-80gb-sxm", "h100-sxm": "h100-sxm",
@@ -43,7 +44,7 @@ class Bench:
 def gemm_graph(m: int, n: int, k: int, dtype: str) -> OpGraph:
     """One C = A @ B with A (m x k) and B (k x n) in ``dtype``; C in bf16 for 8-bit inputs."""
     out = "bf16" if BITS[dtype] <= 8 else dtype
-    g = OpGraph(meta={"benchmark": "gemm"})
+    g = OpGraph(meta=StepMeta(benchmark="gemm"))
     g.add_tensor(Tensor("a", (m, k), dtype, "activation", nbytes(m * k, dtype)))
     g.add_tensor(Tensor("b", (k, n), dtype, "weight", nbytes(k * n, dtype)))
     g.add_tensor(Tensor("c", (m, n), out, "activation", nbytes(m * n, out)))
@@ -56,7 +57,7 @@ def gemm_graph(m: int, n: int, k: int, dtype: str) -> OpGraph:
 def stream_graph(reads: int, writes: int, elements: int, bytes_per_element: int = 8) -> OpGraph:
     """One elementwise op reading ``reads`` arrays and writing ``writes`` (a read-only kernel writes its 8-byte result)."""
     size = elements * bytes_per_element
-    g = OpGraph(meta={"benchmark": "stream"})
+    g = OpGraph(meta=StepMeta(benchmark="stream"))
     ins = []
     for i in range(reads):
         g.add_tensor(Tensor(f"in{i}", (elements,), "fp32", "weight", size))
@@ -107,7 +108,7 @@ def simulate(b: Bench) -> float:
     """The simulated throughput in the row's unit."""
     result = api.simulate_graph(b.hw, b.graph, set={"compute.kernel_efficiency": "1", **b.launch})
     seconds = result.summary["step_time_s"]
-    if b.graph.meta["benchmark"] == "gemm":
+    if b.graph.meta.benchmark == "gemm":
         work = b.graph.total_flops()
     else:  # the bytes the kernel moves (a read kernel's 8-byte result included)
         (op,) = b.graph.ops.values()

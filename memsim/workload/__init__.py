@@ -4,6 +4,7 @@ from __future__ import annotations
 from memsim.presets import available, resolve
 from memsim.workload.builder import StepSpec, build_step, split
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
+from memsim.workload.meta import StepMeta
 from memsim.workload.models import ModelConfig, load_model
 from memsim.workload.trace import read_trace, write_trace
 
@@ -23,6 +24,7 @@ __all__ = [
     "Op",
     "OpGraph",
     "Read",
+    "StepMeta",
     "StepSpec",
     "Tensor",
     "build_step",

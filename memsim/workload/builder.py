@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from memsim.errors import ConfigError, MemsimWarning
 from memsim.workload.dtypes import KV_DTYPES, WEIGHT_DTYPES, nbytes, weight_storage_bytes
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
+from memsim.workload.meta import StepMeta
 from memsim.workload.models import MAX_SHAPE, ModelConfig
 from memsim.workload.moe import moe_mlp
 
@@ -81,10 +82,9 @@ class StepSpec:
 class _Builder:
     def __init__(self, m: ModelConfig, s: StepSpec) -> None:
         self.m, self.s = m, s
-        self.g = OpGraph(meta={"model": m.name, "arch": m.arch, "phase": s.phase, "batch": s.batch,
-                               "tokens": s.tokens, "context": s.context,
-                               "weight_dtype": s.weight_dtype, "kv_dtype": s.kv_dtype, "group_size": s.group_size,
-                               "tp": s.tp, "expert_parallel": s.expert_parallel})
+        self.g = OpGraph(meta=StepMeta(model=m.name, arch=m.arch, phase=s.phase, batch=s.batch, tokens=s.tokens,
+                                       context=s.context, weight_dtype=s.weight_dtype, kv_dtype=s.kv_dtype,
+                                       group_size=s.group_size, tp=s.tp, expert_parallel=s.expert_parallel))
         self.rows = s.batch * s.tokens
 
     # -- tensors ---------------------------------------------------------------

@@ -19,6 +19,7 @@ import networkx as nx
 from memsim import limits, units
 from memsim.dtypes import DTYPES
 from memsim.errors import TraceError
+from memsim.workload.meta import StepMeta
 
 TENSOR_CLASSES = ("weight", "kv", "activation")
 COLLECTIVE_KINDS = ("allreduce", "allgather", "reduce_scatter", "alltoall")
@@ -29,9 +30,6 @@ REQUIRED_DIMS = {"matmul": ("m", "n", "k"), "attention": ("batch", "heads", "kv_
                  **{kind: ("bytes",) for kind in COLLECTIVE_KINDS}}
 POSITIVE_DIMS = ("m", "n", "k", "groups", "batch", "heads", "kv_heads", "q_len", "kv_len", "head_dim", "ranks")
 MIN_INPUTS = {"matmul": ("activation", "weight"), "attention": ("q", "k", "v")}  # the inputs it reads first
-# The meta fields the mapping and the report read: their least and greatest values. A trace's
-# tensor-parallel group is simulated chip by chip, so its size is kept to what fits in memory.
-META_NUMBERS = {"tp": (1, limits.MAX_RANKS), "batch": (0, None), "tokens": (0, None), "context": (0, None)}
 
 
 def _fail(message: str, field: str) -> None:
@@ -158,7 +156,7 @@ class OpGraph:
 
     tensors: dict[str, Tensor] = field(default_factory=dict)
     ops: dict[str, Op] = field(default_factory=dict)
-    meta: dict[str, object] = field(default_factory=dict)
+    meta: StepMeta = field(default_factory=StepMeta)
 
     def add_tensor(self, t: Tensor) -> Tensor:
         self.tensors[t.name] = t
@@ -225,15 +223,6 @@ class OpGraph:
         if not self.ops:
             raise TraceError("the graph holds no ops: there is nothing to simulate", file=file, field="ops")
         limits.check(len(self.ops), limits.MAX_OPS, "ops", "ops", file, TraceError)
-        for key, (least, most) in META_NUMBERS.items():
-            if key in self.meta:
-                try:
-                    _whole(self.meta[key], f"meta.{key}", least)
-                    if most is not None and self.meta[key] > most:
-                        _fail(f"must be at most {most}", f"meta.{key}")
-                except TraceError as exc:
-                    exc.file = file
-                    raise
         producer: dict[str, str] = {}
         for op in self.ops.values():
             for t in op.outputs:
@@ -265,7 +254,7 @@ class OpGraph:
 
     def subgraph(self, names: list[str]) -> OpGraph:
         """The named ops and every tensor they read or write."""
-        sub = OpGraph(meta=dict(self.meta))
+        sub = OpGraph(meta=self.meta)
         for name in names:
             op = self.ops[name]
             sub.add_op(op)

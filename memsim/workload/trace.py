@@ -14,6 +14,7 @@ from memsim.atomic import atomic_write_text
 from memsim.errors import TraceError, about_file
 from memsim.files import load_json
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
+from memsim.workload.meta import StepMeta
 
 SCHEMA = "memsim-trace"
 VERSION = 1
@@ -23,7 +24,7 @@ def to_json(g: OpGraph) -> dict[str, Any]:
     return {
         "schema": SCHEMA,
         "version": VERSION,
-        "meta": dict(g.meta),
+        "meta": g.meta.as_dict(),
         "tensors": [{"name": t.name, "shape": list(t.shape), "dtype": t.dtype, "class": t.klass, "bytes": t.bytes}
                     for t in g.tensors.values()],
         "ops": [{"name": o.name, "kind": o.kind, "layer": o.layer, "dtype": o.dtype, "flops": o.flops,
@@ -81,7 +82,7 @@ def from_json(data: Any, file: str = "<trace>") -> OpGraph:
 def _graph(data: dict, file: str) -> OpGraph:
     # counted before a single op is built: a trace of a million ops is refused in seconds
     limits.check(len(_req(data, "ops", list, file, "")), limits.MAX_OPS, "ops", "ops", file, TraceError)
-    g = OpGraph(meta=dict(_opt(data, "meta", dict, file, "")))
+    g = OpGraph(meta=StepMeta.read(_opt(data, "meta", dict, file, "")))
     for i, t in enumerate(_req(data, "tensors", list, file, "")):
         where = f"tensors[{units.label(t, str(i))}]"
         _known(t, "tensor", file, where)

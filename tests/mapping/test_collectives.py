@@ -18,6 +18,7 @@ from memsim.mapping.collectives import ALLREDUCE, AllReduce, Move, Shape
 from memsim.mapping.collectives.channels import disjoint_rings
 from memsim.mapping.fabric import Fabric, fabric
 from memsim.workload.graph import COLLECTIVE_KINDS, Op, OpGraph, Read, Tensor
+from memsim.workload.meta import StepMeta
 
 ALGORITHMS = sorted(ALLREDUCE)
 SIZES = [1, 1000, 64 * 2**20 + 3]
@@ -267,7 +268,7 @@ def test_the_engine_reproduces_the_measured_all_gather():
 
 def one_collective(kind: str, nbytes: int, ranks: int = 8) -> OpGraph:
     """A graph of one collective op of ``nbytes`` over ``ranks`` tensor-parallel chips."""
-    g = OpGraph(meta={"tp": ranks})
+    g = OpGraph(meta=StepMeta(tp=ranks))
     for name in ("x", "y"):
         g.add_tensor(Tensor(name, (1, nbytes // 2), "bf16", "activation", nbytes))
     g.add_op(Op("c", kind, 0, "bf16", 0, (Read("x", nbytes),), ("y",), dims=(("bytes", nbytes), ("ranks", ranks))))

@@ -58,7 +58,7 @@ def test_llama_on_h100_is_placed_in_hbm():
 
 def test_placement_does_not_touch_its_inputs():
     g = gpt2_decode()
-    before = (dict(g.tensors), dict(g.ops), dict(g.meta))
+    before = (dict(g.tensors), dict(g.ops), g.meta)
     chip = hardware.load("h100-sxm")
     place(g, chip)
     assert (g.tensors, g.ops, g.meta) == before

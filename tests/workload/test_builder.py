@@ -285,8 +285,8 @@ def test_graph_is_connected_from_embedding_to_logits():
 def test_layer_count_and_meta():
     g = decode("gpt2", batch=2, context=7)
     assert {op.layer for op in g} == set(range(-1, 12))
-    assert g.meta["model"] == "gpt2" and g.meta["phase"] == "decode"
-    assert g.meta["batch"] == 2 and g.meta["context"] == 7 and g.meta["tokens"] == 1
+    assert g.meta.model == "gpt2" and g.meta.phase == "decode"
+    assert g.meta.batch == 2 and g.meta.context == 7 and g.meta.tokens == 1
 
 
 def test_tensor_bytes_match_shape_and_dtype():
@@ -352,7 +352,7 @@ def test_a_verify_step_is_k_plus_1_tokens_on_the_cache_with_logits_at_each(tiny_
     one = build_step(m, StepSpec.make("decode", batch=2, context=32))
     five = build_step(m, StepSpec.make("decode", batch=2, context=32, tokens=5))
     hd, kvh = m.head_dim, m.kv_heads
-    assert (five.meta["tokens"], five.meta["context"]) == (5, 32)
+    assert (five.meta.tokens, five.meta.context) == (5, 32)
     attn = five.ops["L0.attn"]
     assert (attn.dim("q_len"), attn.dim("kv_len"), attn.dim("pairs")) == (5, 37, 5 * 32 + 5 * 6 // 2)
     assert attn.flops == 4 * 2 * m.heads * (5 * 32 + 15) * hd

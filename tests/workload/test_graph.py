@@ -7,7 +7,7 @@ import pytest
 
 from memsim import limits, simulate_graph
 from memsim.errors import TraceError
-from memsim.workload import Op, OpGraph, Read, Tensor, read_trace, write_trace
+from memsim.workload import Op, OpGraph, Read, StepMeta, Tensor, read_trace, write_trace
 
 MATMUL_DIMS = (("k", 8), ("m", 2), ("n", 8))
 ATTN_DIMS = (("batch", 1), ("head_dim", 8), ("heads", 2), ("kv_heads", 1), ("kv_len", 4), ("q_len", 1))
@@ -60,7 +60,7 @@ def test_ops_and_tensors_check_their_fields_when_made(make, field, needle):
 
 
 def two_ops() -> OpGraph:
-    g = OpGraph(meta={"model": "hand", "tp": 1})
+    g = OpGraph(meta=StepMeta(model="hand", tp=1))
     for t in (Tensor("x", (2, 8), "bf16", "activation", 32), Tensor("w", (8, 8), "bf16", "weight", 128),
               Tensor("a", (2, 8), "bf16", "activation", 32), Tensor("b", (2, 8), "bf16", "activation", 32)):
         g.add_tensor(t)
@@ -79,11 +79,9 @@ def test_a_graph_checks_what_joins_its_ops():
     g = two_ops()
     g.tensors["y"] = g.tensors["x"]
     refused(g.validate, "tensors[y]", "under this name")
-    g = two_ops()
-    g.meta["tp"] = 0
-    refused(g.validate, "meta.tp", "at least 1")
-    g.meta["tp"] = 10**9  # a billion chips would be simulated one by one
-    refused(g.validate, "meta.tp", f"at most {limits.MAX_RANKS}")
+    refused(lambda: StepMeta(tp=0), "meta.tp", "at least 1")
+    # a billion chips would be simulated one by one
+    refused(lambda: StepMeta(tp=10**9), "meta.tp", f"at most {limits.MAX_RANKS}")
 
 
 def test_write_trace_refuses_a_graph_run_would_reject(tmp_path):
@@ -114,6 +112,9 @@ def test_a_hand_built_graph_that_passes_simulates(tmp_path):
     (lambda d: d.update(extra=1), "extra", "unknown field"),
     (lambda d: d.update(meta="abc"), "meta", "wrong type"),
     (lambda d: d["meta"].update(tp="x"), "meta.tp", "whole number"),
+    (lambda d: d["meta"].update(TP=4), "meta.TP", "did you mean tp?"),  # ran on one chip without a word
+    (lambda d: d["meta"].update(chips=4), "meta.chips", "known: model, arch, phase"),
+    (lambda d: d["meta"].update(phase=3), "meta.phase", "expected a text"),
     (lambda d: d["ops"][1].update(deps="A"), "ops[B].deps", "wrong type"),
     (lambda d: d["ops"][0].update(flops=1e300), "ops[A].flops", "wrong type"),
     (lambda d: d.update(version=True), "version", "unsupported version"),

@@ -6,13 +6,13 @@ import json
 import pytest
 
 from memsim.errors import TraceError
-from memsim.workload import Op, OpGraph, Read, StepSpec, Tensor, build_step, model_config, read_trace, write_trace
+from memsim.workload import Op, OpGraph, Read, StepMeta, StepSpec, Tensor, build_step, model_config, read_trace, write_trace
 from memsim.workload.trace import SCHEMA, VERSION, from_json, to_json
 
 
 def small_graph() -> OpGraph:
     """x -> A -> a -> B -> b, with a control dependency C after A."""
-    g = OpGraph(meta={"model": "hand", "batch": 2})
+    g = OpGraph(meta=StepMeta(model="hand", batch=2))
     g.add_tensor(Tensor("x", (2, 8), "bf16", "activation", 32))
     g.add_tensor(Tensor("w", (8, 8), "int4", "weight", 32))
     g.add_tensor(Tensor("a", (2, 8), "bf16", "activation", 32))

@@ -19,6 +19,7 @@ from memsim.errors import ConfigError, about_file
 from memsim.files import read_bytes
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
 from memsim.workload.importers import IMPORTERS, OUTPUT, Importer, ImportReport, Option
+from memsim.workload.meta import StepMeta
 
 COLLECTIVE = {"ALL_REDUCE": "allreduce", "ALL_GATHER": "allgather", "REDUCE_SCATTER": "reduce_scatter",
               "REDUCE_SCATTER_BLOCK": "reduce_scatter", "ALL_TO_ALL": "alltoall"}
@@ -124,8 +125,8 @@ def import_chakra(path: Path, ranks: int = 1) -> tuple[OpGraph, ImportReport]:
 
 
 def _convert(pb, meta, nodes: list, file: str, ranks: int) -> tuple[OpGraph, ImportReport]:
-    g = OpGraph(meta={"model": Path(file).stem, "phase": "imported", "source": "chakra", "tp": ranks,
-                      "chakra_version": meta.version})
+    g = OpGraph(meta=StepMeta(model=Path(file).stem, phase="imported", source="chakra", tp=ranks,
+                              chakra_version=meta.version))
     report = ImportReport()
     names: dict[int, str] = {}
     kept: set[int] = set()

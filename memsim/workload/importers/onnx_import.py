@@ -17,6 +17,7 @@ from memsim.files import check_file
 from memsim.workload.dtypes import nbytes
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
 from memsim.workload.importers import IMPORTERS, OUTPUT, Importer, ImportReport, Option
+from memsim.workload.meta import StepMeta
 
 ELEMENTWISE = {"Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Erf", "Tanh", "Relu", "Gelu", "FastGelu", "Sigmoid",
                "Softmax", "Where", "Neg", "Exp", "Cast", "Max", "Min", "Reciprocal", "BiasGelu", "QuickGelu"}
@@ -52,7 +53,7 @@ def import_onnx(path: Path, dims: dict[str, int] | None = None) -> tuple[OpGraph
 
 
 def _convert(model, file: str, dims: dict[str, int]) -> tuple[OpGraph, ImportReport]:
-    g = OpGraph(meta={"model": Path(file).stem, "phase": "imported", "source": "onnx", "tp": 1})
+    g = OpGraph(meta=StepMeta(model=Path(file).stem, phase="imported", source="onnx"))
     report = ImportReport()
     info = {}
     for vi in [*model.graph.input, *model.graph.value_info, *model.graph.output]:

@@ -19,6 +19,7 @@ from memsim.errors import ConfigError, about_file
 from memsim.files import check_file
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
 from memsim.workload.importers import IMPORTERS, OUTPUT, Importer, ImportReport, Option
+from memsim.workload.meta import StepMeta
 
 NO_OPS = {"view", "reshape", "_unsafe_view", "transpose", "t", "permute", "unsqueeze", "squeeze", "expand", "slice",
           "contiguous", "to", "_to_copy", "clone", "alias", "dropout", "_assert_tensor_metadata", "detach",
@@ -64,8 +65,7 @@ def import_torch(config_path: Path, tokens: int = 8) -> tuple[OpGraph, ImportRep
 
 
 def convert(ep, name: str, tokens: int, tied: dict[str, str] | None = None) -> tuple[OpGraph, ImportReport]:
-    g = OpGraph(meta={"model": name, "phase": "prefill", "batch": 1, "tokens": tokens, "context": 0,
-                      "source": "torch.export", "tp": 1})
+    g = OpGraph(meta=StepMeta(model=name, phase="prefill", batch=1, tokens=tokens, context=0, source="torch.export"))
     report = ImportReport()
     sig = ep.graph_signature
     weights = {**sig.inputs_to_parameters, **sig.inputs_to_buffers}
