@@ -59,7 +59,7 @@ def plan_with(graph: OpGraph, chip: ChipSpec, shape: Shaper, layout: Layout = La
     Collectives become rounds of link transfers within their tensor-parallel group; with
     pipeline stages, the activation crossing a stage boundary is sent rank to rank.
     """
-    tp = int(graph.meta.get("tp", 1))
+    tp = graph.meta_count("tp", 1)
     laid = lay_out(graph, chip, layout)
     layout, stage_of, homes = laid.layout, laid.stage_of, laid.homes
     pp, regions = layout.pp, layout.regions

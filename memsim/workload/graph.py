@@ -13,6 +13,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 import networkx as nx
 
@@ -34,13 +35,13 @@ MIN_INPUTS = {"matmul": ("activation", "weight"), "attention": ("q", "k", "v")} 
 META_NUMBERS = {"tp": (1, limits.MAX_RANKS), "batch": (0, None), "tokens": (0, None), "context": (0, None)}
 
 
-def _fail(message: str, field: str) -> None:
+def _fail(message: str, field: str) -> NoReturn:
     raise TraceError(message, field=field)
 
 
-def _whole(value: object, field: str, least: int = 0) -> None:
+def _whole(value: object, field: str, least: int = 0) -> int | float:
     try:
-        units.check_number(value, least)
+        return units.check_number(value, least)
     except units.UnitError as exc:
         raise TraceError(str(exc), field=field) from None
 
@@ -168,6 +169,13 @@ class OpGraph:
         self.ops[op.name] = op
         return op
 
+    def meta_count(self, key: str, default: int) -> int:
+        """A count in ``meta`` (tp, batch, tokens, context: whole numbers, as ``validate`` checks), or ``default``."""
+        value = self.meta.get(key, default)
+        if not isinstance(value, (int, float, str)):
+            raise TraceError(f"expected a whole number, got {units.shown(value)}", field=f"meta.{key}")
+        return int(value)
+
     def producers(self) -> dict[str, str]:
         out: dict[str, str] = {}
         for op in self.ops.values():
@@ -176,7 +184,7 @@ class OpGraph:
         return out
 
     def graph(self) -> nx.DiGraph:
-        g = nx.DiGraph()
+        g: nx.DiGraph[str] = nx.DiGraph()
         g.add_nodes_from(self.ops)
         prod = self.producers()
         for op in self.ops.values():
@@ -228,8 +236,8 @@ class OpGraph:
         for key, (least, most) in META_NUMBERS.items():
             if key in self.meta:
                 try:
-                    _whole(self.meta[key], f"meta.{key}", least)
-                    if most is not None and self.meta[key] > most:
+                    number = _whole(self.meta[key], f"meta.{key}", least)
+                    if most is not None and number > most:
                         _fail(f"must be at most {most}", f"meta.{key}")
                 except TraceError as exc:
                     exc.file = file
