@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,9 +61,11 @@ def step_of(spec: RunSpec, phase: str, tokens: int, quantize_embeddings: bool = 
     (prefill); with a ``draft``, a decode step is the target's verify step of ``draft_k + 1``
     tokens. ``quantize_embeddings``: the chip's vendor stores the embedding table as the weights;
     ``embedding_shards``: the table split over that many pipeline stages."""
-    verified = spec.draft_k + 1 if spec.draft is not None and phase == "decode" else 1
-    return workload.StepSpec.make(phase, batch=spec.batch, context=tokens if phase == "decode" else spec.context,
-                                  prompt=tokens if phase == "prefill" else spec.prompt,
+    speculation = spec.speculation()
+    verified = speculation.k + 1 if speculation is not None and phase == "decode" else 1
+    return workload.StepSpec.make(phase, batch=spec.batch,
+                                  context=tokens if phase == "decode" else spec.tokens("decode"),
+                                  prompt=tokens if phase == "prefill" else spec.tokens("prefill"),
                                   weight_dtype=spec.weight_dtype, kv_dtype=spec.kv_dtype,
                                   group_size=spec.group_size, tp=spec.tp, expert_parallel=spec.ep, tokens=verified,
                                   quantize_embeddings=quantize_embeddings, embedding_shards=embedding_shards)
@@ -77,8 +79,8 @@ def load_workload(spec: RunSpec, phase: str | None = None, tokens: int | None = 
     if spec.trace is not None:
         return workload.read_trace(Path(spec.trace))
     phase = phase or spec.phase
-    tokens = tokens if tokens is not None else (spec.context if phase == "decode" else spec.prompt)
-    return workload.build_step(config or workload.model_config(spec.model),
+    tokens = tokens if tokens is not None else spec.tokens(phase)
+    return workload.build_step(config or workload.model_config(spec.required_model()),
                                step_of(spec, phase, tokens, quantize_embeddings, embedding_shards))
 
 
@@ -182,9 +184,10 @@ def _blamed(hw_file: str, trace: str | None = None):
     try:
         yield
     except (CapacityError, ConfigError) as exc:
-        if not (exc.field or "").startswith("--"):  # about the chip (e.g. system.collective), not an option
+        field = exc.field or ""
+        if not field.startswith("--"):  # about the chip (e.g. system.collective), not an option
             exc.file = exc.file or hw_file
-        elif trace is not None and exc.field.startswith("--batch"):  # a trace fixes its batch and context
+        elif trace is not None and field.startswith("--batch"):  # a trace fixes its batch and context
             exc.file, exc.field = trace, "ops"
         raise
 
@@ -263,17 +266,18 @@ def _simulate(spec: RunSpec) -> Result:
         if spec.microbatches not in (None, 1):
             raise ConfigError("a trace holds one step: it cannot be split into micro-batches", field="--microbatches")
         return _run(chip, hw_path, load_workload(spec), shortcuts, shortcuts, spec.pp, trace=spec.trace)
-    config = workload.model_config(spec.model)
+    config = workload.model_config(spec.required_model())
 
-    def run_step(step_phase: str, tokens: int) -> Result:
+    def plain_step(step_phase: str, tokens: int) -> Result:
         graph, micro = step_graphs(spec, chip, config, step_phase, tokens)
         return _run(chip, hw_path, graph, shortcuts, shortcuts, spec.pp, micro)
 
+    run_step: Callable[[str, int], Result] = plain_step
     if spec.draft is not None:  # each decode step drafts and verifies (memsim.speculative)
-        run_step = speculative.stepper(spec, run_step, _simulate)
+        run_step = speculative.stepper(spec, plain_step, _simulate)
     if spec.phase != "generate":
-        return run_step(spec.phase, spec.context if spec.phase == "decode" else spec.prompt)
-    prefill, summary, first = generation.generate(run_step, spec.prompt, spec.generate, spec.samples)
+        return run_step(spec.phase, spec.tokens(spec.phase))
+    prefill, summary, first = generation.generate(run_step, spec.tokens("prefill"), spec.generate, spec.samples)
     shift = prefill.summary["step_time_s"]
     timeline = pd.concat([prefill.timeline, first.timeline.assign(start_s=first.timeline.start_s + shift,
                                                                   end_s=first.timeline.end_s + shift)])
@@ -288,12 +292,12 @@ def roofline_s(spec: RunSpec) -> float:
     roofline, or a generation's prefill plus ``generate`` decode steps at the shortest context.
     Raises as the run would where the workload does not fit."""
     chip, hw_path = _load_chip(spec.hw, spec.set, spec.system)
-    config = workload.model_config(spec.model)
+    config = workload.model_config(spec.required_model())
 
     def bound(phase: str, tokens: int) -> float:
         graph, micro = step_graphs(spec, chip, config, phase, tokens)
         return _plan(chip, hw_path, graph, spec.pp, micro).roofline_s
 
     if spec.phase != "generate":
-        return bound(spec.phase, spec.context if spec.phase == "decode" else spec.prompt)
-    return bound("prefill", spec.prompt) + spec.generate * bound("decode", spec.prompt)
+        return bound(spec.phase, spec.tokens(spec.phase))
+    return bound("prefill", spec.tokens("prefill")) + spec.generate * bound("decode", spec.tokens("prefill"))

@@ -9,7 +9,7 @@ import functools
 import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import ParamSpec, TypeVar
 
 
 class MemsimError(Exception):
@@ -61,7 +61,8 @@ class MemsimWarning(UserWarning):
 # entry points it calls leave the renaming to it.
 _FLAGS = contextvars.ContextVar("memsim_flags", default=False)
 _FLAG = re.compile(r"--[a-z][a-z0-9-]*")
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 @contextmanager
@@ -74,15 +75,15 @@ def flags_named() -> Iterator[None]:
         _FLAGS.reset(token)
 
 
-def keyword_named(names: Mapping[str, str]) -> Callable[[F], F]:
+def keyword_named(names: Mapping[str, str]) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Decorate a Python entry point: a ``MemsimError`` it raises outside ``flags_named`` names
     keyword arguments, each flag in ``names`` (``--batch``) given as its keyword (``batch``)."""
     def as_keywords(text: str) -> str:
         return _FLAG.sub(lambda m: names.get(m.group(0), m.group(0)), text)
 
-    def decorate(fn: F) -> F:
+    def decorate(fn: Callable[P, R]) -> Callable[P, R]:
         @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
             if _FLAGS.get():  # the command line, or an entry point calling another: the outermost renames
                 return fn(*args, **kwargs)
             token = _FLAGS.set(True)
@@ -95,5 +96,5 @@ def keyword_named(names: Mapping[str, str]) -> Callable[[F], F]:
                 raise
             finally:
                 _FLAGS.reset(token)
-        return wrapper  # type: ignore[return-value]
+        return wrapper
     return decorate

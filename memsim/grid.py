@@ -34,6 +34,8 @@ def fastest(spec: RunSpec, bound: Callable[[RunSpec], float], simulate: Callable
     """The result of the fastest grid of ``spec.chips`` that fits, its summary with the grids
     considered (``grid_search``). ``bound(spec)`` is a run's least time (its roofline: it raises
     as the run would when the grid does not fit), ``simulate(spec)`` the run."""
+    if spec.chips is None:
+        raise ConfigError("must be given to search for a grid", field="--chips")
     tried: list[dict[str, Any]] = []
     ranked: list[tuple[float, RunSpec]] = []
     for tp, pp in candidates(spec.chips):
@@ -55,7 +57,7 @@ def fastest(spec: RunSpec, bound: Callable[[RunSpec], float], simulate: Callable
     ranked.sort(key=lambda item: (item[0], item[1].pp))
     best, best_s = None, float("inf")
     for roofline_s, grid in ranked:
-        entry = {"tp": grid.tp, "pp": grid.pp, "roofline_s": roofline_s}
+        entry: dict[str, Any] = {"tp": grid.tp, "pp": grid.pp, "roofline_s": roofline_s}
         tried.append(entry)
         if roofline_s >= best_s:  # no faster than the fastest so far, nor any grid after it
             entry["skipped"] = "its roofline is no less than the fastest time simulated"

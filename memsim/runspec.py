@@ -147,12 +147,44 @@ class RunSpec:
                 raise ConfigError(f"unknown run parameter (known: {', '.join(sorted(known))})", field=name)
         return cls(**dict(values))
 
+    def required_model(self) -> str:
+        """The model, for what builds one (a spec of a trace has none)."""
+        if self.model is None:
+            raise ConfigError("needs a model: a trace holds one step", field="--model")
+        return self.model
+
+    def tokens(self, phase: str) -> int:
+        """A resolved spec's context (``phase`` decode) or prompt (prefill, generate)."""
+        tokens = self.context if phase == "decode" else self.prompt
+        if tokens is None:  # ``resolved`` fills both: a spec used before it is a caller's slip
+            raise ConfigError("must be given", field="--context" if phase == "decode" else "--prompt")
+        return tokens
+
+    def speculation(self) -> Speculation | None:
+        """Speculative decoding's options, each given; None without ``--draft``."""
+        if self.draft is None:
+            return None
+        if self.draft_k is None or self.accept is None:  # ``_check_speculative`` rules it out
+            raise ConfigError("must be given with --draft", field="--draft-k" if self.draft_k is None else "--accept")
+        return Speculation(draft=self.draft, k=self.draft_k, accept=self.accept, cost=self.draft_cost)
+
     def resolved(self, max_positions: int | None) -> RunSpec:
         """The spec with ``context`` and ``prompt`` defaults that fit a model of ``max_positions``."""
         room = max_positions if max_positions else DEFAULT_TOKENS
         context = self.context if self.context is not None else max(0, min(DEFAULT_TOKENS, room - 1))
         prompt = self.prompt if self.prompt is not None else max(1, min(DEFAULT_TOKENS, room))
         return replace(self, context=context, prompt=prompt)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Speculation:
+    """A speculative spec's options: ``draft`` (a model, or ``SELF_DRAFT``), K tokens drafted per
+    step, the acceptance rate and, for ``--draft self`` only, a drafted token's cost."""
+
+    draft: str
+    k: int
+    accept: float
+    cost: float | None
 
 
 def options(command: str) -> list:

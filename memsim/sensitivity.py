@@ -98,7 +98,7 @@ def energy_at(e: Estimate, summary: dict) -> tuple[float, float] | None:
     total = joules["total"]
     if e.path == "power.static":
         seconds, chips = summary["step_time_s"], summary.get("chips", 1)
-        return tuple(total + (end - e.value) / 1000 * chips * seconds for end in (e.low, e.high))  # type: ignore
+        return tuple(total + (end - e.value) / 1000 * chips * seconds for end in (e.low, e.high))
     if e.unit not in ENERGY_UNITS or not e.value or _unused_level_or_link(e, summary):
         return None
     kind, _, name = e.section.partition("[")
@@ -109,7 +109,7 @@ def energy_at(e: Estimate, summary: dict) -> tuple[float, float] | None:
         part = joules["links"].get(name, 0.0)
     else:  # compute: matrix or vector energy per FLOP, both in the compute share
         part = joules["compute"]
-    return tuple(total + part * (end / e.value - 1) for end in (e.low, e.high))  # type: ignore
+    return tuple(total + part * (end / e.value - 1) for end in (e.low, e.high))
 
 
 def shown(e: Estimate) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from memsim import generation, workload
 from memsim.errors import CapacityError, ConfigError, MemsimError
 from memsim.report.summary_fields import COMBINE, ONCE, SUMMED, checked
 from memsim.runspec import SELF_DRAFT as SELF
-from memsim.runspec import RunSpec
+from memsim.runspec import RunSpec, Speculation
 
 
 def expected_tokens(accept: float, k: int) -> float:
@@ -74,30 +74,36 @@ def stepper(spec: RunSpec, run_step: Step, run: Callable[[RunSpec], Any]) -> Ste
     """``run_step`` (the target's step at a phase and a context, which for a decode step verifies
     ``spec.draft_k + 1`` tokens) with every decode step made a speculative step; ``run`` simulates
     an ordinary ``RunSpec``."""
+    options = spec.speculation()
+    if options is None:
+        raise ConfigError("speculative decoding needs a draft", field="--draft")
     try:
-        draft = None if spec.draft == SELF else workload.model_config(spec.draft)
+        draft = None if options.draft == SELF else workload.model_config(options.draft)
     except ConfigError as exc:
         exc.field = exc.field or "--draft"
         raise
-    check_models(workload.model_config(spec.model), draft)
+    check_models(workload.model_config(spec.required_model()), draft)
 
     def step(phase: str, context: int) -> Any:
         if phase != "decode":
             return run_step(phase, context)
-        return speculative_step(spec, run_step("decode", context), run, context, draft)
+        return speculative_step(spec, options, run_step("decode", context), run, context, draft)
     return step
 
 
-def speculative_step(spec: RunSpec, verify: Any, run: Callable[[RunSpec], Any], context: int,
+def speculative_step(spec: RunSpec, options: Speculation, verify: Any, run: Callable[[RunSpec], Any], context: int,
                      draft: workload.ModelConfig | None) -> Any:
     """The result of one speculative step at ``context``: the ``draft`` model's K steps (or the
-    target's own drafting, ``--draft self``), then ``verify``."""
-    k = spec.draft_k
-    if spec.draft == SELF:
+    target's own drafting, ``--draft self``: ``draft`` is None), then ``verify``."""
+    k = options.k
+    if draft is None:
+        cost = options.cost
+        if cost is None:  # ``RunSpec`` requires --draft-cost with --draft self
+            raise ConfigError("--draft self needs --draft-cost, and only it takes one", field="--draft-cost")
         one = run(plain(spec, context))
-        drafted = {key: generation.scaled(v, k * spec.draft_cost) for key, v in one.summary.items()
+        drafted = {key: generation.scaled(v, k * cost) for key, v in one.summary.items()
                    if COMBINE.get(key) == SUMMED}
-        runs, widest, stored, shown = ([one.summary] if spec.draft_cost else []), one.summary, 0, {}
+        runs, widest, stored, shown = ([one.summary] if cost else []), one.summary, 0, {}
     else:
         contexts = generation.sample_contexts(context, k, spec.samples)
         shown = {c: _draft(run, spec, c, draft) for c in contexts}
@@ -107,7 +113,7 @@ def speculative_step(spec: RunSpec, verify: Any, run: Callable[[RunSpec], Any], 
         runs = list(samples.values())
         widest = max(runs, key=lambda d: d["roofline_s"])
         stored = runs[0]["weight_bytes_stored"]
-    summary = _combine(spec, verify.summary, drafted, runs, widest, stored)
+    summary = _combine(options, verify.summary, drafted, runs, widest, stored)
     times = _draft_times(shown, context, k)
     parts = [(shown[c], start, f"draft{c - context + 1}/") for c, start in times]
     parts.append((verify, drafted["step_time_s"], ""))
@@ -151,7 +157,7 @@ def _check_room(spec: RunSpec, verify: Any, draft: Any) -> None:
                             f"on a chip together; its memory levels hold {room / 1e9:.2f} GB", field="--draft")
 
 
-def _combine(spec: RunSpec, verify: dict, drafted: dict, runs: list[dict], widest: dict, stored: int) -> dict:
+def _combine(options: Speculation, verify: dict, drafted: dict, runs: list[dict], widest: dict, stored: int) -> dict:
     """The speculative step's summary: the draft's steps (``drafted``: their SUMMED keys, added up)
     and the verify step one after the other (``runs``: the draft steps simulated)."""
     out: dict[str, Any] = {}
@@ -162,12 +168,12 @@ def _combine(spec: RunSpec, verify: dict, drafted: dict, runs: list[dict], wides
     out["weight_bytes_stored"] = verify["weight_bytes_stored"] + stored  # both models are held
     out["roofline_bound"] = verify["roofline_bound"] if verify["roofline_s"] >= drafted["roofline_s"] \
         else widest["roofline_bound"]
-    k, batch = spec.draft_k, verify["workload"]["batch"]
-    tokens = expected_tokens(spec.accept, k)
+    k, batch = options.k, verify["workload"]["batch"]
+    tokens = expected_tokens(options.accept, k)
     out.update(generation.recomputed(out, [verify, *runs], batch * tokens))
     step_s = out["step_time_s"]
     out["speculative"] = {
-        "draft": spec.draft, "draft_k": k, "accept": spec.accept, "draft_cost": spec.draft_cost,
+        "draft": options.draft, "draft_k": k, "accept": options.accept, "draft_cost": options.cost,
         "tokens_per_step": tokens,
         "draft_step_s": drafted["step_time_s"] / k,
         "verify_step_s": verify["step_time_s"],

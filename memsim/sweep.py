@@ -285,10 +285,10 @@ def _run_pool(workers: int, todo: Iterator[Task], results: Results, bar, out: Pa
     pool = ProcessPoolExecutor(max_workers=workers, initializer=worker_start, initargs=(os.getpid(),))
     pending: set = set()
     try:
-        for task in itertools.chain(todo, [None]):
-            if task is not None:
-                pending.add(pool.submit(run_point, *task.call()))
-            while pending and (task is None or len(pending) >= workers * IN_FLIGHT):
+        for queued in itertools.chain(todo, [None]):  # None: the last, after which every point is awaited
+            if queued is not None:
+                pending.add(pool.submit(run_point, *queued.call()))
+            while pending and (queued is None or len(pending) >= workers * IN_FLIGHT):
                 finished, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for fut in finished:
                     _record(results, fut.result(), bar)

@@ -26,7 +26,7 @@ import os
 import shutil
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from memsim import __version__, units
 from memsim.atomic import atomic_write_text, check_writable_parent, folder_entries
@@ -82,22 +82,23 @@ class Lock:
 
     def __init__(self, out: Path) -> None:
         self.path = Path(out) / ".lock"
-        self.fh = None
+        self.fh: TextIO | None = None
 
     def __enter__(self) -> Lock:
         import fcntl
 
-        self.fh = self.path.open("a")
+        self.fh = fh = self.path.open("a")
         try:
-            fcntl.flock(self.fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            self.fh.close()
+            fh.close()
             raise ConfigError("another sweep is writing this folder; wait for it or use another --out",
                               file=str(self.path.parent), field="--out") from None
         return self
 
     def __exit__(self, *exc) -> None:
-        self.fh.close()
+        if self.fh is not None:
+            self.fh.close()
 
 
 def discard(out: Path, existed: bool) -> None:

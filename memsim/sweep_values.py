@@ -12,7 +12,7 @@ import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from memsim import runspec, units
 from memsim.errors import ConfigError, MemsimWarning
@@ -42,11 +42,12 @@ def _expand_all(parts: Iterable[str]) -> list[str]:
 def _expand_one(spec: str) -> list[str]:
     lo, dots, rest = spec.partition("..")
     hi, sep, step = rest.partition(":")
-    if not dots or _kind(lo.strip()) is None:  # a path, a name: a value as written
+    found = _kind(lo.strip()) if dots else None
+    if found is None:  # a path, a name: a value as written
         return [spec]
     if not sep or not step or step[0] not in "x+":
         raise ConfigError(f"range {units.shown(spec)} needs a step: A..B:x2 or A..B:+S", field="--set")
-    kind, parse = _kind(lo.strip())
+    kind, parse = found
     try:
         a, b = parse(lo.strip()), parse(hi.strip())
         factor = float(step[1:]) if step[0] == "x" else parse(step[1:])
@@ -84,7 +85,7 @@ def _kind(text: str) -> tuple[str, Callable] | None:
 
 def _format(kind: str, value: float) -> str:
     if kind in units.FORMATTERS and kind not in ("count", "ratio"):
-        return units.FORMATTERS[kind](round(value))
+        return cast(str, units.FORMATTERS[kind](round(value)))  # a quantity's formatter writes text
     return str(int(value)) if kind == "count" else f"{value:g}"
 
 
@@ -98,7 +99,7 @@ def read_sweep_file(path: Path) -> tuple[dict[str, Any], dict[str, list[str]]]:
     if not isinstance(sets, dict):
         raise ConfigError("expected a mapping of PATH to values", file=str(path), field="set")
     for key in raw:
-        if ALIASES.get(key, key) not in RUN_FIELDS:
+        if _field_name(key) not in RUN_FIELDS:
             raise ConfigError(f"unknown field (known: set, {', '.join(sorted(RUN_FIELDS))})", file=str(path),
                               field=str(key))
     swept: dict[str, list[str]] = {}
@@ -116,7 +117,7 @@ def read_sweep_file(path: Path) -> tuple[dict[str, Any], dict[str, list[str]]]:
             swept.update(parse_sweeps([], {str(k): values}, known=swept))
         except ConfigError as exc:
             raise ConfigError(exc.message, file=str(path), field=where) from None
-    fixed = {ALIASES.get(k, k): v for k, v in raw.items()}
+    fixed = {_field_name(k): v for k, v in raw.items()}
     for name, value in fixed.items():
         try:
             runspec.check(RUN_FIELDS[name], value)
@@ -136,7 +137,7 @@ def parse_sweeps(items: Iterable[str], listed: dict[str, list[str]] | None = Non
             raise ConfigError(f"expected PATH=V1,V2 or PATH=A..B:xF, got {units.shown(item)}", field="--set")
     pairs = [(key.strip(), spec.strip().split(",")) for key, _, spec, _ in given] + list((listed or {}).items())
     for key, parts in pairs:
-        name = ALIASES.get(key, key)
+        name = _field_name(key)
         if name in out:
             raise ConfigError(f"{name} is swept twice", field="--set")
         if name in ("set", "fast_forward"):
@@ -152,6 +153,11 @@ def parse_sweeps(items: Iterable[str], listed: dict[str, list[str]] | None = Non
             raise ConfigError(f"{name}: no values", field="--set")
         out[name] = _once(name, values)
     return out
+
+
+def _field_name(key: str) -> str:
+    """The run field a sweep names: ``weight-dtype`` is ``weight_dtype``; any other key as given."""
+    return ALIASES.get(key, key)
 
 
 def _once(name: str, values: list[str]) -> list[str]:

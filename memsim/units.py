@@ -9,8 +9,10 @@ from __future__ import annotations
 import math
 import re
 import reprlib
+from collections.abc import Callable
 from decimal import Decimal
 from fractions import Fraction
+from typing import Any
 
 PS_PER_S = 10**12
 # No quantity memsim models comes near 10^30 of its base unit (bytes, B/s, ps, FLOP/s) or as a
@@ -298,7 +300,8 @@ def format_frequency(value: int) -> str:
     return _largest(value, _FREQUENCY, "")
 
 
-FORMATTERS = {
+# Each formatter takes what its unit stores: integers in base units, a ratio's float.
+FORMATTERS: dict[str, Callable[[Any], str | float]] = {
     "bytes": format_bytes,
     "bandwidth": format_bandwidth,
     "time": format_time,

@@ -73,7 +73,8 @@ class Fabric:
     def round_ps(self, transfers: Sequence[tuple[int, int, int]]) -> int:
         """How long a round takes on idle links, as the engine runs it."""
         free: dict[Edge, int] = {}
-        paths, took = self._paths, {}  # took: (bytes, rate) -> ps, as few as the round's sizes
+        paths = self._paths
+        took: dict[tuple[int, int], int] = {}  # (bytes, rate) -> ps, as few as the round's sizes
         end = 0
         for src, dst, nbytes in transfers:
             path = paths.get((src, dst))
@@ -140,7 +141,7 @@ class Fabric:
         return collectives.ALLREDUCE[self.cheapest(group, nbytes) if name == collectives.AUTO else name]
 
     def allreduce(self, group: Sequence[int], nbytes: int, algorithm: str = collectives.AUTO
-                  ) -> tuple[collectives.AllReduce, list[collectives.Round]]:
+                  ) -> tuple[collectives.AllReduce, tuple[collectives.Round, ...]]:
         """The named all-reduce, or with ``auto`` the one that costs least here, and its rounds."""
         chosen = self.algorithm(group, nbytes, algorithm)
         return chosen, chosen.rounds(group, nbytes, self.shape(group))

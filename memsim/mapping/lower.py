@@ -280,7 +280,7 @@ def attention_share(cx: Context, items: int, kv_len: int) -> float:
     ex, units = cx.chip.execution, cx.chip.compute.units
     if not cx.grid or ex.unit_tile == 0 or items >= units:
         return 1.0
-    split = ex.kv_split or math.ceil(units / items)
+    split: float = ex.kv_split or math.ceil(units / items)
     # Fractional at the limit: whole splits would let one more key add a split and speed the op up.
     split = max(1.0, min(split, kv_len / KV_SPLIT_MIN))
     return min(1.0, items * split / units)

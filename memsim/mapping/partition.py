@@ -90,9 +90,9 @@ def cut(items: list[Block], parts: int, chip: ChipSpec) -> list[int]:
         return [0] * n
     fast = next((lvl for lvl in chip.levels if lvl.home_for("weight")), chip.levels[-1])
     bandwidth = peak_bandwidth(chip, Ref.level(fast.name))
-    holds = tuple(fast.home_for(k) for k in ("weight", "kv", "activation"))
+    holds = (fast.home_for("weight"), fast.home_for("kv"), fast.home_for("activation"))
     runs = [_runs(items[i:], holds, bandwidth) for i in range(n)]  # runs[i][j - i - 1]: blocks i..j-1
-    bounds = {FAST: chip.chip_capacity(fast)}
+    bounds: dict[int, float] = {FAST: chip.chip_capacity(fast)}
     if _count(runs, bounds) > parts:  # no cut fits that level: the least largest footprint instead
         bounds = {ALL: _least(runs, parts, {}, ALL)}
     else:
@@ -182,9 +182,9 @@ def lookup_shards(graph: OpGraph, chip: ChipSpec, pp: int) -> int:
     if table is None or any(table in {r.tensor for r in o.inputs} for o in graph if o is not op):
         return 1
     fast = next((lvl for lvl in chip.levels if lvl.home_for("weight")), chip.levels[-1])
-    holds = tuple(fast.home_for(k) for k in ("weight", "kv", "activation"))
+    holds = (fast.home_for("weight"), fast.home_for("kv"), fast.home_for("activation"))
     pre = blocks(graph.order(), graph, chip)[0]
-    held = _runs([pre], holds, 1)[0][FAST]
+    held = int(_runs([pre], holds, 1)[0][FAST])  # bytes, a whole number
     room = chip.chip_capacity(fast) - (held - graph.tensors[table].bytes)
     if held <= chip.chip_capacity(fast) or room <= 0:
         return 1

@@ -91,7 +91,7 @@ def staged_roofline(stage_graphs: list[list[OpGraph]], chip: ChipSpec, homes: di
     total: dict[str, int] = {}
     shared: dict[tuple[int, str], int] = {}  # (chip, level) -> bytes of levels its regions share
     busy: dict[tuple[int, str], float] = {}  # (stage, resource) -> seconds
-    work: list[list[tuple[float, str]]] = []  # per stage, per micro-batch: (least time, what bounds it)
+    work: list[list[tuple[float, float, str]]] = []  # per stage, per micro-batch: (compute, least span, its bound)
     # A micro-batch's span on a stage, from its arrival to its departure, is at least its
     # compute, its collectives and (unless weights are prefetched before it arrives) its bytes.
     prefetched = chip.execution.weight_prefetch > 0

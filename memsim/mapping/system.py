@@ -6,7 +6,7 @@ of point-to-point transfers among all ranks, which the engine routes over the to
 """
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 
 from memsim.hardware import topologies
 from memsim.hardware.resource import LINK, Ref, written_name
@@ -57,6 +57,7 @@ def collective_tasks(op: Op, chip: ChipSpec, stage: int, tp: int, deps: list[tup
     tasks = []
     for i, (name, size, flops) in enumerate(zip(names, overlap.chunk_bytes(nbytes, len(names), pieces),
                                                 overlap.split(op.flops, len(names)))):
+        rounds: Sequence[collectives.Round]
         if algorithm is not None:
             rounds = algorithm.rounds(group, size, shape)
         elif op.kind == "allreduce":

@@ -55,7 +55,8 @@ def ops(graph: OpGraph, plan: Plan, result: EngineResult) -> pd.DataFrame:
             row[f"{ref}_read_bytes"] = moved.get(ref, (0, 0))[0]
             row[f"{ref}_written_bytes"] = moved.get(ref, (0, 0))[1]
         row["arithmetic_intensity"] = task.flops / off_chip if off_chip else float("inf")
-        bounds = {"compute": task.flops / peak_rate(chip, op, graph) if op is not None and not task.rounds else 0.0}
+        bounds: dict[str | Ref, float] = {
+            "compute": task.flops / peak_rate(chip, op, graph) if op is not None and not task.rounds else 0.0}
         for lvl, (r, w) in moved.items():
             bounds[lvl] = transfer_ps(r + w, peak_bandwidth(chip, lvl)) / PS_PER_S
         row["roofline_s"] = max(bounds.values())

@@ -33,7 +33,8 @@ TIMELINE_READ = ("start_s", "end_s", "chip", "resource", "kind", "op", "cause", 
 
 
 def _rgb(color: str) -> tuple[float, float, float]:
-    return tuple(int(color[i:i + 2], 16) / 255 for i in (1, 3, 5))  # type: ignore[return-value]
+    red, green, blue = (int(color[i:i + 2], 16) / 255 for i in (1, 3, 5))
+    return red, green, blue
 
 
 def _candidates() -> list[str]:
@@ -169,10 +170,13 @@ def stalls_per_layer(timeline: pd.DataFrame, path: Path, palette: dict[str, str]
     return _save(fig, path)
 
 
-def _number(value, file: str, field: str, *, optional: bool = False) -> float | None:
-    """``value`` as a finite number of at least 0 (None where ``optional`` and missing or null)."""
-    if value is None and optional:
-        return None
+def _optional(value, file: str, field: str) -> float | None:
+    """``_number``, or None where ``value`` is missing or null."""
+    return None if value is None else _number(value, file, field)
+
+
+def _number(value, file: str, field: str) -> float:
+    """``value`` as a finite number of at least 0."""
     if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigError(f"{value!r} is not a number" if value is not None else "missing", file=file, field=field)
     if not math.isfinite(value) or value < 0:
@@ -196,8 +200,8 @@ def read_energy(path: Path) -> dict | None:
         return None
     if not isinstance(energy, dict):
         raise ConfigError(f"{str(energy)[:40]!r} is not an object of joules", file=file, field="energy_j")
-    out = {key: _number(energy.get(key), file, f"energy_j.{key}") for key in ("total", "dynamic", "static", "compute")}
-    parts = {"compute": out["compute"]}
+    totals = {key: _number(energy.get(key), file, f"energy_j.{key}") for key in ("total", "dynamic", "static", "compute")}
+    parts = {"compute": totals["compute"]}
     for group, prefix in (("levels", ""), ("links", "link:")):
         items = energy.get(group, {})
         if not isinstance(items, dict):
@@ -206,13 +210,13 @@ def read_energy(path: Path) -> dict | None:
             value = _number(joules, file, f"energy_j.{group}.{name}")
             if value > 0:
                 parts[f"{prefix}{name}"] = value
-    parts["static"] = out["static"]
-    for key in ("avg_power_w", "peak_power_w", "power_cap_w", "energy_per_token_j"):
-        out[key] = _number(summary.get(key), file, key, optional=True)
+    parts["static"] = totals["static"]
+    power = {key: _optional(summary.get(key), file, key)
+             for key in ("avg_power_w", "peak_power_w", "power_cap_w", "energy_per_token_j")}
     parts = {k: v for k, v in parts.items() if v > 0}
-    if out["total"] <= 0 or not parts:
+    if totals["total"] <= 0 or not parts:
         return None
-    return {**out, "parts": parts}
+    return {**totals, **power, "parts": parts}
 
 
 def _si(value: float, unit: str) -> str:

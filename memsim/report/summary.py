@@ -96,7 +96,7 @@ def summarize(graph: OpGraph, plan: Plan, result: EngineResult, micro: tuple[OpG
     stalls = stall_seconds(result)
     busy = compute_busy_seconds(result)
     dtypes = {op_dtype(chip, op, graph) for op in graph}
-    peak = max(chip.compute.peak(d) for d in dtypes) if dtypes else max(v for _, v in chip.compute.peak_flops_per_s)
+    peak: float = max(chip.compute.peak(d) for d in dtypes) if dtypes else max(v for _, v in chip.compute.peak_flops_per_s)
     peak /= plan.clock  # utilisation of the chip's peak at full clock, whatever clock the cap left it
     dominant = max(stalls, key=stalls.__getitem__) if stalls else "compute"
     weights_needed = sum(_read(g, "weight") for g in graphs)
@@ -159,8 +159,8 @@ def table_placement(graph: OpGraph, plan: Plan) -> dict[str, str]:
                         ("lm_head", ["lm_head"] if "lm_head" in graph.ops else [])):
         # The largest weight each op reads: its table (or its shard of it).
         tables = [max((r.tensor for r in graph.ops[n].inputs if graph.tensors[r.tensor].klass == "weight"),
-                      key=lambda t: graph.tensors[t].bytes, default=None) for n in names]
-        if not tables or None in tables:
+                      key=lambda t: graph.tensors[t].bytes, default="") for n in names]
+        if not tables or "" in tables:  # an op that reads no weight (tensor names are never empty)
             continue
         units = {t.chip for t in plan.tasks if t.graph_op in names}
         if any(plan.chip.level(homes[t]).via for t in tables):

@@ -98,7 +98,10 @@ def case(row: dict) -> Case:
         label += f", TP {tp.group(1)}"
     if row["phase"] == "decode":
         # gpt-fast attends over its whole static cache: prompt plus the generated tokens.
-        new = int(re.search(r"\d+", row["output_len_or_kv_ctx"]).group())
+        generated = re.search(r"\d+", row["output_len_or_kv_ctx"])
+        if generated is None:
+            raise ValueError(f"row {row['id']}: output_len_or_kv_ctx {row['output_len_or_kv_ctx']!r} gives no length")
+        new = int(generated.group())
         return Case(base.id, base.source, label, base.measured_ms,
                     {**kwargs, "phase": "decode", "context": prompt + new}, "decode step", base.settings)
     return Case(base.id, base.source, f"{label} {prompt}", base.measured_ms,
@@ -125,5 +128,7 @@ def fitted(cases: list[Case]) -> list[Case]:
 def simulate_ms(c: Case, overrides: dict[str, str] | None = None) -> float:
     """The row's step time in ms, with hardware fields overridden (``{"compute.kernel_efficiency": "0.8"}``)
     on top of those the row was measured with (its power cap)."""
+    if c.kwargs is None:
+        raise ValueError(f"row {c.id} is skipped: {c.why}")
     result = api.simulate(**c.kwargs, set={**dict(c.settings), **(overrides or {})})
     return result.summary["step_time_s"] * 1e3

@@ -87,7 +87,8 @@ def table(cases: list[Case], params: tuple[Param, ...] = PARAMS,
     ms = np.empty((len(live), *shape))
     for i, c in enumerate(live):
         for index in itertools.product(*(range(n) for n in shape)):
-            ms[(i, *index)] = simulate(c, overrides(params, [p.grid[k] for p, k in zip(params, index)]))
+            cell = (i, *index)  # bound first: mypy reads a starred index as 3.11 syntax, even in parentheses
+            ms[cell] = simulate(c, overrides(params, [p.grid[k] for p, k in zip(params, index)]))
     return Table(params, live, ms)
 
 

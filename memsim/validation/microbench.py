@@ -71,8 +71,15 @@ def gemm_shape(text: str) -> tuple[int, int, int]:
     square = re.search(r"M=N=K=(\d+)", text)
     if square:
         return (int(square.group(1)),) * 3
-    m, n, k = (int(re.search(rf"\b{d}=(\d+)", text).group(1)) for d in "MNK")
+    m, n, k = (_dim(d, text) for d in "MNK")
     return m, n, k
+
+
+def _dim(d: str, text: str) -> int:
+    found = re.search(rf"\b{d}=(\d+)", text)
+    if found is None:
+        raise ValueError(f"GEMM shape {text!r} gives no {d}")
+    return int(found.group(1))
 
 
 def timing(row: dict) -> dict:
@@ -106,6 +113,8 @@ def load(path: Path) -> list[Bench]:
 
 def simulate(b: Bench) -> float:
     """The simulated throughput in the row's unit."""
+    if b.hw is None or b.graph is None:
+        raise ValueError(f"row {b.id} is skipped: {b.why}")
     result = api.simulate_graph(b.hw, b.graph, set={"compute.kernel_efficiency": "1", **b.launch})
     seconds = result.summary["step_time_s"]
     if b.graph.meta.benchmark == "gemm":

@@ -13,6 +13,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 import networkx as nx
 
@@ -32,13 +33,13 @@ POSITIVE_DIMS = ("m", "n", "k", "groups", "batch", "heads", "kv_heads", "q_len",
 MIN_INPUTS = {"matmul": ("activation", "weight"), "attention": ("q", "k", "v")}  # the inputs it reads first
 
 
-def _fail(message: str, field: str) -> None:
+def _fail(message: str, field: str) -> NoReturn:
     raise TraceError(message, field=field)
 
 
-def _whole(value: object, field: str, least: int = 0) -> None:
+def _whole(value: object, field: str, least: int = 0) -> int | float:
     try:
-        units.check_number(value, least)
+        return units.check_number(value, least)
     except units.UnitError as exc:
         raise TraceError(str(exc), field=field) from None
 
@@ -174,7 +175,7 @@ class OpGraph:
         return out
 
     def graph(self) -> nx.DiGraph:
-        g = nx.DiGraph()
+        g: nx.DiGraph[str] = nx.DiGraph()
         g.add_nodes_from(self.ops)
         prod = self.producers()
         for op in self.ops.values():

@@ -13,7 +13,7 @@ package and registers itself; adding a topology means adding one file.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 import networkx as nx
@@ -48,14 +48,14 @@ class Wiring:
 class Topology:
     name: str
     cables: Callable[[int, Wiring], list[Cable]]  # the cables joining chips 0..n-1 (n >= 2)
-    path: Callable[[nx.DiGraph, int, int], list[Hashable]]  # the nodes a transfer visits, src and dst included
+    path: Callable[[nx.DiGraph, int, int], Sequence[Hashable]]  # the nodes a transfer visits, src and dst included
     transfer_hops: int = 1  # link hops a transfer between group neighbours pays (two through a switch)
     dims: Callable[[int], tuple[int, ...]] | None = None  # a grid's sizes for n chips, the fastest-varying last
 
     def build(self, n: int, wiring: Wiring | None = None) -> nx.DiGraph:
         """The chips and, in both directions, the cables between them (edge attribute ``links``:
         the physical links bundled; without a wiring, one each); one chip needs none."""
-        g = nx.DiGraph()
+        g: nx.DiGraph[Hashable] = nx.DiGraph()
         g.add_nodes_from(range(n))
         for a, b, links in self.cables(n, wiring or Wiring(per_peer=1)) if n > 1 else ():
             g.add_edge(a, b, links=links)

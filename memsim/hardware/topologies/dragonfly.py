@@ -12,6 +12,8 @@ it has ports), and a route may take several global hops.
 """
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 import networkx as nx
 
 from memsim.errors import ConfigError
@@ -59,7 +61,7 @@ def cables(n: int, wiring: Wiring) -> list[Cable]:
                 out.append((a, b, links))
     return out
 
-def minimal(g: nx.DiGraph, src: int, dst: int) -> list[int]:
+def minimal(g: nx.DiGraph, src: int, dst: int) -> list[Hashable]:
     """The fewest hops, local cables first: direct, through one chip, or local, global, local
     (a chip of either group forwarding); past that, a shortest path."""
     if g.has_edge(src, dst):

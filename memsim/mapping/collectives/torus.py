@@ -61,7 +61,9 @@ def torus(n: int, shape: Shape) -> tuple[int, Moves]:
     for d in reversed(range(len(dims))):
         if dims[d] < 2:
             continue
-        down, up, owned = [], [], {}
+        down: list[Moves] = []
+        up: list[Moves] = []
+        owned: dict[int, Pieces] = {}
         for line in _lines(dims, d):
             orders = [line, line[::-1]][:_ways(dims[d])]
             for order, part in zip(orders, split(share[line[0]], len(orders))):

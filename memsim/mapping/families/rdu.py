@@ -45,13 +45,14 @@ def stage_through(steps: tuple[Step, ...], slow: set[Ref], fast: Ref) -> tuple[S
 @register("rdu")
 def plan_rdu(graph: OpGraph, chip: ChipSpec, layout: Layout = Layout()):
     slow = {Ref.level(name) for name in chip.execution.stage_from}
-    fast = Ref.level(chip.execution.stage_into) if chip.execution.stage_into else None
+    # The spec requires stage_into with stage_from: a level to stage into exactly when there is one to stage from.
+    fast = Ref.level(chip.execution.stage_into) if slow else None
     seen_layers: set[tuple[int, int]] = set()  # (micro-batch graph, kernel) already launched
     # With kernel looping each pipeline stage's chip calls one kernel for all its layers.
     looped = chip.execution.fused_kernel == "step"
 
     def fused_layers(op, steps, cx):
-        if slow:
+        if fast is not None:
             steps = stage_through(steps, slow, fast)
         if op.layer < 0:  # outside the decoder layers: a kernel of its own
             return steps, cx.chip.execution.kernel_overhead_ps

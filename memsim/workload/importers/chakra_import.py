@@ -88,7 +88,7 @@ def _order(nodes: list, file: str) -> list:
         if n.id in by_id:
             raise ConfigError(f"node id {n.id} is given twice", file=file, field=f"nodes[{n.id}]")
         by_id[n.id] = n
-    g = nx.DiGraph()
+    g: nx.DiGraph[int] = nx.DiGraph()
     g.add_nodes_from(by_id)
     for n in nodes:
         for dep in [*n.data_deps, *n.ctrl_deps]:

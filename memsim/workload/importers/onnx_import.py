@@ -148,8 +148,8 @@ def _convert(model, file: str, dims: dict[str, int]) -> tuple[OpGraph, ImportRep
 
 def np_broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
     out: list[int] = []
-    for dims in shapes:
-        dims = list(dims)
+    for shape in shapes:
+        dims = list(shape)
         if len(dims) > len(out):
             out = [1] * (len(dims) - len(out)) + out
         dims = [1] * (len(out) - len(dims)) + dims

@@ -86,6 +86,13 @@ def convert(ep, name: str, tokens: int, tied: dict[str, str] | None = None) -> t
             g.add_tensor(Tensor(target, shape, dtype, klass, numel * v.element_size()))
         return target
 
+    def held(node) -> str:
+        """The tensor an operand holds: each operand memsim counts bytes of has a shape."""
+        t = tensor(node)
+        if t is None:
+            raise ConfigError(f"{node.name}: torch.export gave this operand no tensor shape", field="ops")
+        return t
+
     def read(node) -> Read | None:
         """Read what the node holds: a slice of a split tensor reads only its own bytes."""
         t = tensor(node) if hasattr(node, "name") else None
@@ -95,7 +102,7 @@ def convert(ep, name: str, tokens: int, tied: dict[str, str] | None = None) -> t
         return Read(t, min(g.tensors[t].bytes, math.prod(int(d) for d in v.shape) * v.element_size()))
 
     def reads(args, unique: bool = True) -> tuple[Read, ...]:
-        out = []
+        out: list[Read] = []
         for a in args:
             for node in a if isinstance(a, (list, tuple)) else (a,):
                 r = read(node) if hasattr(node, "meta") else None
@@ -122,7 +129,7 @@ def convert(ep, name: str, tokens: int, tied: dict[str, str] | None = None) -> t
                 alias[node.name] = alias.get(args[0].name, args[0].name)
             report.note(report.dropped, op)
             continue
-        out = tensor(node)
+        out = held(node)  # a value with a shape, checked above
         shape = tuple(int(d) for d in out_val.shape)
         if op in ("linear", "addmm", "mm", "bmm", "matmul", "_grouped_mm"):
             x, w = (args[1], args[2]) if op == "addmm" else (args[0], args[1])
@@ -137,7 +144,7 @@ def convert(ep, name: str, tokens: int, tied: dict[str, str] | None = None) -> t
         elif op == "scaled_dot_product_attention":
             q, k_node = args[0], args[1]
             qs = tuple(int(d) for d in val(q).shape)
-            kv_src = g.tensors[tensor(k_node)].shape  # the source before any K/V expansion
+            kv_src = g.tensors[held(k_node)].shape  # the source before any K/V expansion
             batch, heads, q_len, head_dim = qs
             kv_len = int(val(k_node).shape[-2])
             kv_heads = int(kv_src[1]) if len(kv_src) == 4 else heads
@@ -151,7 +158,7 @@ def convert(ep, name: str, tokens: int, tied: dict[str, str] | None = None) -> t
         elif op == "embedding":
             table, ids = args[0], args[1]
             g.add_op(Op(node.name, "embedding", -1, g.tensors[out].dtype, 0,
-                        (*reads([ids]), Read(tensor(table), g.tensors[out].bytes)), (out,),
+                        (*reads([ids]), Read(held(table), g.tensors[out].bytes)), (out,),
                         (("elements", math.prod(shape)),)))
         else:
             kind = "norm" if op in ("layer_norm", "native_layer_norm", "rms_norm") else "elementwise"
