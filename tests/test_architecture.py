@@ -47,3 +47,36 @@ def test_simpy_only_in_the_engine():
 def test_modules_stay_small():
     for path in ROOT.rglob("*.py"):
         assert len(path.read_text().splitlines()) <= 400, path
+
+
+DOC = ROOT.parent / "docs" / "architecture.md"
+
+
+def _module_table() -> dict[str, str]:
+    """docs/architecture.md's module table: first cell (the modules it names) -> may import."""
+    table = DOC.read_text().split("## Modules")[1].split("\n## ")[0]
+    rows = {}
+    for line in table.splitlines():
+        if line.startswith("| `memsim/"):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            rows[cells[0]] = cells[-1]
+    return rows
+
+
+def test_the_architecture_page_names_every_package_and_module():
+    named = " ".join(_module_table())
+    for path in sorted(ROOT.iterdir()):
+        if path.name.startswith("__pycache__") or path.suffix not in (".py", "") or not (
+                path.is_dir() or path.suffix == ".py"):
+            continue
+        names = (f"`memsim/{path.name}/`",) if path.is_dir() else (f"`{path.name}`", f"`memsim/{path.name}`")
+        assert any(n in named for n in names), f"docs/architecture.md has no row for {path.relative_to(ROOT.parent)}"
+
+
+def test_the_architecture_page_states_the_imports_this_test_enforces():
+    rows = _module_table()
+    for package, allowed in ALLOWED.items():
+        stated = rows[f"`memsim/{package}/`"]
+        assert set(stated.replace(" ", "").split(",")) == allowed, package
+    leaves = next(cells for cells in rows if "`memsim/units.py`" in cells)
+    assert {n.strip("`").removesuffix(".py").removeprefix("memsim/") for n in leaves.split(", ")} == SHARED

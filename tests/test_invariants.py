@@ -3,7 +3,9 @@
 - per chip, the compute stream's compute and stall rows tile the step, so ``compute_busy_s +
   stall_total_s`` is the step time of every chip simulated (plus, with a ``branch`` stream,
   its compute, which ran while the compute stream waited);
-- the bytes of timeline.csv (rows summed, counts included) are summary.json's, per level and link;
+- the bytes of timeline.csv (rows summed, counts included) are summary.json's, per level and link,
+  and so is the time its transfer rows held each (``busy_s``; a row holds its resource no longer
+  than it spans, as a resource serves one transfer at a time);
 - the FLOPs of ops.csv are ``flops_total``;
 - no transfer row carries zero bytes;
 - fast-forward and replay change nothing in summary.json but the engine's statistics.
@@ -90,6 +92,12 @@ def _bytes(summary: dict) -> dict[str, int]:
     return {k: v for k, v in out.items() if v}
 
 
+def _busy(summary: dict) -> dict[str, float]:
+    out = {name: v["busy_s"] for name, v in summary["bytes_per_level"].items()}
+    out.update({f"link:{name}": v["busy_s"] for name, v in summary["bytes_per_link"].items()})
+    return {k: v for k, v in out.items() if v}
+
+
 def _timeline_bytes(timeline) -> dict[str, int]:
     moved = timeline[timeline.kind == "transfer"].groupby("resource")["bytes"].sum()
     return {k: int(v) for k, v in moved.items()}
@@ -103,6 +111,11 @@ def _check_step(r) -> None:
     assert s["compute_busy_s"] + s["stall_total_s"] == \
         pytest.approx(chips * s["step_time_s"] + (branch.end_s - branch.start_s).sum(), rel=1e-9)
     assert _timeline_bytes(tl) == _bytes(s)
+    transfers = tl[tl.kind == "transfer"]
+    held = transfers.groupby("resource")["busy_s"].sum()
+    assert {k: v for k, v in held.items() if v} == pytest.approx(_busy(s), rel=1e-9)
+    assert (transfers.busy_s <= (transfers.end_s - transfers.start_s) * (1 + 1e-12) + 1e-15).all()
+    assert (tl[tl.kind != "transfer"].busy_s == 0).all()
     assert r.ops.flops.sum() == s["flops_total"]
     # Every level and link of every chip was held at most the step (a server serves one request at a time).
     assert all(0 <= u <= 1 for who in s["utilization"].values() for u in who.values())

@@ -87,6 +87,10 @@ class Interval:
     count: int = 1  # chunk intervals this record stands for (a step's chunks are aggregated); bytes and flops are totals
     stream: str = "compute"
     energy_fj: int = 0  # dynamic energy of the work (compute: its FLOPs; dequant: unpacking; transfer: its bits)
+    # A transfer row spans its first chunk's start to its last chunk's end, and rows on one
+    # resource may overlap (steps of concurrent streams); this is the time its transfers held
+    # the resource, exactly: they add up to the resource's busy time.
+    busy_ps: int = 0
 
     def moved(self, start_ps: int, chip: int, op: str, layer: int) -> Interval:
         """This record of a remembered task, for a task that runs the same from ``start_ps``
@@ -94,7 +98,7 @@ class Interval:
         return Interval(start_ps=self.start_ps + start_ps, end_ps=self.end_ps + start_ps, chip=chip,
                         resource=self.resource, kind=self.kind, op=op, op_kind=self.op_kind, layer=layer,
                         bytes=self.bytes, flops=self.flops, src=self.src, dst=self.dst, cause=self.cause,
-                        count=self.count, stream=self.stream, energy_fj=self.energy_fj)
+                        count=self.count, stream=self.stream, energy_fj=self.energy_fj, busy_ps=self.busy_ps)
 
 
 def keep(r: Interval) -> bool:

@@ -160,7 +160,7 @@ def play(env: simpy.Environment, played: Played, task: OpTask, job: Job, rows: l
         port.horizon = max(port.horizon, now + last)
         rows.append(Interval(start_ps=now + first, end_ps=now + last, chip=job.chip, resource=port.rid, kind="transfer",
                              op=task.op, op_kind=task.kind, layer=task.layer, bytes=nbytes, src=src, dst=dst, count=n,
-                             stream=job.stream, energy_fj=nbytes * 8 * port.energy_fj_per_bit))
+                             stream=job.stream, energy_fj=nbytes * 8 * port.energy_fj_per_bit, busy_ps=busy))
     if played.duration:
         yield env.timeout(played.duration)
 
@@ -174,11 +174,13 @@ def run_collective(env: simpy.Environment, links: SystemLinks, task: OpTask, job
             hops = links.route(src, dst)
             uses = []
             for port in hops:
-                uses.append(port.request(port.duration(nbytes), job, COMMUNICATION))
+                hold = port.duration(nbytes)
+                uses.append(port.request(hold, job, COMMUNICATION))
                 port.count(nbytes, read=True)
-                ext = extent.setdefault(port, [-1, 0, 0, 0, f"chip{src}", f"chip{dst}"])
+                ext = extent.setdefault(port, [-1, 0, 0, 0, f"chip{src}", f"chip{dst}", 0])
                 ext[2] += nbytes
                 ext[3] += 1
+                ext[6] += hold
                 if (ext[4], ext[5]) != (f"chip{src}", f"chip{dst}"):  # several pairs share this link
                     ext[4] = ext[5] = ""
             sent.append((uses, links.latency_ps(src, dst)))
@@ -195,7 +197,7 @@ def run_collective(env: simpy.Environment, links: SystemLinks, task: OpTask, job
             arrival = max(arrival, end + latency)
         if arrival > env.now:
             yield env.timeout(arrival - env.now)
-    for port, (first, last, nbytes, n, src, dst) in extent.items():
+    for port, (first, last, nbytes, n, src, dst, busy) in extent.items():
         rows.append(Interval(start_ps=first, end_ps=last, chip=job.chip, resource=port.rid, kind="transfer", op=task.op,
                              op_kind=task.kind, layer=task.layer, bytes=nbytes, src=src, dst=dst, count=n, stream=job.stream,
-                             energy_fj=nbytes * 8 * port.energy_fj_per_bit))
+                             energy_fj=nbytes * 8 * port.energy_fj_per_bit, busy_ps=busy))

@@ -12,7 +12,7 @@ from memsim.units import PS_PER_S, transfer_ps
 from memsim.workload import OpGraph
 
 TIMELINE_COLUMNS = ["start_s", "end_s", "chip", "stream", "resource", "kind", "op", "op_kind", "layer", "bytes",
-                    "flops", "src", "dst", "cause", "holder", "count", "energy_j"]
+                    "flops", "src", "dst", "cause", "holder", "count", "busy_s", "energy_j"]
 
 
 def timeline(result: EngineResult) -> pd.DataFrame:
@@ -27,7 +27,7 @@ def timeline(result: EngineResult) -> pd.DataFrame:
     chips = {c: f"chip{c}" for c in {r.chip for r in result.records}}
     rows = [(r.start_ps, r.end_ps, chips[r.chip], r.stream, name(r.resource), r.kind, r.op, r.op_kind, r.layer,
              r.bytes, r.flops, r.src, r.dst, name(r.cause), r.cause.holder if r.cause else "", r.count,
-             r.energy_fj / FJ_PER_J)
+             r.busy_ps / PS_PER_S, r.energy_fj / FJ_PER_J)
             for r in result.records]
     df = pd.DataFrame.from_records(rows, columns=["start_ps", "end_ps", *TIMELINE_COLUMNS[2:]])
     df.insert(0, "start_s", df.pop("start_ps") / PS_PER_S)

@@ -33,13 +33,14 @@ def _aggregate(records) -> list:
         key = (r.chip, r.resource, r.op, r.kind, r.cause)
         g = groups.get(key)
         if g is None:
-            groups[key] = [r.start_ps, r.end_ps, r.bytes, r.flops, r.count, r]
+            groups[key] = [r.start_ps, r.end_ps, r.bytes, r.flops, r.count, r.busy_ps, r]
         else:
             g[0], g[1] = min(g[0], r.start_ps), max(g[1], r.end_ps)
             g[2] += r.bytes
             g[3] += r.flops
             g[4] += r.count
-    return [dataclasses.replace(g[5], start_ps=g[0], end_ps=g[1], bytes=g[2], flops=g[3], count=g[4])
+            g[5] += r.busy_ps
+    return [dataclasses.replace(g[6], start_ps=g[0], end_ps=g[1], bytes=g[2], flops=g[3], count=g[4], busy_ps=g[5])
             for g in groups.values()]
 
 
