@@ -59,8 +59,11 @@ def ops(graph: OpGraph, plan: Plan, result: EngineResult) -> pd.DataFrame:
             "compute": task.flops / peak_rate(chip, op, graph) if op is not None and not task.rounds else 0.0}
         for lvl, (r, w) in moved.items():
             bounds[lvl] = transfer_ps(r + w, peak_bandwidth(chip, lvl)) / PS_PER_S
-        row["roofline_s"] = max(bounds.values())
-        row["bound"] = task.bound_name
+        # One model for both columns: the op's roofline and the term that sets it (a collective,
+        # whose bytes are its links', is bound by its link).
+        limit = max(bounds, key=bounds.__getitem__)
+        row["roofline_s"] = bounds[limit]
+        row["bound"] = str(limit) if bounds[limit] > 0 else task.bound_name
         row["tile"] = " ".join(f"{k}={v}" for s in task.steps for k, v in s.tile)
         dynamic, static = joules[task.op]
         row["dynamic_energy_j"] = dynamic

@@ -46,6 +46,22 @@ def test_tables_have_the_documented_columns(result):
     assert (gemms["arithmetic_intensity"] > 0).all()
 
 
+def test_an_ops_bound_is_the_term_that_sets_its_roofline(result):
+    """roofline_s and bound come from one model: a level-bound op's roofline is its bytes there at
+    the level's peak bandwidth, and no other level's bytes take longer at theirs."""
+    from memsim.hardware.resource import Ref
+    from memsim.mapping.roofline import peak_bandwidth
+
+    chip, ops = result.chip, result.ops
+    at_peak = {lvl.name: ops[f"{lvl.name}_read_bytes"].add(ops[f"{lvl.name}_written_bytes"]) /
+               peak_bandwidth(chip, Ref.level(lvl.name)) for lvl in chip.levels if f"{lvl.name}_read_bytes" in ops}
+    assert set(ops.bound) & set(at_peak), "no op is bound by a level"
+    for i, row in ops.iterrows():
+        if row.bound in at_peak:
+            assert row.roofline_s == pytest.approx(at_peak[row.bound][i], rel=1e-9), row.op
+        assert all(t[i] <= row.roofline_s * (1 + 1e-9) for t in at_peak.values()), row.op
+
+
 def test_outputs_are_written_and_reload(result, tmp_path):
     out = tmp_path / "run"
     written = result.write(out)
