@@ -28,6 +28,7 @@ from memsim import (
 from memsim.errors import CapacityError, ConfigError
 from memsim.hardware.estimates import Estimate
 from memsim.hardware.loader import build, dump_chip, estimates_of, load_chip, read_yaml
+from memsim.hardware.resource import Ref
 from memsim.hardware.spec import SystemSpec
 from memsim.runspec import RunSpec
 
@@ -46,6 +47,9 @@ class Result:
     graph: workload.OpGraph
     plan: mapping.Plan
     engine: engine.EngineResult
+    # The levels and links the run moved bytes through: every step's, for a generation or a
+    # speculative step (the estimates of the others cannot matter, ``memsim.sensitivity``).
+    moved: frozenset[Ref] = frozenset()
 
     def write(self, out: str | Path, perfetto: bool = False) -> list[Path]:
         extra = {}
@@ -204,7 +208,8 @@ def _run(chip: hardware.ChipSpec, hw_file: str, graph: workload.OpGraph, fast_fo
         plan, result = powercap.run(chip, lambda at: mapping.make_plan(graph, at, pp, micro),
                                     lambda p: engine.run(p, fast_forward=fast_forward, memoize=memoize))
     return Result(report.summarize(graph, plan, result, micro), report.timeline(result),
-                  report.ops(graph, plan, result), chip, graph, plan, result)
+                  report.ops(graph, plan, result), chip, graph, plan, result,
+                  frozenset(u.resource.ref for u in result.usage if u.read or u.written))
 
 
 @python_entry
@@ -216,7 +221,7 @@ def simulate_graph(hw: str, graph: workload.OpGraph, *, set: Iterable[str] | dic
     chip, hw_path, raw = _load_chip_raw(hw, set)
     graph.validate()
     result = _run(chip, hw_path, graph, fast_forward, memoize)
-    used = sensitivity.report(result.summary, estimates_of(raw, hw_path))
+    used = sensitivity.report(result.summary, estimates_of(raw, hw_path), result.moved)
     return dataclasses.replace(result, summary=report.checked({**result.summary, "estimates": used}))
 
 
@@ -248,10 +253,10 @@ def run(spec: RunSpec) -> Result:
         return _simulate(dataclasses.replace(spec, set=(*spec.set, (path, value)))).summary
 
     top = spec.sensitivity if spec.sensitivity is not None else sensitivity.auto(result.summary)
-    moved = sensitivity.report(result.summary, found, top, rerun)
+    shown = sensitivity.report(result.summary, found, result.moved, top, rerun)
     if spec.sensitivity is None and not top:
-        moved["not_rerun"] = sensitivity.work(result.summary)
-    return dataclasses.replace(result, summary=report.checked({**result.summary, "estimates": moved}))
+        shown["not_rerun"] = sensitivity.work(result.summary)
+    return dataclasses.replace(result, summary=report.checked({**result.summary, "estimates": shown}))
 
 
 def _simulate(spec: RunSpec) -> Result:
@@ -277,14 +282,15 @@ def _simulate(spec: RunSpec) -> Result:
         run_step = speculative.stepper(spec, plain_step, _simulate)
     if spec.phase != "generate":
         return run_step(spec.phase, spec.tokens(spec.phase))
-    prefill, summary, first = generation.generate(run_step, spec.tokens("prefill"), spec.generate, spec.samples)
+    prefill, summary, decodes = generation.generate(run_step, spec.tokens("prefill"), spec.generate, spec.samples)
+    first = decodes[min(decodes)]
     shift = prefill.summary["step_time_s"]
     timeline = pd.concat([prefill.timeline, first.timeline.assign(start_s=first.timeline.start_s + shift,
                                                                   end_s=first.timeline.end_s + shift)])
     ops = pd.concat([prefill.ops, first.ops.assign(start_s=first.ops.start_s + shift,
                                                    end_s=first.ops.end_s + shift)])
     return Result(summary, timeline.reset_index(drop=True), ops.reset_index(drop=True), chip, prefill.graph,
-                  prefill.plan, prefill.engine)
+                  prefill.plan, prefill.engine, prefill.moved.union(*(r.moved for r in decodes.values())))
 
 
 def roofline_s(spec: RunSpec) -> float:

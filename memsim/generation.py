@@ -157,9 +157,10 @@ def _speculative(decodes: dict[int, dict], contexts: np.ndarray, tpot_s: float) 
             "tokens_per_s": decodes[xs[0]]["workload"]["batch"] / tpot_s if tpot_s else 0.0}
 
 
-def generate(run_step: Callable[[str, int], Any], prompt: int, steps: int, samples: int) -> tuple[Any, dict, Any]:
-    """Run the prefill and the sampled decode steps; returns (prefill result, summary, first decode result)."""
+def generate(run_step: Callable[[str, int], Any], prompt: int, steps: int,
+             samples: int) -> tuple[Any, dict, dict[int, Any]]:
+    """Run the prefill and the sampled decode steps; returns (prefill result, summary, decode results by context)."""
     prefill = run_step("prefill", prompt)
     decodes = {c: run_step("decode", c) for c in sample_contexts(prompt, steps, samples)}
     summary = combine(prefill.summary, {c: r.summary for c, r in decodes.items()}, prompt, steps)
-    return prefill, summary, decodes[min(decodes)]
+    return prefill, summary, decodes

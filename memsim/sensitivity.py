@@ -8,7 +8,8 @@ named with the step time and energy at both ends. Orchestration only: every reru
 the ordinary pipeline.
 
 An estimate can only matter if the run uses what it describes. Before anything is rerun, the
-run's own summary rules out the others, exactly:
+run's summary and the levels and links it moved bytes through (``memsim.api.Result.moved``, the
+engine's typed accounts) rule out the others, exactly:
 - a memory level's or a link's figures, when the run moved no byte there (a level's capacity
   is always kept: it decides where tensors live);
 - the system's figures, on one chip;
@@ -30,19 +31,13 @@ from collections.abc import Callable
 from typing import Any
 
 from memsim.hardware.estimates import Estimate
+from memsim.hardware.resource import Ref
+
+Moved = frozenset[Ref] | None  # the levels and links a run moved bytes through (None: not known)
 
 ENERGY_UNITS = ("bit_energy", "flop_energy")
 # What shapes the clock a capped run is lowered to (``memsim.mapping.power``): nothing at full clock.
 CLOCK_SHAPE = ("power.min_clock", "power.clock_step", "power.ridge_clock", "power.floor_voltage", "power.max_clock")
-
-
-def _moved(summary: dict, section: str) -> bool:
-    """Whether the run moved bytes through ``levels[X]`` or ``links[Y]``."""
-    kind, _, name = section.partition("[")
-    name = name.rstrip("]")
-    if kind == "levels":
-        return summary["bytes_per_level"].get(name, {}).get("total", 0) > 0
-    return any(key.split("[")[0] == name and v.get("total", 0) > 0 for key, v in summary["bytes_per_link"].items())
 
 
 def _peak_per_chip(summary: dict) -> float:
@@ -54,9 +49,10 @@ def _capped(summary: dict) -> float | None:
     return summary.get("power_cap_w") or None
 
 
-def _unused_level_or_link(e: Estimate, summary: dict) -> bool:
-    """A figure other than the capacity of a level or link the run moved no byte through."""
-    return e.section.startswith(("levels[", "links[")) and e.key != "capacity" and not _moved(summary, e.section)
+def _unused_level_or_link(e: Estimate, moved: Moved) -> bool:
+    """A figure other than the capacity of a level or link the run moved no byte through
+    (``moved``: the levels and links it did, None where that is not known)."""
+    return e.owner is not None and e.key != "capacity" and moved is not None and e.owner not in moved
 
 
 def _window_cannot_bind(e: Estimate, summary: dict, cap: float) -> bool:
@@ -71,9 +67,9 @@ def _window_cannot_bind(e: Estimate, summary: dict, cap: float) -> bool:
     return all(static_w + dynamic / (min(end / 10**12, seconds) if end else seconds) <= cap for end in (e.low, e.high))
 
 
-def affects_time(e: Estimate, summary: dict) -> bool:
+def affects_time(e: Estimate, summary: dict, moved: Moved = None) -> bool:
     """Whether the step time can depend on ``e``: False only where it provably cannot."""
-    if _unused_level_or_link(e, summary):
+    if _unused_level_or_link(e, moved):
         return False
     if e.section == "system" and summary.get("chips", 1) <= 1:
         return False
@@ -91,7 +87,7 @@ def affects_time(e: Estimate, summary: dict) -> bool:
     return True
 
 
-def energy_at(e: Estimate, summary: dict) -> tuple[float, float] | None:
+def energy_at(e: Estimate, summary: dict, moved: Moved = None) -> tuple[float, float] | None:
     """The run's energy with ``e`` at its low and high ends, when the step time does not depend on
     it (energy is linear in energies per FLOP and per bit and in static power); None otherwise."""
     joules = summary["energy_j"]
@@ -99,14 +95,10 @@ def energy_at(e: Estimate, summary: dict) -> tuple[float, float] | None:
     if e.path == "power.static":
         seconds, chips = summary["step_time_s"], summary.get("chips", 1)
         return tuple(total + (end - e.value) / 1000 * chips * seconds for end in (e.low, e.high))
-    if e.unit not in ENERGY_UNITS or not e.value or _unused_level_or_link(e, summary):
+    if e.unit not in ENERGY_UNITS or not e.value or _unused_level_or_link(e, moved):
         return None
-    kind, _, name = e.section.partition("[")
-    name = name.rstrip("]")
-    if kind == "levels":
-        part = joules["levels"].get(name, 0.0)
-    elif kind == "links":
-        part = joules["links"].get(name, 0.0)
+    if e.owner is not None:  # energy_j keys levels and links by the names the chip gives them
+        part = joules["links" if e.owner.is_link else "levels"].get(e.owner.name, 0.0)
     else:  # compute: matrix or vector energy per FLOP, both in the compute share
         part = joules["compute"]
     return tuple(total + part * (end / e.value - 1) for end in (e.low, e.high))
@@ -137,21 +129,21 @@ def auto(summary: dict) -> int:
     return AUTO_TOP if work(summary) <= AUTO_WORK else 0
 
 
-def report(summary: dict, found: tuple[Estimate, ...], top: int = 0,
+def report(summary: dict, found: tuple[Estimate, ...], moved: Moved, top: int = 0,
            rerun: Callable[[str, str], dict] | None = None) -> dict[str, Any]:
     """The ``estimates`` key of a run's summary: every estimate the result rests on and, with
     ``top`` > 0, the ``top`` it is most sensitive to with the step time and energy at both ends
     of their ranges. ``rerun(path, value)`` gives the summary of the same run with one more
     ``--set`` (two reruns for each estimate that can change the step time)."""
-    used = [e for e in found if affects_time(e, summary) or energy_at(e, summary) is not None]
+    used = [e for e in found if affects_time(e, summary, moved) or energy_at(e, summary, moved) is not None]
     out: dict[str, Any] = {"count": len(found), "used": [e.path for e in used], "sensitive": []}
     if top <= 0 or not used or rerun is None:
         return out
     base_s, base_j = summary["step_time_s"], summary["energy_j"]["total"]
     rows = []
     for e in used:
-        energy = energy_at(e, summary)
-        if energy is not None and not affects_time(e, summary):
+        energy = energy_at(e, summary, moved)
+        if energy is not None and not affects_time(e, summary, moved):
             times = (base_s, base_s)
         else:
             ends = [summary if end == e.value else rerun(e.set_path, text)

@@ -119,7 +119,8 @@ def speculative_step(spec: RunSpec, options: Speculation, verify: Any, run: Call
     parts.append((verify, drafted["step_time_s"], ""))
     return dataclasses.replace(verify, summary=summary,
                                timeline=_joined([(r.timeline, s, p) for r, s, p in parts]),
-                               ops=_joined([(r.ops, s, p) for r, s, p in parts]))
+                               ops=_joined([(r.ops, s, p) for r, s, p in parts]),
+                               moved=verify.moved.union(*(r.moved for r in shown.values())))
 
 
 def _draft(run: Callable[[RunSpec], Any], spec: RunSpec, context: int, draft: workload.ModelConfig) -> Any:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "memsim"
@@ -80,3 +81,22 @@ def test_the_architecture_page_states_the_imports_this_test_enforces():
         assert set(stated.replace(" ", "").split(",")) == allowed, package
     leaves = next(cells for cells in rows if "`memsim/units.py`" in cells)
     assert {n.strip("`").removesuffix(".py").removeprefix("memsim/") for n in leaves.split(", ")} == SHARED
+
+
+# Reading a resource's identity back out of its written name: ``link:nvlink[0>sw]``, ``level:x``.
+NAME_PARSING = re.compile(r'startswith\("(link|level):|removeprefix\("(link|level):|\.r?split\("[\[>]"|'
+                          r'\.r?partition\("[\[>]"\)|"(link|level):" in ')
+
+
+def test_no_module_parses_a_resource_name_back():
+    """Identities travel typed (``memsim.hardware.resource``); only ``written_name`` makes text of
+    them, for the writers, and nothing reads that text back."""
+    for path in ROOT.rglob("*.py"):
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            assert not NAME_PARSING.search(line), f"{path.relative_to(ROOT.parent)}:{number}: {line.strip()}"
+
+
+def test_the_name_parsing_pattern_finds_what_it_is_for():
+    for line in ('key.split("[")[0] == name', 'if name.startswith("link:"):', 'kind, _, n = s.partition("[")',
+                 'a, b = label.split(">")', 'if "link:" in key'):
+        assert NAME_PARSING.search(line), line

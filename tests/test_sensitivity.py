@@ -40,6 +40,22 @@ def test_a_run_names_only_the_estimates_its_result_can_depend_on(chip_path, tiny
     assert s["sensitive"] == []  # reruns only when asked
 
 
+def test_a_link_is_known_used_by_its_typed_identity_not_by_parsing_output_names(tmp_path, tiny_model_path):
+    """Weights that outgrow HBM stream from host memory over PCIe: its latency now matters. The
+    run says so from the engine's accounts (``Result.moved``), not from summary.json's names."""
+    host = "  - {name: ddr, kind: ddr, capacity: 1 GB, bandwidth: 20 GB/s, latency: 1 us, via: pcie}\nlinks:"
+    chip_path = tmp_path / "host.yaml"
+    chip_path.write_text(CHIP.replace("links:", host, 1))
+    chip_path = str(chip_path)
+    r = _run(chip_path, str(tiny_model_path), set={"hbm.capacity": "64 KiB"})
+    from memsim.hardware.resource import Ref
+    assert Ref.link("pcie") in r.moved and Ref.level("hbm") in r.moved
+    assert "links[pcie].latency" in r.summary["estimates"]["used"]
+    assert "links[pcie].latency" not in _run(chip_path, str(tiny_model_path)).summary["estimates"]["used"]
+    found = {e.path: e.owner for e in estimates(chip_path)}
+    assert found["links[pcie].latency"] == Ref.link("pcie") and found["execution.op_overhead"] is None
+
+
 def test_the_ends_of_a_range_are_the_runs_with_those_values(chip_path, tiny_model_path):
     base = _run(chip_path, str(tiny_model_path), sensitivity=3).summary
     rows = {r["field"]: r for r in base["estimates"]["sensitive"]}
@@ -113,7 +129,7 @@ def test_an_end_of_a_range_at_the_value_is_the_run_itself(clocked_path, tiny_mod
         asked.append(value)
         return _run(clocked_path, str(tiny_model_path), set={path: value}).summary
 
-    row = sensitivity.report(s, (at_low,), 1, rerun)["sensitive"][0]
+    row = sensitivity.report(s, (at_low,), None, 1, rerun)["sensitive"][0]
     assert asked == [at_low.written[2]] and row["step_time_s"][0] == s["step_time_s"]
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from memsim import units
 from memsim.errors import ConfigError
+from memsim.hardware.resource import Ref
 
 KEYS = frozenset({"estimate", "range"})
 
@@ -28,6 +29,7 @@ class Estimate:
     low: Any
     high: Any
     written: tuple[str, str, str]  # value, low and high as the YAML writes them
+    owner: Ref | None = None  # the level or link it is a figure of, if one
 
     @property
     def set_path(self) -> str:
@@ -56,7 +58,8 @@ def is_estimate(raw: Any) -> bool:
     return isinstance(raw, dict) and "estimate" in raw
 
 
-def parse(raw: dict, unit: str, parser: Callable[[Any], Any], file: str, path: str) -> Estimate:
+def parse(raw: dict, unit: str, parser: Callable[[Any], Any], file: str, path: str,
+          owner: Ref | None = None) -> Estimate:
     """The estimate written at ``path``: its value and range parsed by ``parser``, and checked."""
     if set(raw) != KEYS:
         raise ConfigError("an estimate is written {estimate: VALUE, range: [LOW, HIGH]}", file=file, field=path)
@@ -73,4 +76,4 @@ def parse(raw: dict, unit: str, parser: Callable[[Any], Any], file: str, path: s
     if not low <= value <= high:
         raise ConfigError(f"the range [{bounds[0]}, {bounds[1]}] must hold the estimate {raw['estimate']}",
                           file=file, field=f"{path}.range")
-    return Estimate(path, unit, value, low, high, (str(raw["estimate"]), str(bounds[0]), str(bounds[1])))
+    return Estimate(path, unit, value, low, high, (str(raw["estimate"]), str(bounds[0]), str(bounds[1])), owner)

@@ -17,6 +17,7 @@ from memsim.errors import ConfigError, about_file
 from memsim.files import load_yaml
 from memsim.hardware import estimates
 from memsim.hardware.estimates import Estimate
+from memsim.hardware.resource import Ref
 from memsim.hardware.spec import (
     ChipSpec,
     ComputeSpec,
@@ -109,12 +110,15 @@ def _number(raw: Any) -> Any:
     return units.check_number(raw, 0, whole=False)
 
 
+OWNERS = {"levels": Ref.level, "links": Ref.link}  # the lists whose entries are a chip's levels and links
+
+
 def estimates_of(raw: dict[str, Any], file: str = "") -> tuple[Estimate, ...]:
     """Every value of a chip's raw mapping written as an estimate, with its range, in YAML order
     (the loader has checked them when it built the chip)."""
     found: list[Estimate] = []
 
-    def walk(cls: type, node: Any, where: str) -> None:
+    def walk(cls: type, node: Any, where: str, owner: Ref | None) -> None:
         if not isinstance(node, dict):
             return
         for key, f in yaml_fields(cls).items():
@@ -122,19 +126,21 @@ def estimates_of(raw: dict[str, Any], file: str = "") -> tuple[Estimate, ...]:
                 continue
             unit, value, path = f.metadata["unit"], node[key], _join(where, key)
             if unit == "section":
-                walk(_SECTIONS[key], value, path)
+                walk(_SECTIONS[key], value, path, owner)
             elif unit == "list" and isinstance(value, list):
                 for i, item in enumerate(value):
-                    walk(_LISTS[key], item, f"{path}[{units.label(item, str(i))}]")
+                    name = item.get("name") if isinstance(item, dict) else None
+                    of = OWNERS[key](name) if key in OWNERS and isinstance(name, str) else owner
+                    walk(_LISTS[key], item, f"{path}[{units.label(item, str(i))}]", of)
             elif unit in _TABLES and isinstance(value, dict):
                 for k, v in value.items():
                     if estimates.is_estimate(v):
                         found.append(estimates.parse(v, str(_TABLES[unit]), _parser(_TABLES[unit]), file,
-                                                     f"{path}.{k}"))
+                                                     f"{path}.{k}", owner))
             elif unit in units.PARSERS and estimates.is_estimate(value):
-                found.append(estimates.parse(value, unit, units.PARSERS[unit], file, path))
+                found.append(estimates.parse(value, unit, units.PARSERS[unit], file, path, owner))
 
-    walk(ChipSpec, raw, "")
+    walk(ChipSpec, raw, "", None)
     return tuple(found)
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
+from memsim.mapping.roofline import Bound
 
 COMPUTE, COPY, COMM, BRANCH = "compute", "copy", "comm", "branch"  # the streams a task can be issued on
 
@@ -82,7 +83,7 @@ class Plan:
     tasks: tuple[OpTask, ...]  # in execution order
     homes: tuple[tuple[str, str], ...]  # tensor -> level
     roofline_s: float
-    roofline_bound: str
+    roofline_bound: Bound  # outputs write it with str: compute, hbm, link:nvlink[0>sw], pipeline hops
     compulsory_bytes: tuple[tuple[str, int], ...]  # level -> bytes any schedule must move
     chips: int = 1  # tensor-parallel ranks x pipeline stages
     tp: int = 1

@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 
 from memsim.hardware import topologies
-from memsim.hardware.resource import LINK, Ref, written_name
+from memsim.hardware.resource import SYSTEM, Ref, ResourceId
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping import collectives, fabric, overlap
 from memsim.mapping.plan import COMM, OpTask
+from memsim.mapping.roofline import Bound
 from memsim.units import PS_PER_S
 from memsim.workload.graph import Op, OpGraph
 
@@ -141,9 +142,9 @@ class Routes:
         assert self.fabric is not None
         return self.fabric.peak[(a, b)]
 
-    def name(self, direction: Direction) -> str:
-        """As outputs name it: ``link:nvlink[0>sw]``."""
-        return written_name(LINK, self.link(direction).name, direction[1:])
+    def resource(self, direction: Direction) -> ResourceId:
+        """The direction as the engine's resource (``link:nvlink[0>sw]`` in outputs)."""
+        return Ref.link(self.link(direction).name).on(SYSTEM, direction[1:])
 
     def seconds(self, src: int, dst: int, nbytes: int) -> float:
         """The least time of a transfer: its bytes at the peak bandwidth of the narrowest cable
@@ -168,11 +169,11 @@ Direction = tuple[bool, Hashable, Hashable]  # (between regions of one chip?, fr
 
 
 def link_bytes(tasks: list[OpTask], chip: ChipSpec, chips: int, regions: int = 1,
-               tp: int = 1) -> dict[str, tuple[int, int]]:
+               tp: int = 1) -> dict[Bound, tuple[int, int]]:
     """Every link direction's traffic for the roofline: (bytes, bandwidth) per direction of each
     link between chips (and between a chip's regions), and of each chip link a step moves bytes
     over (a wafer's fabric), for the chip that moves the most."""
-    out: dict[str, tuple[int, int]] = {}
+    out: dict[Bound, tuple[int, int]] = {}
     edges: dict[Direction, int] = {}
     routes = Routes(chip, chips, regions, tp)
     for transfers, times in _counted(r for t in tasks for r in t.rounds):  # a round shared by tasks: walked once
@@ -180,7 +181,7 @@ def link_bytes(tasks: list[OpTask], chip: ChipSpec, chips: int, regions: int = 1
             for direction in routes.directions(src, dst):
                 edges[direction] = edges.get(direction, 0) + nbytes * times
     for direction, nbytes in edges.items():
-        out[routes.name(direction)] = (nbytes, routes.peak(direction))
+        out[routes.resource(direction)] = (nbytes, routes.peak(direction))
     per_chip: dict[tuple[int, str], int] = {}
     for t in tasks:
         for step in t.steps:
@@ -188,8 +189,8 @@ def link_bytes(tasks: list[OpTask], chip: ChipSpec, chips: int, regions: int = 1
                 if ref.is_link:
                     per_chip[(t.chip, ref.name)] = per_chip.get((t.chip, ref.name), 0) + nbytes
     for (_, name), nbytes in per_chip.items():  # the busiest chip's share of each chip link
-        if nbytes > out.get(f"link:{name}", (0, 0))[0]:
-            out[f"link:{name}"] = (nbytes, chip.link(name).peak_bandwidth)
+        if nbytes > out.get(Ref.link(name), (0, 0))[0]:
+            out[Ref.link(name)] = (nbytes, chip.link(name).peak_bandwidth)
     return out
 
 

@@ -53,6 +53,16 @@ def utilization(per: dict[str, dict[str, dict[str, Any]]], step_s: float) -> dic
             for who, resources in per.items()}
 
 
+def exposed_comm_seconds(plan: Plan, result: EngineResult) -> float:
+    """The compute stream's waits for the interconnect between chips (its stalls on it)."""
+    link = plan.chip.interconnect
+    if link is None or plan.chips <= 1:
+        return 0.0
+    on = Ref.link(link.name)
+    return sum(r.end_ps - r.start_ps for r in result.records if r.kind == "stall" and r.stream == COMPUTE_STREAM
+               and r.cause is not None and r.cause.on == on.on(r.chip)) / PS_PER_S
+
+
 def compute_busy_seconds(result: EngineResult) -> float:
     """Time the compute units computed (``dequant`` intervals, beside them, are not compute)."""
     return sum(r.end_ps - r.start_ps for r in result.records if r.kind == "compute") / PS_PER_S
@@ -110,7 +120,7 @@ def summarize(graph: OpGraph, plan: Plan, result: EngineResult, micro: tuple[OpG
         workload=workload,
         step_time_s=step_s,
         roofline_s=plan.roofline_s,
-        roofline_bound=plan.roofline_bound,
+        roofline_bound=str(plan.roofline_bound),
         step_over_roofline=step_s / plan.roofline_s if plan.roofline_s else None,
         flops_total=flops,
         compute_utilization=flops / (step_s * peak) if step_s else 0.0,
@@ -126,8 +136,7 @@ def summarize(graph: OpGraph, plan: Plan, result: EngineResult, micro: tuple[OpG
         kv_cache_bytes_written=kv_written,
         stall_s=stalls,
         stall_total_s=sum(stalls.values()),
-        exposed_comm_s=sum(v for k, v in stalls.items() if chip.interconnect and plan.chips > 1
-                           and k == str(Ref.link(chip.interconnect.name))),
+        exposed_comm_s=exposed_comm_seconds(plan, result),
         chips=plan.chips,
         grid={"tp": plan.tp, "pp": plan.chips // plan.tp},
         embedding_placement=table_placement(graph, plan),

@@ -8,6 +8,7 @@ import pytest
 from memsim import hardware
 from memsim.errors import CapacityError
 from memsim.hardware import load_chip
+from memsim.hardware.resource import Ref
 from memsim.mapping.placement import place
 from memsim.mapping.roofline import compulsory_bytes, compute_seconds, roofline
 from memsim.workload import StepSpec, build_step, model_config
@@ -188,7 +189,7 @@ def test_roofline_bound_and_time():
     g = build_step(model_config("llama-2-7b"), StepSpec.make("decode", batch=1, context=256))
     homes = place(g, chip)
     seconds, bound, need = roofline(g, chip, homes)
-    assert bound == "hbm"  # batch-1 decode is memory bound
+    assert bound == Ref.level("hbm")  # batch-1 decode is memory bound
     assert seconds == pytest.approx(need["hbm"] / chip.level("hbm").bandwidth_bytes_per_s)
     assert seconds >= compute_seconds(g, chip)
     assert 3.9e-3 < seconds < 4.2e-3  # ~13.5 GB at 3.35 TB/s
