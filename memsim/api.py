@@ -25,7 +25,7 @@ from memsim import (
     units,
     workload,
 )
-from memsim.errors import CapacityError, ConfigError
+from memsim.errors import CapacityError, ConfigError, is_run, run_field
 from memsim.hardware.estimates import Estimate
 from memsim.hardware.loader import build, dump_chip, estimates_of, load_chip, read_yaml
 from memsim.hardware.resource import Ref
@@ -33,7 +33,6 @@ from memsim.hardware.spec import SystemSpec
 from memsim.runspec import RunSpec
 
 DEFAULT_SAMPLES = RunSpec.samples  # decode steps simulated for a generation; the rest are interpolated
-python_entry = runspec.python_entry  # a Python caller's errors name keyword arguments
 
 
 @dataclass(frozen=True)
@@ -112,7 +111,7 @@ def step_graphs(spec: RunSpec, chip: hardware.ChipSpec, config: workload.ModelCo
     quantized = chip.execution.embedding_dtype == "weight"
     graph = load_workload(spec, phase, tokens, config, quantized)
     limits.check(len(graph.ops) * parts, limits.MAX_TASKS, f"tasks ({len(graph.ops)} ops x {parts} micro-batches)",
-                 "--microbatches" if spec.microbatches is not None else "execution.pipeline_chunks")
+                 run_field("microbatches") if spec.microbatches is not None else "execution.pipeline_chunks")
     shards = mapping.lookup_shards(graph, chip, spec.pp)  # an embedding table too big for a stage of its own
     if parts == 1:
         return (graph if shards == 1 else load_workload(spec, phase, tokens, config, quantized, shards)), ()
@@ -120,7 +119,6 @@ def step_graphs(spec: RunSpec, chip: hardware.ChipSpec, config: workload.ModelCo
     return micro[-1], micro
 
 
-@python_entry
 def resolve(hw: str = RunSpec.hw, model: str | None = None, **options: Any) -> RunSpec:
     """The run ``simulate`` would do, with the defaults that depend on the model filled in."""
     return fill_defaults(RunSpec.make({"hw": hw, "model": model, **options}))
@@ -184,14 +182,14 @@ def estimates(hw: str, sets: Iterable[str] | Iterable[tuple[str, str]] | dict[st
 
 @contextlib.contextmanager
 def _blamed(hw_file: str, trace: str | None = None):
-    """An error about the chip names the hardware file; one about --batch, a trace's ops."""
+    """An error about the chip names the hardware file; one about the batch, a trace's ops."""
     try:
         yield
     except (CapacityError, ConfigError) as exc:
-        field = exc.field or ""
-        if not field.startswith("--"):  # about the chip (e.g. system.collective), not an option
-            exc.file = exc.file or hw_file
-        elif trace is not None and field.startswith("--batch"):  # a trace fixes its batch and context
+        field = exc.raw_field or ""
+        if not is_run(field):  # about the chip (e.g. system.collective), not a run field
+            exc.raw_file = exc.raw_file or hw_file
+        elif trace is not None and field.startswith(run_field("batch")):  # a trace fixes its batch and context
             exc.file, exc.field = trace, "ops"
         raise
 
@@ -212,7 +210,6 @@ def _run(chip: hardware.ChipSpec, hw_file: str, graph: workload.OpGraph, fast_fo
                   frozenset(u.resource.ref for u in result.usage if u.read or u.written))
 
 
-@python_entry
 def simulate_graph(hw: str, graph: workload.OpGraph, *, set: Iterable[str] | dict[str, str] = (),
                    fast_forward: bool = True, memoize: bool = True) -> Result:
     """Simulate an operator DAG built in Python (or by an importer) on a chip."""
@@ -225,7 +222,6 @@ def simulate_graph(hw: str, graph: workload.OpGraph, *, set: Iterable[str] | dic
     return dataclasses.replace(result, summary=report.checked({**result.summary, "estimates": used}))
 
 
-@python_entry
 def simulate(hw: str = RunSpec.hw, model: str | None = None, **options: Any) -> Result:
     """Simulate one step, or with ``phase="generate"`` a prefill of ``prompt`` tokens and
     ``generate`` decode steps. The keyword arguments are ``RunSpec``'s fields (``memsim.RunSpec``);
@@ -233,7 +229,6 @@ def simulate(hw: str = RunSpec.hw, model: str | None = None, **options: Any) -> 
     return run(resolve(hw, model, **options))
 
 
-@python_entry
 def run(spec: RunSpec) -> Result:
     """Simulate a resolved ``RunSpec`` (see ``resolve``); ``chips`` without a grid: the fastest
     grid that fits (``memsim.grid``). The summary's ``estimates`` names the estimated preset
@@ -269,7 +264,7 @@ def _simulate(spec: RunSpec) -> Result:
     shortcuts = spec.fast_forward
     if spec.trace is not None:
         if spec.microbatches not in (None, 1):
-            raise ConfigError("a trace holds one step: it cannot be split into micro-batches", field="--microbatches")
+            raise ConfigError("a trace holds one step: it cannot be split into micro-batches", field=run_field("microbatches"))
         return _run(chip, hw_path, load_workload(spec), shortcuts, shortcuts, spec.pp, trace=spec.trace)
     config = workload.model_config(spec.required_model())
 

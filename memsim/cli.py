@@ -12,7 +12,7 @@ import click
 from memsim import __version__, api, console_table, hardware, inputs, limits, report, runspec, workload
 from memsim.atomic import check_output_file
 from memsim.console import by_interrupt, interrupted
-from memsim.errors import MemsimError, MemsimWarning, flags_named
+from memsim.errors import FLAGS, MemsimError, MemsimWarning, flags_named, shown
 from memsim.runspec import RunSpec
 from memsim.workload.importers import IMPORTERS, OUTPUT, Importer
 
@@ -23,14 +23,14 @@ def _spec_options(command: str):
         for f in reversed(runspec.options(command)):
             meta, flag = f.metadata, runspec.flag(f)
             if meta["kind"] is bool:
-                opt = click.option(flag, f.name, is_flag=True, help=meta["help"])
+                opt = click.option(flag, f.name, is_flag=True, help=shown(meta["help"], flags=True))
             elif f.name == "set":
-                opt = click.option(flag, f.name, multiple=True, metavar="PATH=VALUE", help=meta["help"])
+                opt = click.option(flag, f.name, multiple=True, metavar="PATH=VALUE", help=shown(meta["help"], flags=True))
             else:
                 kind = click.Choice(meta["choices"]) if meta["choices"] else meta["kind"]
                 default = meta["cli_default"]
                 opt = click.option(flag, f.name, type=kind, default=default, show_default=default is not None,
-                                   help=meta["help"])
+                                   help=shown(meta["help"], flags=True))
             fn = opt(fn)
         return fn
     return decorate
@@ -203,7 +203,8 @@ def _import_command(name: str, importer: Importer) -> click.Command:
     params: list[click.Parameter] = []
     for opt in importer.options:
         kind = click.Path(dir_okay=False) if opt.kind is Path else opt.kind
-        if opt.flag:
+        if opt.flag:  # an importer's error names the option by its keyword; the command line, by its flag
+            FLAGS.setdefault(opt.name, opt.flag.split("/")[-1])
             params.append(click.Option([*opt.flag.split("/"), opt.name], type=kind, required=opt.required,
                                        default=opt.default, show_default=opt.default is not None,
                                        multiple=opt.multiple, metavar=opt.metavar, help=opt.help))
@@ -248,7 +249,7 @@ def entry() -> None:
         sys.stdout = open(os.devnull, "w")
         sys.exit(1)
     except MemsimError as exc:
-        _fail(exc.one_line())
+        _fail(exc.one_line(flags=True))
     except (click.exceptions.Abort, KeyboardInterrupt):
         interrupted()
     except click.ClickException as exc:

@@ -14,10 +14,10 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from memsim.errors import CapacityError, ConfigError
+from memsim.errors import CapacityError, ConfigError, run_field
 from memsim.runspec import RunSpec
 
-GRID_FIELDS = ("--tp", "--pp")  # the errors that rule a candidate out rather than the run
+GRID_FIELDS = (run_field("tp"), run_field("pp"))  # the errors that rule a candidate out rather than the run
 
 
 def candidates(chips: int) -> list[tuple[int, int]]:
@@ -35,7 +35,7 @@ def fastest(spec: RunSpec, bound: Callable[[RunSpec], float], simulate: Callable
     considered (``grid_search``). ``bound(spec)`` is a run's least time (its roofline: it raises
     as the run would when the grid does not fit), ``simulate(spec)`` the run."""
     if spec.chips is None:
-        raise ConfigError("must be given to search for a grid", field="--chips")
+        raise ConfigError("must be given to search for a grid", field=run_field("chips"))
     tried: list[dict[str, Any]] = []
     ranked: list[tuple[float, RunSpec]] = []
     for tp, pp in candidates(spec.chips):
@@ -43,7 +43,7 @@ def fastest(spec: RunSpec, bound: Callable[[RunSpec], float], simulate: Callable
             grid = dataclasses.replace(spec, tp=tp, pp=pp)
             ranked.append((bound(grid), grid))
         except (CapacityError, ConfigError) as exc:
-            if isinstance(exc, ConfigError) and exc.field not in GRID_FIELDS:
+            if isinstance(exc, ConfigError) and exc.raw_field not in GRID_FIELDS:
                 raise
             tried.append({"tp": tp, "pp": pp, "skipped": exc.message, "capacity": isinstance(exc, CapacityError)})
     if not ranked:
@@ -51,7 +51,7 @@ def fastest(spec: RunSpec, bound: Callable[[RunSpec], float], simulate: Callable
         grids = ", ".join(f"{t['tp']}x{t['pp']}" for t in full)
         reason = (f"{grids} (tp x pp) overflow their chips; with the most ranks, {full[-1]['skipped']}" if full
                   else "the model rules out every split")
-        raise CapacityError(f"no grid of {spec.chips} chips fits: {reason}", field="--chips")
+        raise CapacityError(f"no grid of {spec.chips} chips fits: {reason}", field=run_field("chips"))
     for t in tried:
         t.pop("capacity", None)
     ranked.sort(key=lambda item: (item[0], item[1].pp))
@@ -71,6 +71,6 @@ def fastest(spec: RunSpec, bound: Callable[[RunSpec], float], simulate: Callable
         if entry["simulated_s"] < best_s:
             best, best_s = result, entry["simulated_s"]
     if best is None:
-        raise CapacityError(f"no grid of {spec.chips} chips fits", field="--chips")
+        raise CapacityError(f"no grid of {spec.chips} chips fits", field=run_field("chips"))
     best.summary["grid_search"] = sorted(tried, key=lambda t: (t["tp"], t["pp"]))
     return best

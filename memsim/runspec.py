@@ -14,7 +14,7 @@ from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any
 
 from memsim import limits, units
-from memsim.errors import ConfigError, keyword_named
+from memsim.errors import FLAGS, ConfigError, run_field
 from memsim.workload.dtypes import KV_DTYPES, WEIGHT_DTYPES
 
 PHASES = ("decode", "prefill", "generate")
@@ -36,13 +36,12 @@ def param(default: Any, help: str, *, flag: str | None = None, kind: type = str,
     return field(default=default, metadata=meta)
 
 
+# The run fields errors name (``errors.run_field``): flags on the command line, keywords in Python.
+MODEL, TRACE, TP, PP, EP, PHASE, CHIPS, DRAFT, DRAFT_COST, DRAFT_K, ACCEPT, CONTEXT, PROMPT, GENERATE = (
+    run_field(name) for name in ("model", "trace", "tp", "pp", "ep", "phase", "chips", "draft", "draft_cost",
+                                 "draft_k", "accept", "context", "prompt", "generate"))
+
 WORKLOAD = ("run", "sweep", "trace")
-
-
-# Each run option's command-line flag -> its keyword (filled below RunSpec): a Python caller's
-# errors name keyword arguments (``errors.keyword_named``).
-KEYWORDS: dict[str, str] = {}
-python_entry = keyword_named(KEYWORDS)
 
 
 @dataclass(frozen=True)
@@ -52,8 +51,8 @@ class RunSpec:
     hw: str = param("h100-sxm", "preset name or path to a hardware YAML")
     model: str | None = param(None, "model name in configs/models or a path to a HF config.json",
                               commands=WORKLOAD)
-    trace: str | None = param(None, "simulate a trace file instead of --model", flag="--trace")
-    phase: str = param("decode", "decode (one step), prefill (one step) or generate (a prefill and --generate "
+    trace: str | None = param(None, f"simulate a trace file instead of {MODEL}", flag="--trace")
+    phase: str = param("decode", f"decode (one step), prefill (one step) or generate (a prefill and {GENERATE} "
                        "decode steps)", choices=PHASES, commands=WORKLOAD)
     batch: int = param(1, "sequences per step", kind=int, minimum=1, commands=WORKLOAD)
     context: int | None = param(None, "decode: tokens already in the KV cache (default: 2048, or fewer if the "
@@ -69,7 +68,7 @@ class RunSpec:
                          maximum=MAX_STEPS)
     tp: int = param(1, "tensor-parallel ranks", kind=int, minimum=1, maximum=limits.MAX_RANKS)
     pp: int = param(1, "pipeline stages", kind=int, minimum=1, maximum=limits.MAX_CHIPS)
-    chips: int | None = param(None, "chips in the system: with --tp or --pp it must equal tp x pp; alone, the "
+    chips: int | None = param(None, f"chips in the system: with {TP} or {PP} it must equal tp x pp; alone, the "
                               "fastest tp x pp grid of that many chips that fits is chosen", kind=int, minimum=1,
                               maximum=limits.MAX_CHIPS)
     microbatches: int | None = param(None, "micro-batches the step flows through the pipeline in (default 1; a "
@@ -77,12 +76,12 @@ class RunSpec:
                                      kind=int, minimum=1, maximum=limits.MAX_TASKS)
     draft: str | None = param(None, "speculative decoding (decode, generate): the draft model (a name in "
                               "configs/models or a path to a HF config.json; it runs on the target's chips, tp "
-                              "and pp), or 'self' for a draft of --draft-cost (draft heads, n-gram lookup)")
-    draft_k: int | None = param(None, "--draft: tokens drafted per step (K); the target verifies K+1 in one step",
+                              f"and pp), or 'self' for a draft of {DRAFT_COST} (draft heads, n-gram lookup)")
+    draft_k: int | None = param(None, f"{DRAFT}: tokens drafted per step (K); the target verifies K+1 in one step",
                                 kind=int, minimum=1, maximum=MAX_STEPS)
-    accept: float | None = param(None, "--draft: probability that the target accepts a drafted token, in [0, 1)",
+    accept: float | None = param(None, f"{DRAFT}: probability that the target accepts a drafted token, in [0, 1)",
                                  kind=float, minimum=0, below=1)
-    draft_cost: float | None = param(None, "--draft self: one drafted token's time, bytes and energy as a fraction "
+    draft_cost: float | None = param(None, f"{DRAFT} self: one drafted token's time, bytes and energy as a fraction "
                                      "of the target's one-token decode step", kind=float, minimum=0)
     ep: bool = param(False, "mixture of experts: spread experts over the tp ranks (all-to-all)", kind=bool)
     system: str | None = param(None, "system YAML overriding the preset's system fields (topology, link, "
@@ -98,45 +97,43 @@ class RunSpec:
                                "repeated ones (slow; for checking)", kind=bool,
                                flag="--no-fast-forward", sweepable=False, commands=("run",))
 
-    @python_entry
     def __post_init__(self) -> None:
         for f in fields(self):
             if f.name != "set":
                 object.__setattr__(self, f.name, check(f, getattr(self, f.name)))
         object.__setattr__(self, "set", overrides(self.set))
         if (self.model is None) == (self.trace is None):
-            raise ConfigError("give exactly one of --model and --trace", field="--model/--trace")
+            raise ConfigError(f"give exactly one of {MODEL} and {TRACE}", field=f"{MODEL}/{TRACE}")
         if self.trace is not None:
             if self.tp != 1 or self.pp != 1 or self.ep:
-                raise ConfigError("a trace holds one chip's step: --tp, --pp and --ep do not apply to it",
-                                  field="--trace")
+                raise ConfigError(f"a trace holds one chip's step: {TP}, {PP} and {EP} do not apply to it",
+                                  field=TRACE)
             if self.phase == "generate":
-                raise ConfigError("a trace holds one step; --phase generate needs --model", field="--phase")
-        limits.check(self.tp * self.pp, limits.MAX_CHIPS, "chips (--tp x --pp)", "--tp/--pp")
+                raise ConfigError(f"a trace holds one step; {PHASE} generate needs {MODEL}", field=PHASE)
+        limits.check(self.tp * self.pp, limits.MAX_CHIPS, f"chips ({TP} x {PP})", f"{TP}/{PP}")
         if self.chips is not None and self.chips != self.tp * self.pp and (self.tp, self.pp) != (1, 1):
-            raise ConfigError(f"{self.chips} must equal --tp x --pp ({self.tp * self.pp}), or be given alone",
-                              field="--chips")
+            raise ConfigError(f"{self.chips} must equal {TP} x {PP} ({self.tp * self.pp}), or be given alone",
+                              field=CHIPS)
         if self.trace is not None and self.chips not in (None, 1):
-            raise ConfigError("a trace holds one chip's step: --chips does not apply to it", field="--trace")
+            raise ConfigError(f"a trace holds one chip's step: {CHIPS} does not apply to it", field=TRACE)
         self._check_speculative()
 
     def _check_speculative(self) -> None:
         """Speculative decoding's options, given together and only where they mean something."""
-        given = ["--" + name.replace("_", "-") for name in ("draft_k", "accept", "draft_cost")
-                 if getattr(self, name) is not None]
+        given = [run_field(name) for name in ("draft_k", "accept", "draft_cost") if getattr(self, name) is not None]
         if self.draft is None:
             if given:
-                raise ConfigError("applies to speculative decoding only: give --draft", field=given[0])
+                raise ConfigError(f"applies to speculative decoding only: give {DRAFT}", field=given[0])
             return
         if self.trace is not None:
-            raise ConfigError("a trace holds one step; speculative decoding needs --model", field="--draft")
+            raise ConfigError(f"a trace holds one step; speculative decoding needs {MODEL}", field=DRAFT)
         if self.phase == "prefill":
-            raise ConfigError("a prefill drafts nothing: --draft needs --phase decode or generate", field="--draft")
+            raise ConfigError(f"a prefill drafts nothing: {DRAFT} needs {PHASE} decode or generate", field=DRAFT)
         for name in ("draft_k", "accept"):
             if getattr(self, name) is None:
-                raise ConfigError("must be given with --draft", field=f"--{name.replace('_', '-')}")
+                raise ConfigError(f"must be given with {DRAFT}", field=run_field(name))
         if (self.draft == SELF_DRAFT) != (self.draft_cost is not None):
-            raise ConfigError("--draft self needs --draft-cost, and only it takes one", field="--draft-cost")
+            raise ConfigError(f"{DRAFT} self needs {DRAFT_COST}, and only it takes one", field=DRAFT_COST)
 
     @classmethod
     def make(cls, values: Mapping[str, Any]) -> RunSpec:
@@ -150,14 +147,14 @@ class RunSpec:
     def required_model(self) -> str:
         """The model, for what builds one (a spec of a trace has none)."""
         if self.model is None:
-            raise ConfigError("needs a model: a trace holds one step", field="--model")
+            raise ConfigError("needs a model: a trace holds one step", field=MODEL)
         return self.model
 
     def tokens(self, phase: str) -> int:
         """A resolved spec's context (``phase`` decode) or prompt (prefill, generate)."""
         tokens = self.context if phase == "decode" else self.prompt
         if tokens is None:  # ``resolved`` fills both: a spec used before it is a caller's slip
-            raise ConfigError("must be given", field="--context" if phase == "decode" else "--prompt")
+            raise ConfigError("must be given", field=CONTEXT if phase == "decode" else PROMPT)
         return tokens
 
     def speculation(self) -> Speculation | None:
@@ -165,7 +162,7 @@ class RunSpec:
         if self.draft is None:
             return None
         if self.draft_k is None or self.accept is None:  # ``_check_speculative`` rules it out
-            raise ConfigError("must be given with --draft", field="--draft-k" if self.draft_k is None else "--accept")
+            raise ConfigError(f"must be given with {DRAFT}", field=DRAFT_K if self.draft_k is None else ACCEPT)
         return Speculation(draft=self.draft, k=self.draft_k, accept=self.accept, cost=self.draft_cost)
 
     def resolved(self, max_positions: int | None) -> RunSpec:
@@ -196,7 +193,8 @@ def flag(f) -> str:
     return f.metadata["flag"] or "--" + f.name.replace("_", "-")
 
 
-KEYWORDS.update({flag(f): f.name for f in fields(RunSpec)})
+# The flags that are not ``--`` and the field's name with dashes: errors name them on the command line.
+FLAGS.update({f.name: flag(f) for f in fields(RunSpec) if flag(f) != "--" + f.name.replace("_", "-")})
 
 
 def sweepable() -> dict[str, Any]:
@@ -211,25 +209,25 @@ def parse_value(f, text: str) -> Any:
         try:
             return int(str(text).strip())
         except ValueError:
-            raise ConfigError(f"expected an integer, got {units.shown(text)}", field=f.name) from None
+            raise ConfigError(f"expected an integer, got {units.shown(text)}", field=run_field(f.name)) from None
     if kind is float:
         try:
             return float(str(text).strip())
         except ValueError:
-            raise ConfigError(f"expected a number, got {units.shown(text)}", field=f.name) from None
+            raise ConfigError(f"expected a number, got {units.shown(text)}", field=run_field(f.name)) from None
     if kind is bool:
         lowered = str(text).strip().lower()
         if lowered in ("true", "1", "yes", "on"):
             return True
         if lowered in ("false", "0", "no", "off"):
             return False
-        raise ConfigError(f"expected true or false, got {units.shown(text)}", field=f.name)
+        raise ConfigError(f"expected true or false, got {units.shown(text)}", field=run_field(f.name))
     return str(text)
 
 
 def check(f, value: Any) -> Any:
     """``value`` checked against field ``f``'s type, range and choices (ints given as whole floats become ints)."""
-    kind, name = f.metadata["kind"], flag(f)
+    kind, name = f.metadata["kind"], run_field(f.name)
     if value is None:  # "derive it", where the field (or the console) may leave it so
         if f.default is not None and f.metadata["cli_default"] is not None:
             raise ConfigError("must be given", field=name)
@@ -279,22 +277,22 @@ def overrides(items: Iterable[str] | Mapping[str, str] | Iterable[tuple[str, str
         items = [items]
     if not isinstance(items, (Mapping, Iterable)):
         raise ConfigError(f"expected PATH=VALUE texts, (path, value) pairs or a mapping, got {units.shown(items)}",
-                          field="--set")
+                          field=run_field("set"))
     pairs = []
     for item in (items.items() if isinstance(items, Mapping) else items):
         if isinstance(item, str):
             key, sep, value = item.partition("=")
             if not sep or not key.strip() or not value.strip():
-                raise ConfigError(f"expected PATH=VALUE, got {units.shown(item)}", field="--set")
+                raise ConfigError(f"expected PATH=VALUE, got {units.shown(item)}", field=run_field("set"))
         elif isinstance(item, tuple) and len(item) == 2:
             key, value = item
         else:
-            raise ConfigError(f"expected PATH=VALUE, got {units.shown(item)}", field="--set")
+            raise ConfigError(f"expected PATH=VALUE, got {units.shown(item)}", field=run_field("set"))
         pairs.append((str(key).strip(), str(value).strip()))
     seen = set()
     for key, _ in pairs:
         if key in seen:
-            raise ConfigError(f"{key} is given twice", field="--set")
+            raise ConfigError(f"{key} is given twice", field=run_field("set"))
         seen.add(key)
     return tuple(pairs)
 

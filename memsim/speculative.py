@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from memsim import generation, workload
-from memsim.errors import CapacityError, ConfigError, MemsimError
+from memsim.errors import CapacityError, ConfigError, MemsimError, run_field
 from memsim.report.summary_fields import COMBINE, ONCE, SUMMED, checked
 from memsim.runspec import SELF_DRAFT as SELF
 from memsim.runspec import RunSpec, Speculation
@@ -57,14 +57,14 @@ def plain(spec: RunSpec, context: int, draft: workload.ModelConfig | None = None
 def check_models(target: workload.ModelConfig, draft: workload.ModelConfig | None) -> None:
     """A draft whose tokens the target can check: a decoder with the target's vocabulary."""
     if target.is_encoder:
-        raise ConfigError(f"{target.name} is an encoder: it generates nothing to draft", field="--draft")
+        raise ConfigError(f"{target.name} is an encoder: it generates nothing to draft", field=run_field("draft"))
     if draft is None:
         return
     if draft.is_encoder:
-        raise ConfigError(f"the draft {draft.name} is an encoder: it cannot draft tokens", field="--draft")
+        raise ConfigError(f"the draft {draft.name} is an encoder: it cannot draft tokens", field=run_field("draft"))
     if draft.vocab != target.vocab:
         raise ConfigError(f"the draft {draft.name} has a vocabulary of {draft.vocab} tokens, the target "
-                          f"{target.name} {target.vocab}: the target cannot check its tokens", field="--draft")
+                          f"{target.name} {target.vocab}: the target cannot check its tokens", field=run_field("draft"))
 
 
 Step = Callable[[str, int], Any]  # a step's result at a phase and a context (decode) or prompt (prefill)
@@ -76,11 +76,11 @@ def stepper(spec: RunSpec, run_step: Step, run: Callable[[RunSpec], Any]) -> Ste
     an ordinary ``RunSpec``."""
     options = spec.speculation()
     if options is None:
-        raise ConfigError("speculative decoding needs a draft", field="--draft")
+        raise ConfigError("speculative decoding needs a draft", field=run_field("draft"))
     try:
         draft = None if options.draft == SELF else workload.model_config(options.draft)
     except ConfigError as exc:
-        exc.field = exc.field or "--draft"
+        exc.field = exc.field or run_field("draft")
         raise
     check_models(workload.model_config(spec.required_model()), draft)
 
@@ -99,7 +99,8 @@ def speculative_step(spec: RunSpec, options: Speculation, verify: Any, run: Call
     if draft is None:
         cost = options.cost
         if cost is None:  # ``RunSpec`` requires --draft-cost with --draft self
-            raise ConfigError("--draft self needs --draft-cost, and only it takes one", field="--draft-cost")
+            raise ConfigError(f"{run_field('draft')} self needs {run_field('draft_cost')}, and only it takes one",
+                              field=run_field("draft_cost"))
         one = run(plain(spec, context))
         drafted = {key: generation.scaled(v, k * cost) for key, v in one.summary.items()
                    if COMBINE.get(key) == SUMMED}
@@ -155,7 +156,7 @@ def _check_room(spec: RunSpec, verify: Any, draft: Any) -> None:
     need = max(target.get(c, 0) + drafted.get(c, 0) for c in set(target) | set(drafted))
     if need > room:
         raise CapacityError(f"the target's and the draft {spec.draft}'s weights and KV caches need {need / 1e9:.2f} GB "
-                            f"on a chip together; its memory levels hold {room / 1e9:.2f} GB", field="--draft")
+                            f"on a chip together; its memory levels hold {room / 1e9:.2f} GB", field=run_field("draft"))
 
 
 def _combine(options: Speculation, verify: dict, drafted: dict, runs: list[dict], widest: dict, stored: int) -> dict:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from memsim import runspec, sweep_store, units
-from memsim.errors import ConfigError, MemsimError, MemsimWarning
+from memsim.errors import ConfigError, MemsimError, MemsimWarning, run_field
 from memsim.inputs import FILE_FIELDS
 from memsim.runspec import RunSpec
 from memsim.sweep_store import Lock, Results
@@ -132,7 +132,7 @@ def run_sweep(base: dict[str, Any], sweeps: dict[str, list[str]], out: Path, wor
               scheduler: Any = None, keep: bool = False, progress: bool = True) -> Results:
     """Run every point not already in ``out``; returns the results, finished ones included."""
     if workers is not None and workers < 1:
-        raise ConfigError("must be at least 1", field="--workers")
+        raise ConfigError("must be at least 1", field=run_field("workers"))
     out, fields, total = Path(out), list(sweeps), size(sweeps)
     positions: dict[str, int] = {}
     digests: dict = {}
@@ -214,7 +214,7 @@ def _record(results: Results, row: dict[str, Any], bar) -> None:
     """Keep a finished point; a file that changed under it stops the sweep."""
     if row.get("changed"):
         raise ConfigError(f"{row['changed']}: the sweep stops, keeping its finished points (a resume is refused "
-                          "while the file differs from what the sweep began with)", field="--out")
+                          "while the file differs from what the sweep began with)", field=run_field("out"))
     results.add(row)
     bar.update()
 
@@ -269,7 +269,7 @@ def _available_memory() -> int:
 def _workers(requested: int | None, total: int) -> int:
     cap = worker_cap()
     if requested is not None and requested > cap:
-        warnings.warn(f"--workers {requested} is more than this machine holds: {cap} (a core each, "
+        warnings.warn(f"{run_field('workers')} {requested} is more than this machine holds: {cap} (a core each, "
                       f"{units.human_bytes(PER_WORKER)} of available memory each)", MemsimWarning, stacklevel=3)
     return max(1, min(requested or cap, cap, total))
 
@@ -295,8 +295,8 @@ def _run_pool(workers: int, todo: Iterator[Task], results: Results, bar, out: Pa
     except BrokenProcessPool:
         pool.shutdown(wait=False, cancel_futures=True)
         raise MemsimError("a worker process died (killed from outside, as by the out-of-memory killer); the finished "
-                          "points are kept: run again, with fewer --workers, to resume", file=str(out),
-                          field="--workers") from None
+                          f"points are kept: run again, with fewer {run_field('workers')}, to resume", file=str(out),
+                          field=run_field("workers")) from None
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
         raise
@@ -344,14 +344,14 @@ def _connect(address: Any):
     text = str(address)
     if not _ADDRESS.fullmatch(text):
         raise ConfigError(f"expected a scheduler address such as tcp://host:8786, got {units.shown(text)}",
-                          field="--scheduler")
+                          field=run_field("scheduler"))
     try:
         from distributed import Client
     except ImportError:
-        raise ConfigError("Dask is not installed (pip install '.[dask]')", field="--scheduler") from None
+        raise ConfigError("Dask is not installed (pip install '.[dask]')", field=run_field("scheduler")) from None
     port = text.rstrip("/").rpartition(":")[2]
     if port.isdigit() and not 0 < int(port) < 65536:
-        raise ConfigError(f"port {port} is not a port (1 to 65535)", field="--scheduler")
+        raise ConfigError(f"port {port} is not a port (1 to 65535)", field=run_field("scheduler"))
     made: list = []
 
     def connect() -> None:  # a scheduler that accepts but never answers can hold Client past its timeout
@@ -367,7 +367,7 @@ def _connect(address: Any):
         return made[0]
     exc = made[0] if made else TimeoutError("no answer")
     reason = str(exc).strip().splitlines()[0][:100] if str(exc).strip() else type(exc).__name__
-    raise ConfigError(f"cannot reach the scheduler within {CONNECT_S} s ({reason})", field="--scheduler")
+    raise ConfigError(f"cannot reach the scheduler within {CONNECT_S} s ({reason})", field=run_field("scheduler"))
 
 
 def _run_dask(client, todo: Iterator[Task], results: Results, bar) -> None:

@@ -30,7 +30,7 @@ from typing import Any, TextIO
 
 from memsim import __version__, units
 from memsim.atomic import atomic_write_text, check_writable_parent, folder_entries
-from memsim.errors import ConfigError
+from memsim.errors import ConfigError, run_field
 from memsim.inputs import FILE_FIELDS, path_of
 from memsim.runspec import RunSpec
 
@@ -56,7 +56,7 @@ def file_digest(field: str, value: str | None, memo: dict | None = None) -> str 
     try:
         return digest(path.read_bytes())
     except OSError as exc:
-        raise ConfigError(f"cannot read: {exc.strerror}", file=str(path), field=f"--{field}") from None
+        raise ConfigError(f"cannot read: {exc.strerror}", file=str(path), field=run_field(field)) from None
 
 
 def identity(spec: RunSpec, fields: tuple[str, ...] | None = None, memo: dict | None = None) -> dict[str, Any]:
@@ -92,8 +92,8 @@ class Lock:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             fh.close()
-            raise ConfigError("another sweep is writing this folder; wait for it or use another --out",
-                              file=str(self.path.parent), field="--out") from None
+            raise ConfigError(f"another sweep is writing this folder; wait for it or use another {run_field('out')}",
+                              file=str(self.path.parent), field=run_field("out")) from None
         return self
 
     def __exit__(self, *exc) -> None:
@@ -117,12 +117,12 @@ def discard(out: Path, existed: bool) -> None:
 def check_folder(out: Path) -> None:
     """Refuse an ``--out`` that is a link, not a folder, or a folder holding files of something
     other than a sweep (nothing is created)."""
-    held = folder_entries(out, "--out")
+    held = folder_entries(out, run_field("out"))
     foreign = [n for n in held if n not in OWN and not n.startswith((".results.csv.", f".{MANIFEST}."))]
     if foreign and MANIFEST not in held:
         raise ConfigError(f"holds {units.shown(foreign[0])}, which no sweep writes: give a new or empty folder",
-                          file=str(out), field="--out")
-    check_writable_parent(Path(out) / MANIFEST, "--out")
+                          file=str(out), field=run_field("out"))
+    check_writable_parent(Path(out) / MANIFEST, run_field("out"))
 
 
 def claim(out: Path, experiment: dict[str, Any]) -> None:
@@ -135,24 +135,25 @@ def claim(out: Path, experiment: dict[str, Any]) -> None:
         try:
             held = json.loads(manifest.read_text())
         except (OSError, ValueError):
-            raise ConfigError("unreadable; remove the folder or use another --out", file=str(manifest)) from None
+            raise ConfigError(f"unreadable; remove the folder or use another {run_field('out')}", file=str(manifest)) from None
         if not isinstance(held, dict):
-            raise ConfigError("not a sweep's record; remove the folder or use another --out", file=str(manifest))
+            raise ConfigError(f"not a sweep's record; remove the folder or use another {run_field('out')}", file=str(manifest))
         held_files = held.pop(SWEPT_FILES, {})
         rest = {k: v for k, v in experiment.items() if k != SWEPT_FILES}
         if held != rest:
             differ = sorted(k for k in {*held, *rest} if held.get(k) != rest.get(k))
-            raise ConfigError(f"holds another experiment (it differs in {', '.join(differ)}); use another --out",
-                              file=str(out), field="--out")
+            raise ConfigError(f"holds another experiment (it differs in {', '.join(differ)}); use another {run_field('out')}",
+                              file=str(out), field=run_field("out"))
         changed = [k for k in files if k in held_files and held_files[k] != files[k]]
         if changed:
             raise ConfigError(f"{changed[0]}: the file changed since this sweep began, so a resume would mix its "
-                              "old and new results; use another --out", file=str(out), field="--out")
+                              f"old and new results; use another {run_field('out')}", file=str(out), field=run_field("out"))
         if all(k in held_files for k in files):
             return
         experiment = {**rest, SWEPT_FILES: {**held_files, **files}}
     elif (Path(out) / "points.jsonl").exists() or (Path(out) / "results.csv").exists():
-        raise ConfigError("holds results of an unknown experiment; use another --out", file=str(out), field="--out")
+        raise ConfigError(f"holds results of an unknown experiment; use another {run_field('out')}", file=str(out),
+                          field=run_field("out"))
     atomic_write_text(manifest, json.dumps(experiment, indent=2, sort_keys=True, default=str) + "\n")
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from memsim import runspec, units
-from memsim.errors import ConfigError, MemsimWarning
+from memsim.errors import ConfigError, MemsimWarning, run_field
 from memsim.files import load_yaml
 from memsim.inputs import FILE_FIELDS
 
@@ -30,7 +30,7 @@ def expand(spec: str) -> list[str]:
     (arithmetic), with units: ``256KiB..4MiB:x2,16MiB``."""
     values = _expand_all(spec.split(","))
     if not values:
-        raise ConfigError(f"no values in {units.shown(spec)}", field="--set")
+        raise ConfigError(f"no values in {units.shown(spec)}", field=run_field("set"))
     return values
 
 
@@ -46,23 +46,23 @@ def _expand_one(spec: str) -> list[str]:
     if found is None:  # a path, a name: a value as written
         return [spec]
     if not sep or not step or step[0] not in "x+":
-        raise ConfigError(f"range {units.shown(spec)} needs a step: A..B:x2 or A..B:+S", field="--set")
+        raise ConfigError(f"range {units.shown(spec)} needs a step: A..B:x2 or A..B:+S", field=run_field("set"))
     kind, parse = found
     try:
         a, b = parse(lo.strip()), parse(hi.strip())
         factor = float(step[1:]) if step[0] == "x" else parse(step[1:])
     except (ValueError, units.UnitError) as exc:
-        raise ConfigError(f"range {units.shown(spec)}: {exc}", field="--set") from None
+        raise ConfigError(f"range {units.shown(spec)}: {exc}", field=run_field("set")) from None
     if not all(math.isfinite(v) for v in (a, b, factor)):
-        raise ConfigError(f"range {units.shown(spec)} is not finite", field="--set")
+        raise ConfigError(f"range {units.shown(spec)} is not finite", field=run_field("set"))
     if (step[0] == "x" and (factor <= 1 or a <= 0)) or (step[0] == "+" and factor <= 0) or b < a:
-        raise ConfigError(f"range {units.shown(spec)} does not advance from {lo} to {hi}", field="--set")
+        raise ConfigError(f"range {units.shown(spec)} does not advance from {lo} to {hi}", field=run_field("set"))
     out, v = [], a
     while v <= b * (1 + 1e-12):
         out.append(_format(kind, v))
         v = v * factor if step[0] == "x" else v + factor
         if len(out) > MAX_RANGE:
-            raise ConfigError(f"range {units.shown(spec)} has more than {MAX_RANGE} values", field="--set")
+            raise ConfigError(f"range {units.shown(spec)} has more than {MAX_RANGE} values", field=run_field("set"))
     return out
 
 
@@ -134,23 +134,23 @@ def parse_sweeps(items: Iterable[str], listed: dict[str, list[str]] | None = Non
     given = [(*item.partition("="), item) for item in items]
     for key, sep, _spec, item in given:
         if not sep or not key.strip():
-            raise ConfigError(f"expected PATH=V1,V2 or PATH=A..B:xF, got {units.shown(item)}", field="--set")
+            raise ConfigError(f"expected PATH=V1,V2 or PATH=A..B:xF, got {units.shown(item)}", field=run_field("set"))
     pairs = [(key.strip(), spec.strip().split(",")) for key, _, spec, _ in given] + list((listed or {}).items())
     for key, parts in pairs:
         name = _field_name(key)
         if name in out:
-            raise ConfigError(f"{name} is swept twice", field="--set")
+            raise ConfigError(f"{name} is swept twice", field=run_field("set"))
         if name in ("set", "fast_forward"):
-            raise ConfigError(f"{name} cannot be swept", field="--set")
+            raise ConfigError(f"{name} cannot be swept", field=run_field("set"))
         for part in parts:
             try:
                 part.encode("utf-8")
             except UnicodeEncodeError:
                 raise ConfigError(f"{name}: a value that is not valid text (an undecodable byte)",
-                                  field="--set") from None
+                                  field=run_field("set")) from None
         values = [p.strip() for p in parts if p.strip()] if name in FILE_FIELDS else _expand_all(parts)
         if not values:
-            raise ConfigError(f"{name}: no values", field="--set")
+            raise ConfigError(f"{name}: no values", field=run_field("set"))
         out[name] = _once(name, values)
     return out
 

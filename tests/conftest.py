@@ -90,7 +90,10 @@ def tiny_plan(tiny_graph, tiny_chip) -> mapping.Plan:
 def keyword(flags: str) -> str:
     """What a Python caller is told for the command line's ``flags`` (``--draft-k`` -> ``draft_k``)."""
     import re
+    from dataclasses import fields
 
-    from memsim.runspec import KEYWORDS
+    from memsim.runspec import RunSpec, flag
 
-    return re.sub(r"--[a-z][a-z0-9-]*", lambda m: KEYWORDS.get(m.group(0), m.group(0)), flags)
+    keywords = {flag(f): f.name for f in fields(RunSpec)}
+    return re.sub(r"--[a-z][a-z0-9-]*", lambda m: keywords.get(m.group(0), m.group(0).lstrip("-").replace("-", "_")),
+                  flags)

@@ -100,3 +100,32 @@ def test_the_name_parsing_pattern_finds_what_it_is_for():
     for line in ('key.split("[")[0] == name', 'if name.startswith("link:"):', 'kind, _, n = s.partition("[")',
                  'a, b = label.split(">")', 'if "link:" in key'):
         assert NAME_PARSING.search(line), line
+
+
+def _flag_texts(path: Path) -> list[int]:
+    """Lines where an error raised or a warning given writes a command-line flag itself."""
+    flag = re.compile(r"(?<![\w-])--[a-z]")
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        call = node.exc if isinstance(node, ast.Raise) else node if (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "warn") else None
+        if not isinstance(call, ast.Call):
+            continue
+        for part in ast.walk(call):
+            if isinstance(part, ast.Constant) and isinstance(part.value, str) and flag.search(part.value):
+                found.append(part.lineno)
+    return found
+
+
+def test_errors_name_run_fields_and_only_the_cli_names_flags():
+    """A run field in an error is ``errors.run_field(name)``: the command line shows its flag, a
+    Python caller the keyword argument. Only the CLI writes flags."""
+    for path in ROOT.rglob("*.py"):
+        if path.name != "cli.py":
+            assert not _flag_texts(path), f"{path.relative_to(ROOT.parent)}: lines {_flag_texts(path)} write a flag"
+
+
+def test_the_flag_check_finds_a_flag_in_an_error(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text('def f(x):\n    raise ConfigError(f"lower --batch to {x}", field="batch")\n')
+    assert _flag_texts(sample) == [2]

@@ -8,17 +8,17 @@ import pytest
 
 import memsim
 from memsim import limits
-from memsim.errors import ConfigError, TraceError
+from memsim.errors import ConfigError, TraceError, run_field
 from memsim.workload import read_trace, write_trace
 from tests.test_cli import run_cli
 from tests.workload.test_graph import two_ops
 
 
 def test_the_limit_is_named_with_the_value():
-    limits.check(limits.MAX_RANKS, limits.MAX_RANKS, "ranks", "--tp")
+    limits.check(limits.MAX_RANKS, limits.MAX_RANKS, "ranks", run_field("tp"))
     with pytest.raises(ConfigError) as info:
-        limits.check(limits.MAX_RANKS + 1, limits.MAX_RANKS, "ranks", "--tp")
-    assert info.value.field == "--tp"
+        limits.check(limits.MAX_RANKS + 1, limits.MAX_RANKS, "ranks", run_field("tp"))
+    assert info.value.field == "tp" and info.value.one_line(flags=True).startswith("--tp: ")
     assert f"{limits.MAX_RANKS + 1:,} ranks exceed memsim's limit of {limits.MAX_RANKS:,}" in info.value.message
 
 

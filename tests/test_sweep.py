@@ -403,7 +403,7 @@ def test_the_product_is_walked_lazily_and_workers_are_capped(monkeypatch, tmp_pa
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         assert sweeping._workers(200, 4) == min(4, sweeping.worker_cap())
-    assert any("--workers 200 is more than this machine holds" in str(w.message) for w in caught)
+    assert any("workers 200 is more than this machine holds" in str(w.message) for w in caught)  # a Python caller: the keyword
     assert sweeping._workers(None, 3) == min(3, sweeping.worker_cap())
 
 

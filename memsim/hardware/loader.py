@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from memsim import units
-from memsim.errors import ConfigError, about_file
+from memsim.errors import ConfigError, about_file, run_field
 from memsim.files import load_yaml
 from memsim.hardware import estimates
 from memsim.hardware.estimates import Estimate
@@ -148,7 +148,7 @@ def _join(where: str, key: str) -> str:
     return f"{where}.{key}" if where else key
 
 
-def apply_override(raw: dict[str, Any], path: str, value: Any, file: str = "--set") -> None:
+def apply_override(raw: dict[str, Any], path: str, value: Any, file: str = run_field("set")) -> None:
     """Set ``path`` (e.g. ``sram.capacity`` or ``compute.peak.bf16``) in the raw mapping.
 
     The first component may name a memory level or a link directly; list entries are
@@ -183,7 +183,7 @@ def load_chip(path: Path, overrides: list[tuple[str, str]] | tuple = ()) -> tupl
     raw = copy.deepcopy(read_yaml(path))
     for key, value in overrides:
         apply_override(raw, key, value)
-    file = f"{path} (with --set)" if overrides else str(path)
+    file = f"{path} (with {run_field('set')})" if overrides else str(path)
     return build(ChipSpec, raw, file, ""), raw  # ``ChipSpec`` fills in its family's execution values
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memsim.errors import ConfigError
+from memsim.errors import ConfigError, run_field
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping.roofline import peak_bandwidth, peak_rate
@@ -85,7 +85,7 @@ def cut(items: list[Block], parts: int, chip: ChipSpec) -> list[int]:
     n = len(items)
     if parts > max(1, n):
         raise ConfigError(f"{parts} pipeline stages for {n} blocks (the layers, and the ops before and after "
-                          "them)", field="--pp")
+                          "them)", field=run_field("pp"))
     if parts <= 1:
         return [0] * n
     fast = next((lvl for lvl in chip.levels if lvl.home_for("weight")), chip.levels[-1])

@@ -16,7 +16,7 @@ staging, and only tensors with nowhere else to go (an SRAM-only chip) may use th
 """
 from __future__ import annotations
 
-from memsim.errors import CapacityError
+from memsim.errors import CapacityError, run_field
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping.lower import tile_floor
 from memsim.units import human_bytes
@@ -52,11 +52,11 @@ def place(graph: OpGraph, chip: ChipSpec, kv_copies: int = 1, where: str = "",
                 _fill(weights, size, chip, free, sram_reserve(graph, chip, weights, size, free[sram]))[1] is None:
             # The weights fit by themselves: the KV cache, sized by the batch and the context, is what does not.
             meta = graph.meta
-            option, length = (("--prompt", meta.tokens) if meta.phase == "prefill" else ("--context", meta.context))
-            raise CapacityError(f"{message}; the weights alone fit: lower --batch or {option} (batch "
-                                f"{meta.batch if meta.batch is not None else '?'}, {option[2:]} "
-                                f"{length if length is not None else '?'})",
-                                field=f"--batch/{option}")
+            name, length = ("prompt", meta.tokens) if meta.phase == "prefill" else ("context", meta.context)
+            batch, option = run_field("batch"), run_field(name)
+            raise CapacityError(f"{message}; the weights alone fit: lower {batch} or {option} (batch "
+                                f"{meta.batch if meta.batch is not None else '?'}, {name} "
+                                f"{length if length is not None else '?'})", field=f"{batch}/{option}")
         raise CapacityError(message, field="levels")
     holders = [lvl for lvl in chip.levels if lvl.home_for("activation")] or list(chip.levels[-1:])
     for t in graph.tensors.values():
@@ -65,7 +65,8 @@ def place(graph: OpGraph, chip: ChipSpec, kv_copies: int = 1, where: str = "",
             if not fits:  # as weights and KV that fit nowhere: refused, not given the last level anyway
                 have = ", ".join(f"{lvl.name} {human_bytes(chip.chip_capacity(lvl))}" for lvl in holders)
                 raise CapacityError(f"{where}activation {t.name} needs {human_bytes(t.bytes)} but fits in no memory "
-                                    f"level that holds activations ({have}): lower --batch, --prompt or --context",
+                                    f"level that holds activations ({have}): lower {run_field('batch')}, "
+                                    f"{run_field('prompt')} or {run_field('context')}",
                                     field=f"tensors[{t.name}]")
             homes[t.name] = fits[0].name
     return homes

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from memsim.errors import ConfigError
+from memsim.errors import ConfigError, run_field
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping import collectives, overlap, system
@@ -166,7 +166,7 @@ def make_plan(graph: OpGraph, chip: ChipSpec, pp: int = 1, microbatches: tuple[O
     micro-batches, each of ``microbatches`` (graphs with ``graph``'s ops) flows through the stages."""
     strategy = STRATEGIES.get(chip.family)
     if pp < 1:
-        raise ConfigError("must be at least 1", field="--pp")
+        raise ConfigError("must be at least 1", field=run_field("pp"))
     collectives.check_algorithm(chip.system.collective)
     layout = Layout(pp, tuple(microbatches), len(microbatches) if len(microbatches) > 1 and
                     len({g.meta.context for g in microbatches}) == 1 else 1)

@@ -29,7 +29,7 @@ import pandas as pd
 import yaml
 
 from memsim.atomic import check_writable_parent, folder_entries, umask
-from memsim.errors import ConfigError
+from memsim.errors import ConfigError, run_field
 from memsim.files import check_file
 
 MARKER = "summary.json"  # a folder holding it is a memsim run the next run may replace
@@ -103,21 +103,21 @@ def check_target(out: Path, inputs: Iterable[Path] = ()) -> None:
     _check_target(out)
     for source in inputs:
         if out.resolve() in Path(source).resolve().parents:
-            raise ConfigError(f"holds this run's input {source}: give another folder", file=str(out), field="--out")
-    check_writable_parent(out, "--out")
+            raise ConfigError(f"holds this run's input {source}: give another folder", file=str(out), field=run_field("out"))
+    check_writable_parent(out, run_field("out"))
 
 
 def _check_target(out: Path) -> None:
-    held = folder_entries(out, "--out")
+    held = folder_entries(out, run_field("out"))
     if held and MARKER not in held:
         raise ConfigError("is not empty and holds no memsim run: give a new or empty folder", file=str(out),
-                          field="--out")
+                          field=run_field("out"))
     foreign = [name for name in held if name not in OWN]
     if foreign:
         raise ConfigError(f"holds {foreign[0]!r}, which no memsim run writes: give a new or empty folder",
-                          file=str(out), field="--out")
+                          file=str(out), field=run_field("out"))
     if out == Path.cwd() or out in Path.cwd().parents:
-        raise ConfigError("is the working folder or holds it: give a folder below it", file=str(out), field="--out")
+        raise ConfigError("is the working folder or holds it: give a folder below it", file=str(out), field=run_field("out"))
 
 
 def _temp_folder(out: Path, kind: str) -> Path:

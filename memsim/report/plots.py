@@ -6,7 +6,7 @@ from pathlib import Path
 import pandas as pd
 
 from memsim import units
-from memsim.errors import ConfigError
+from memsim.errors import ConfigError, run_field
 from memsim.report.output import as_numbers, read_table
 
 _SIZE_PARSERS = (units.parse_bytes, units.parse_bandwidth, units.parse_time_ps, units.parse_flops)
@@ -25,7 +25,7 @@ def axis_values(values: pd.Series) -> tuple[list[float], bool]:
             return [float(parse(t)) for t in texts], True
         except units.UnitError:
             continue
-    raise ConfigError(f"cannot plot non-numeric values such as {texts[0]!r}", field="--x")
+    raise ConfigError(f"cannot plot non-numeric values such as {texts[0]!r}", field=run_field("x"))
 
 
 def plot_sweep(results: Path, x_field: str | None = None, output: Path | None = None) -> Path:

@@ -15,7 +15,7 @@ import math
 import warnings
 from dataclasses import dataclass
 
-from memsim.errors import ConfigError, MemsimWarning
+from memsim.errors import ConfigError, MemsimWarning, run_field
 from memsim.workload.dtypes import KV_DTYPES, WEIGHT_DTYPES, nbytes, weight_storage_bytes
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
 from memsim.workload.meta import StepMeta
@@ -49,31 +49,31 @@ class StepSpec:
              embedding_shards: int = 1) -> StepSpec:
         """``tokens``: a decode step's new tokens per sequence (K+1 for a speculative verify step)."""
         if phase not in ("decode", "prefill"):
-            raise ConfigError(f"unknown phase {phase!r} for one step (decode, prefill)", field="--phase")
+            raise ConfigError(f"unknown phase {phase!r} for one step (decode, prefill)", field=run_field("phase"))
         if weight_dtype not in WEIGHT_DTYPES:
-            raise ConfigError(f"{weight_dtype!r} is not one of {', '.join(WEIGHT_DTYPES)}", field="--weight-dtype")
+            raise ConfigError(f"{weight_dtype!r} is not one of {', '.join(WEIGHT_DTYPES)}", field=run_field("weight_dtype"))
         if kv_dtype not in KV_DTYPES:
-            raise ConfigError(f"{kv_dtype!r} is not one of {', '.join(KV_DTYPES)}", field="--kv-dtype")
-        for value, option in ((batch, "--batch"), (context, "--context"), (prompt, "--prompt"),
-                              (group_size, "--group-size"), (tp, "--tp"), (tokens, "--draft-k")):
+            raise ConfigError(f"{kv_dtype!r} is not one of {', '.join(KV_DTYPES)}", field=run_field("kv_dtype"))
+        for value, option in ((batch, run_field("batch")), (context, run_field("context")), (prompt, run_field("prompt")),
+                              (group_size, run_field("group_size")), (tp, run_field("tp")), (tokens, run_field("draft_k"))):
             if value > MAX_SHAPE:
                 raise ConfigError(f"must be at most {MAX_SHAPE}", field=option)
         if batch < 1:
-            raise ConfigError("must be at least 1", field="--batch")
+            raise ConfigError("must be at least 1", field=run_field("batch"))
         if group_size < 1:
-            raise ConfigError("must be at least 1", field="--group-size")
+            raise ConfigError("must be at least 1", field=run_field("group_size"))
         if tp < 1:
-            raise ConfigError("must be at least 1", field="--tp")
+            raise ConfigError("must be at least 1", field=run_field("tp"))
         if phase == "decode":
             if context < 0:
-                raise ConfigError("must not be negative", field="--context")
+                raise ConfigError("must not be negative", field=run_field("context"))
             if tokens < 1:
-                raise ConfigError("a decode step takes at least 1 token", field="--draft-k")
+                raise ConfigError("a decode step takes at least 1 token", field=run_field("draft_k"))
             return cls(phase, batch, tokens, context, weight_dtype, kv_dtype, group_size=group_size, tp=tp,
                        expert_parallel=expert_parallel, quantize_embeddings=quantize_embeddings,
                        embedding_shards=embedding_shards)
         if prompt < 1:
-            raise ConfigError("prefill needs --prompt of at least 1 token", field="--prompt")
+            raise ConfigError(f"prefill needs {run_field('prompt')} of at least 1 token", field=run_field("prompt"))
         return cls(phase, batch, prompt, 0, weight_dtype, kv_dtype, group_size=group_size, tp=tp,
                    expert_parallel=expert_parallel, quantize_embeddings=quantize_embeddings,
                    embedding_shards=embedding_shards)
@@ -337,7 +337,7 @@ def split(step: StepSpec, parts: int, prompt_chunks: bool = False) -> tuple[Step
     whenever it divides, one sequence more could switch a prefill to prompt chunks and make it
     faster (batch parts each compute their sequences' logits, streaming the LM head once each)."""
     if parts < 1:
-        raise ConfigError("must be at least 1", field="--microbatches")
+        raise ConfigError("must be at least 1", field=run_field("microbatches"))
     if parts == 1:
         return (step,)
     chunked = step.phase == "prefill" and step.tokens >= parts
@@ -348,24 +348,24 @@ def split(step: StepSpec, parts: int, prompt_chunks: bool = False) -> tuple[Step
         return tuple(dataclasses.replace(step, tokens=b - a, context=step.context + a, logits=k == parts - 1)
                      for k, (a, b) in enumerate(itertools.pairwise(bounds)))
     raise ConfigError(f"{parts} micro-batches split neither the batch of {step.batch} nor the "
-                      f"{step.tokens} tokens of a prefill", field="--microbatches")
+                      f"{step.tokens} tokens of a prefill", field=run_field("microbatches"))
 
 
 def build_step(model: ModelConfig, step: StepSpec) -> OpGraph:
     """The operator DAG of one step of ``model``."""
     if model.is_encoder and step.phase == "decode":
-        raise ConfigError(f"{model.name} is an encoder: use --phase prefill", field="--phase")
+        raise ConfigError(f"{model.name} is an encoder: use {run_field('phase')} prefill", field=run_field("phase"))
     if step.context + step.tokens > model.max_positions:  # architects do simulate longer contexts
-        warnings.warn(MemsimWarning(f"--context/--prompt: {step.context + step.tokens} tokens exceed "
+        warnings.warn(MemsimWarning(f"{run_field('context')}/{run_field('prompt')}: {step.context + step.tokens} tokens exceed "
                                     f"{model.name}'s {model.max_positions} positions"), stacklevel=2)
     if step.embedding_shards > 1 and model.tie_embeddings:
         raise ConfigError(f"{model.name}'s LM head reads its whole embedding table (they are tied): the table "
                           "cannot be split over pipeline stages", field="embedding_shards")
     if step.expert_parallel and model.experts < 2:
-        raise ConfigError(f"{model.name} is a dense model (it has no experts): --ep needs a mixture of experts",
-                          field="--ep")
+        raise ConfigError(f"{model.name} is a dense model (it has no experts): {run_field('ep')} needs a mixture of experts",
+                          field=run_field("ep"))
     if step.expert_parallel and model.experts % step.tp:
-        raise ConfigError(f"{model.experts} experts do not spread over {step.tp} ranks", field="--ep")
+        raise ConfigError(f"{model.experts} experts do not spread over {step.tp} ranks", field=run_field("ep"))
     return _Builder(shard(model, step.tp, step.expert_parallel), step).build()
 
 
@@ -375,9 +375,9 @@ def shard(model: ModelConfig, tp: int, expert_parallel: bool = False) -> ModelCo
     if tp == 1:
         return model
     if model.heads % tp:
-        raise ConfigError(f"{model.heads} attention heads do not split over {tp} ranks", field="--tp")
+        raise ConfigError(f"{model.heads} attention heads do not split over {tp} ranks", field=run_field("tp"))
     if model.kv_heads >= tp and model.kv_heads % tp:
-        raise ConfigError(f"{model.kv_heads} KV heads do not split over {tp} ranks", field="--tp")
+        raise ConfigError(f"{model.kv_heads} KV heads do not split over {tp} ranks", field=run_field("tp"))
     mlp = model.intermediate if expert_parallel else -(-model.intermediate // tp)
     return dataclasses.replace(model, heads=model.heads // tp, kv_heads=max(1, model.kv_heads // tp),
                                intermediate=mlp, head_dim_override=model.head_dim)

@@ -89,12 +89,13 @@ def test_kv_cache_can_be_what_does_not_fit():
     place(gpt2_decode(batch=1, context=64), chip)
     with pytest.raises(CapacityError) as info:
         place(gpt2_decode(batch=64, context=1000), chip)
-    assert info.value.field == "--batch/--context"
+    assert info.value.field == "batch/context" and info.value.one_line(flags=True).endswith(
+        "lower --batch or --context (batch 64, context 1000)")
     assert "the weights alone fit" in info.value.message and "batch 64, context 1000" in info.value.message
     prefill = build_step(model_config("gpt2"), StepSpec.make("prefill", batch=2048, prompt=1000))
     with pytest.raises(CapacityError) as info:
         place(prefill, chip)
-    assert info.value.field == "--batch/--prompt" and "batch 2048, prompt 1000" in info.value.message
+    assert info.value.field == "batch/prompt" and "batch 2048, prompt 1000" in info.value.message
 
 
 def test_persistent_tensors_spill_to_the_next_level(tmp_path):

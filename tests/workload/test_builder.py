@@ -234,12 +234,12 @@ def test_context_beyond_the_models_positions_runs_with_a_warning():
 
 
 @pytest.mark.parametrize(("kwargs", "field"), [
-    ({"phase": "train"}, "--phase"),
-    ({"phase": "decode", "batch": 0}, "--batch"),
-    ({"phase": "decode", "context": -1}, "--context"),
-    ({"phase": "prefill", "prompt": 0}, "--prompt"),
-    ({"phase": "decode", "weight_dtype": "fp4"}, "--weight-dtype"),
-    ({"phase": "decode", "kv_dtype": "fp64"}, "--kv-dtype"),
+    ({"phase": "train"}, "phase"),  # a Python caller is told the keyword; the command line, the flag
+    ({"phase": "decode", "batch": 0}, "batch"),
+    ({"phase": "decode", "context": -1}, "context"),
+    ({"phase": "prefill", "prompt": 0}, "prompt"),
+    ({"phase": "decode", "weight_dtype": "fp4"}, "weight_dtype"),
+    ({"phase": "decode", "kv_dtype": "fp64"}, "kv_dtype"),
 ])
 def test_bad_step_specs_are_refused(kwargs, field):
     with pytest.raises(ConfigError) as info:
@@ -372,4 +372,4 @@ def test_a_verify_step_is_k_plus_1_tokens_on_the_cache_with_logits_at_each(tiny_
     assert "take_last" in build_step(m, StepSpec.make("prefill", batch=2, prompt=5)).ops
     with pytest.raises(ConfigError) as info:
         StepSpec.make("decode", context=32, tokens=0)
-    assert info.value.field == "--draft-k"
+    assert info.value.field == "draft_k"

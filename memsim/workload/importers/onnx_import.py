@@ -12,7 +12,7 @@ import math
 from pathlib import Path
 
 from memsim import limits
-from memsim.errors import ConfigError, about_file
+from memsim.errors import ConfigError, about_file, run_field
 from memsim.files import check_file
 from memsim.workload.dtypes import nbytes
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
@@ -74,8 +74,8 @@ def _convert(model, file: str, dims: dict[str, int]) -> tuple[OpGraph, ImportRep
         if target not in g.tensors:
             shape, dtype = info.get(target, ((), "fp32"))
             if not shape or any(d == 0 for d in shape):
-                raise ConfigError(f"tensor {target!r} has an unknown shape: give its dimensions with --dim NAME=VALUE",
-                                  file=file, field=target)
+                raise ConfigError(f"tensor {target!r} has an unknown shape: give its dimensions with {run_field('dims')} "
+                                  "NAME=VALUE", file=file, field=target)
             klass = "weight" if target in inits else "activation"
             g.add_tensor(Tensor(target, shape, dtype, klass, nbytes(math.prod(shape), dtype)))
         return target
@@ -107,8 +107,8 @@ def _convert(model, file: str, dims: dict[str, int]) -> tuple[OpGraph, ImportRep
                 raise ConfigError(f"{op_type} needs two inputs and an output", file=file, field=name)
             sa, sb = shape_of(ins[0]), shape_of(ins[1])
             if not sa or not sb:
-                raise ConfigError(f"{name}: operand shapes unknown: give them with --dim NAME=VALUE", file=file,
-                                  field=name)
+                raise ConfigError(f"{name}: operand shapes unknown: give them with {run_field('dims')} NAME=VALUE",
+                                  file=file, field=name)
             trans_b = op_type == "Gemm" and _attr(node, "transB")
             k, n_ = sa[-1], (sb[-2] if trans_b else sb[-1])
             infer(outs, (*sa[:-1], n_), info.get(ins[0], ((), "fp32"))[1])
@@ -170,7 +170,7 @@ def dim_values(items: tuple[str, ...]) -> dict[str, int]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not value.isascii() or not value.isdigit() or len(value) > 30:
-            raise ConfigError(f"expected NAME=INTEGER (at most 30 digits), got {item[:60]!r}", field="--dim")
+            raise ConfigError(f"expected NAME=INTEGER (at most 30 digits), got {item[:60]!r}", field=run_field("dims"))
         values[key] = int(value)
     return values
 
