@@ -20,7 +20,7 @@ THROTTLED = Cause(POWER)  # compute slowed under the power cap
 class Port:
     """A level (or link) a step loads from or stores to, and what one chunk's transfer holds:
     its share of the step's transfer, ``total`` bytes over ``count`` chunks. The whole transfer
-    holds a level for total / (the rate its share of the channels gives, ``hardware/stripes``),
+    holds a level for total / (the rate its share of the channels gives, ``hardware/rates``),
     and the link it is reached over (``via``) at the link's own rate; a chunk holds it for that
     time over ``count``, rounded up. (Rounding each chunk's bytes to whole bytes per channel
     first would charge a small chunk up to a byte per channel more than its share: an artefact

@@ -16,7 +16,7 @@ preempted. A load then never waits behind a store that happened to arrive just b
 so making a step's chunks bigger can only delay its loads, never let them pass a store they
 queued behind before. A level with ``channels`` stripes each transfer evenly over the channels its step
 may use, so a transfer of n bytes takes n / (bandwidth x width / channels), rounded up to the
-picosecond (``hardware/stripes``): the channel count at equal total bandwidth changes nothing for
+picosecond (``hardware/rates``): the channel count at equal total bandwidth changes nothing for
 a whole chip's step.
 
 A level reached over a link (host DDR over PCIe, MemoryX over a wafer's I/O) holds the link
@@ -34,7 +34,7 @@ import simpy
 from simpy.events import NORMAL, PENDING, Event
 from simpy.resources.base import BaseResource, Put
 
-from memsim.hardware import stripes
+from memsim.hardware import rates
 from memsim.hardware.resource import LEVEL, SYSTEM, Ref, ResourceId
 from memsim.hardware.spec import ChipSpec, LinkSpec, MemoryLevel
 from memsim.units import transfer_ps
@@ -238,11 +238,11 @@ class Server(BaseResource):
     def free_at(self) -> int:
         return max(self.horizon, self.via.free_at) if self.via is not None else self.horizon
 
-    def duration(self, nbytes: int, share: float = 1.0) -> int:
+    def duration(self, nbytes: int, share: rates.Share = rates.WHOLE) -> int:
         """Time to move ``nbytes`` for a step with ``share`` of a level (a link serves whole)."""
         if self.rid.kind is not LEVEL:  # one channel at its whole rate: a collective's every transfer comes here
             return transfer_ps(nbytes, self.bandwidth)
-        return stripes.duration_ps(nbytes, self.bandwidth, self.channels, share)
+        return rates.duration_ps(nbytes, self.bandwidth, self.channels, share)
 
     def count(self, nbytes: int, read: bool, owner: object = None) -> None:
         """Account moved bytes here and on the link this level is reached over. Counting is a

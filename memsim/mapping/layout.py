@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import networkx as nx
 
 from memsim.errors import CapacityError
+from memsim.hardware import rates
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping import partition, regions
 from memsim.mapping.placement import place, sram_split
@@ -50,7 +51,7 @@ class Stages:
     layout: Layout  # with the regions it uses
     stage_of: dict[str, int]  # op -> stage
     homes: dict[str, str]  # tensor -> level
-    shares: tuple[float, ...]  # per stage: its share of its chip's compute and SRAM
+    shares: tuple[rates.Share, ...]  # per stage: its share of its chip's compute and SRAM
     staging: tuple[int, ...]  # per stage: SRAM bytes set aside for prefetched weights
     rooms: tuple[int, ...] = ()  # per stage: SRAM bytes its tiles and staging area share (empty: all its share)
 
@@ -107,7 +108,7 @@ def lay_out(graph: OpGraph, chip: ChipSpec, layout: Layout) -> Stages:
             homes.setdefault(name, home)  # an activation sent between stages keeps its producer's home
         staging.append(staged)
         rooms.append(room)
-    return Stages(dataclasses.replace(layout, regions=1), stage_of, homes, (1.0,) * layout.pp, tuple(staging),
+    return Stages(dataclasses.replace(layout, regions=1), stage_of, homes, (rates.WHOLE,) * layout.pp, tuple(staging),
                   tuple(rooms))
 
 
@@ -118,7 +119,7 @@ def _in_regions(graph: OpGraph, chip: ChipSpec, layout: Layout, items: list[part
     count, region_of = regions.groups(items, chip_of, layout.pp)
     stage_of = _op_stages(items, region_of)
     subs = stage_graphs(graph, stage_of, layout.pp * count)
-    shares: list[float] = []
+    shares: list[rates.Share] = []
     for c in range(layout.pp):
         chip_shares = regions.shares(chip, subs[c * count:(c + 1) * count], layout.kv_copies)
         if chip_shares is None:
@@ -146,7 +147,7 @@ def _op_stages(items: list[partition.Block], stage_of_block: list[int]) -> dict[
 
 
 def place_stage(sub: OpGraph, chip: ChipSpec, kv_copies: int, where: str,
-                share: float = 1.0) -> tuple[dict[str, str], int, int]:
+                share: rates.Share = rates.WHOLE) -> tuple[dict[str, str], int, int]:
     """Homes for one stage's tensors (``share``: its share of its chip), the SRAM its tiles and
     staging area share, and the staging area's part of it (for prefetched weights). A scratchpad
     that holds no weights or KV cache gives tiles and staging all of it (half each with weight
@@ -154,7 +155,7 @@ def place_stage(sub: OpGraph, chip: ChipSpec, kv_copies: int, where: str,
     weights and KV cache then get what the reserve for tiles and staging leaves
     (``placement.sram_reserve``), and tiles and staging what they leave (``placement.sram_split``)."""
     sram = chip.sram
-    capacity = round(chip.chip_capacity(sram) * share)
+    capacity = rates.shared_capacity(chip.chip_capacity(sram), share)
     if not (sram.home_for("weight") or sram.home_for("kv")):
         return place(sub, chip, kv_copies, where), capacity, staging_area(chip, share)
     room = max(0, capacity - partition.working_set(sub))

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
+from memsim.hardware import rates
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping import tiling
@@ -31,7 +32,7 @@ class Context:
     graph: OpGraph
     homes: dict
     attention: str = "fused"  # the family may force unfused attention
-    compute_share: float = 1.0  # fraction of the chip's compute an op gets (a wafer region)
+    compute_share: rates.Share = rates.WHOLE  # of the chip's compute, SRAM and channels an op gets (a wafer region)
     microbatch: int = 0  # which micro-batch of the step the op belongs to
     staging_bytes: int = 0  # SRAM set aside for prefetched weights: tiles get the rest
     grid: bool = False  # a kernel launches one work item per unit (a GPU grid); else the compiler spreads an op
@@ -44,7 +45,7 @@ class Context:
         """The SRAM of the op's stage (chip or region) that its tiles and the staging area share."""
         if self.room_bytes >= 0:
             return self.room_bytes
-        return int(self.chip.chip_capacity(self.chip.sram) * self.compute_share)
+        return rates.shared(self.chip.chip_capacity(self.chip.sram), self.compute_share)
 
     @property
     def sram_bytes(self) -> int:
@@ -57,10 +58,10 @@ class Context:
 
     def matrix_rate(self, dtype: str) -> int:
         compute = self.chip.compute
-        return max(1, int(compute.peak(dtype) * compute.matrix_efficiency(dtype) * self.compute_share))
+        return rates.shared(compute.peak(dtype) * compute.matrix_efficiency(dtype), self.compute_share)
 
     def vector_rate(self) -> int:
-        return max(1, int(self.chip.compute.vector_flops_per_s * self.chip.compute.efficiency * self.compute_share))
+        return rates.shared(self.chip.compute.vector_flops_per_s * self.chip.compute.efficiency, self.compute_share)
 
     def matrix_energy(self, flops: int, dtype: str) -> int:
         """Femtojoules ``flops`` of ``dtype`` cost on the matrix units."""
@@ -110,15 +111,6 @@ def make_step(label: str, loads: dict[Ref, int], stores: dict[Ref, int], busy_ps
                 depth=depth, sram_bytes=sram_bytes, total_loads=_ordered(loads), total_stores=_ordered(stores),
                 tile=tuple(sorted((tile or {}).items())), unpack_ps=-(-unpack_ps // n), compute_fj=energy_fj,
                 unpack_fj=unpack_fj)
-
-
-def bandwidth_of(chip: ChipSpec, where: Ref) -> int:
-    """Achievable bandwidth of a level (limited by the link it is reached over) or a link."""
-    if where.is_link:
-        return chip.link(where.name).effective_bandwidth
-    level = chip.level(where.name)
-    bw = level.effective_bandwidth(chip.compute.units)
-    return min(bw, chip.link(level.via).effective_bandwidth) if level.via else bw
 
 
 def wave_factor(m: int, n: int, groups: int, units: int, unit_tile: int) -> float:
@@ -260,7 +252,7 @@ def _fused_attention(op: Op, cx: Context) -> tuple[Step, ...]:
     if share < 1:
         # Idle units leave their share of bandwidth unused: the busy ones take as long as the
         # whole stream at that share would (shown as their compute time, not as a memory stall).
-        streamed = max(transfer_ps(b, max(1, int(bandwidth_of(cx.chip, ref) * share)))
+        streamed = max(transfer_ps(b, rates.shared(rates.effective_bandwidth(cx.chip, ref), share))
                        for ref, b in (*loads.items(), *stores.items()))
         busy = max(math.ceil(busy / share), streamed)
     energy = cx.matrix_energy(op.flops, op.dtype) + cx.vector_energy(SOFTMAX_FLOPS_PER_SCORE * scores)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 from memsim.hardware.spec import ChipSpec
 
@@ -36,7 +37,7 @@ class Block:
         return self.rows + self.cols - 2
 
 
-def block(mesh_rows: int, mesh_cols: int, share: float) -> Block:
+def block(mesh_rows: int, mesh_cols: int, share: Fraction) -> Block:
     """The most nearly square block of ``share`` of a ``mesh_rows`` x ``mesh_cols`` mesh's units."""
     short, long = sorted((mesh_rows, mesh_cols))
     units = max(1, min(short * long, round(share * short * long)))
@@ -51,7 +52,7 @@ def traversal_ps(region: Block, nbytes: int, hop_ps: int, width: int, sync_ps: i
     return region.hops * hop_ps + -(-slice_bytes // width) * hop_ps + sync_ps
 
 
-def region_block(chip: ChipSpec, share: float) -> Block | None:
+def region_block(chip: ChipSpec, share: Fraction) -> Block | None:
     """The block of ``chip``'s mesh a region with ``share`` of its units occupies (None: no mesh)."""
     ex = chip.execution
     if not (ex.fabric and ex.fabric_rows):
@@ -59,7 +60,7 @@ def region_block(chip: ChipSpec, share: float) -> Block | None:
     return block(ex.fabric_rows, ex.fabric_cols, share)
 
 
-def traversal_latency_ps(chip: ChipSpec, share: float, nbytes: int) -> int:
+def traversal_latency_ps(chip: ChipSpec, share: Fraction, nbytes: int) -> int:
     """What a traversal of a region with ``share`` of ``chip``'s units by ``nbytes`` costs beyond
     its bytes at the fabric's bandwidth; without a mesh, the link's latency once."""
     link = chip.link(chip.execution.fabric)

@@ -22,9 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memsim.errors import ConfigError, run_field
+from memsim.hardware.rates import peak_bandwidth
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
-from memsim.mapping.roofline import peak_bandwidth, peak_rate
+from memsim.mapping.roofline import peak_rate
 from memsim.workload.graph import Op, OpGraph
 
 PERSISTENT = ("weight", "kv")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from memsim.hardware.rates import WHOLE, Share
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping.roofline import Bound
@@ -30,7 +31,7 @@ class Step:
     total_stores: tuple[tuple[Ref, int], ...]
     tile: tuple[tuple[str, int], ...] = ()  # tile shape, for reports
     unpack_ps: int = 0  # per chunk: dequantising the loaded weights, serial with the load stream
-    share: float = 1.0  # fraction of each level's channels this step may use (a wafer region's share)
+    share: Share = WHOLE  # of each level's channels this step may use (a wafer region's share)
     direct: bool = False  # a copy between levels (DMA staging): SRAM is only the bounce buffer
     compute_fj: int = 0  # total over all chunks: the dynamic energy of the step's FLOPs (femtojoules)
     unpack_fj: int = 0  # total over all chunks: the dynamic energy of dequantising its weights
@@ -90,7 +91,7 @@ class Plan:
     regions: int = 1  # pipeline stages within a chip: a task's ``chip`` is then its region's index
     clock: float = 1.0  # the fraction of its maximum clock ``chip`` runs at (below 1: lowered by the power cap)
     staging: tuple[int, ...] = ()  # per pipeline stage (chip or region): SRAM set aside for prefetched weights
-    shares: tuple[float, ...] = ()  # per pipeline stage: its share of its chip's compute and SRAM
+    shares: tuple[Share, ...] = ()  # per pipeline stage: its share of its chip's compute and SRAM
 
     def staging_of(self, unit: int) -> int:
         """SRAM bytes a unit (a chip's rank, or a region) sets aside for prefetched weights."""

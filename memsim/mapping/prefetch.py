@@ -32,11 +32,11 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from memsim.hardware import stripes
+from memsim.hardware import rates
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping import tiling
-from memsim.mapping.lower import STAGING, Context, bandwidth_of, gemm_compute_ps
+from memsim.mapping.lower import STAGING, Context, gemm_compute_ps
 from memsim.mapping.plan import COPY, OpTask, Step
 from memsim.units import PS_PER_S
 from memsim.workload.graph import Op
@@ -49,29 +49,29 @@ GRAIN = COPY_CHUNKS * tiling.CHUNKS
 MAX_GRAIN = 64 * GRAIN  # a coarser grain would leave a small staging area unused: bytes are cut as GRAIN
 
 
-def grain(chip: ChipSpec, source: Ref, share: float = 1.0) -> int:
+def grain(chip: ChipSpec, source: Ref, share: rates.Share = rates.WHOLE) -> int:
     """The unit a GEMM's staged part (and what it leaves to stream) is cut in on ``chip`` from
     level ``source``: whole bytes over the copy's transfers and the GEMM's chunks, as ``GRAIN``,
-    and whole picoseconds at the rate a step with ``share`` of the level gets (``hardware/stripes``)
+    and whole picoseconds at the rate a step with ``share`` of the level gets (``hardware/rates``)
     and on the link it is reached over. A grain moved from the stream to the
     copy then moves whole picoseconds, so a larger part never rounds a transfer up (transfers are
     rounded up to the picosecond per chunk): where that takes more than ``MAX_GRAIN``, ``GRAIN``."""
     level = chip.level(source.name)
-    units = [stripes.exact_unit(level.effective_bandwidth(chip.compute.units), level.channels, share)]
+    units = [rates.exact_unit(level.effective_bandwidth(chip.compute.units), level.channels, share)]
     if level.via:
-        units.append(stripes.exact_unit(chip.link(level.via).effective_bandwidth))
+        units.append(rates.exact_unit(chip.link(level.via).effective_bandwidth))
     unit = GRAIN
     for exact in units:
         unit = math.lcm(unit, tiling.CHUNKS * exact)
     return unit if unit <= MAX_GRAIN else GRAIN
 
 
-def staging_area(chip: ChipSpec, share: float = 1.0) -> int:
+def staging_area(chip: ChipSpec, share: rates.Share = rates.WHOLE) -> int:
     """SRAM a chip (or a region with ``share`` of it) whose scratchpad holds no weights sets aside
     for prefetched weights: half of it (0 when prefetch is off)."""
     if not chip.execution.weight_prefetch:
         return 0
-    return round(chip.chip_capacity(chip.sram) * share) // 2
+    return rates.shared_capacity(chip.chip_capacity(chip.sram), share) // 2
 
 
 def part_bytes(cx: Context, nbytes: int, unit: int = GRAIN) -> int:
@@ -131,8 +131,8 @@ class Prefetcher:
         total = sum(b for _, b in weights)
         later = cx.chip.level(source.name).latency_ps - cx.chip.level(STAGING.name).latency_ps
         unit = grain(cx.chip, source, cx.compute_share)
-        keep = kept(total, gemm_compute_ps(op, cx), int(bandwidth_of(cx.chip, source) * cx.compute_share),
-                    int(bandwidth_of(cx.chip, STAGING) * cx.compute_share), later, unit)
+        keep = kept(total, gemm_compute_ps(op, cx), rates.shared(rates.effective_bandwidth(cx.chip, source), cx.compute_share),
+                    rates.shared(rates.effective_bandwidth(cx.chip, STAGING), cx.compute_share), later, unit)
         room = part_bytes(cx, total - keep, unit)
         staged = []
         for tensor, nbytes in weights:  # the first part of the weights

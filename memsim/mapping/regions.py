@@ -17,6 +17,7 @@ layers than regions (chips hold uneven stages) merges neighbouring layers.
 """
 from __future__ import annotations
 
+from memsim.hardware.rates import Share
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping.partition import Block, working_set
 from memsim.mapping.placement import tile_room
@@ -55,22 +56,23 @@ def needs(chip: ChipSpec, graph: OpGraph, kv_copies: int) -> int:
     return resident + working_set(graph) + tile_room(graph, chip)
 
 
-def shares(chip: ChipSpec, graphs: list[OpGraph], kv_copies: int) -> list[float] | None:
+def shares(chip: ChipSpec, graphs: list[OpGraph], kv_copies: int) -> list[Share] | None:
     """Each region's share of the chip (``graphs``: one chip's regions), or None when their bytes
     need more SRAM than the chip has."""
     capacity = chip.chip_capacity(chip.sram)
-    floor = [needs(chip, g, kv_copies) / capacity for g in graphs]
+    floor = [Share(needs(chip, g, kv_copies), capacity) for g in graphs]
     if sum(floor) > 1:
         return None
-    times = [roofline(g, chip, {n: "sram" for n in g.tensors})[0] for g in graphs]
+    times = [Share(roofline(g, chip, {n: "sram" for n in g.tensors})[0]) for g in graphs]
     return fill(floor, times)
 
 
-def fill(floor: list[float], times: list[float]) -> list[float]:
+def fill(floor: list[Share], times: list[Share]) -> list[Share]:
     """Shares at least ``floor`` (which sums to at most 1), the rest given out so that the largest
-    ``times[r] / share[r]`` is least: ``share[r] = max(floor[r], times[r] / T)`` summing to 1."""
+    ``times[r] / share[r]`` is least: ``share[r] = max(floor[r], times[r] / T)`` summing to 1,
+    exactly (a region of a third of a chip of three channels has one)."""
     if not any(times):  # nothing takes time: the rest in proportion to the bytes
-        times = list(floor) if any(floor) else [1.0] * len(floor)
+        times = list(floor) if any(floor) else [Share(1)] * len(floor)
     timed = {r for r, t in enumerate(times) if t > 0}
     while True:
         # The timed regions share what the others' floors leave, in proportion to their times.

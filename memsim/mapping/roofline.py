@@ -6,6 +6,7 @@ step's external inputs and outputs, at no more than peak bandwidth.
 """
 from __future__ import annotations
 
+from memsim.hardware.rates import Share, peak_bandwidth
 from memsim.hardware.resource import Ref, ResourceId
 from memsim.hardware.spec import ChipSpec
 from memsim.workload.graph import Op, OpGraph
@@ -31,15 +32,6 @@ def peak_rate(chip: ChipSpec, op: Op, graph: OpGraph) -> int:
     if op.kind in MATRIX_KINDS:
         return chip.compute.peak(op_dtype(chip, op, graph))
     return chip.compute.vector_flops_per_s
-
-
-def peak_bandwidth(chip: ChipSpec, where: Ref) -> int:
-    """Peak bandwidth of a level (limited by the link it is reached over) or of a link."""
-    if where.is_link:
-        return chip.link(where.name).peak_bandwidth
-    lvl = chip.level(where.name)
-    bw = lvl.bandwidth_bytes_per_s * (chip.compute.units if lvl.scope == "unit" else 1)
-    return min(bw, chip.link(lvl.via).peak_bandwidth) if lvl.via else bw
 
 
 def compute_seconds(graph: OpGraph, chip: ChipSpec) -> float:
@@ -80,7 +72,7 @@ def staged_roofline(stage_graphs: list[list[OpGraph]], chip: ChipSpec, homes: di
                     link_bytes: dict[Bound, tuple[int, int]], regions: int = 1,
                     hops: dict[int, float] | None = None,
                     collectives: dict[tuple[int, int], float] | None = None,
-                    shares: list[float] | None = None) -> tuple[float, Bound, dict[str, int]]:
+                    shares: list[Share] | None = None) -> tuple[float, Bound, dict[str, int]]:
     """The least time of a step laid out over pipeline stages (each a chip, or a region of one
     with ``shares[s]`` of its compute and SRAM; default ``1 / regions``) that its micro-batches pass through in order
     (``stage_graphs[s][m]``: micro-batch m's share of stage s), over links (``link_bytes``:
@@ -91,7 +83,7 @@ def staged_roofline(stage_graphs: list[list[OpGraph]], chip: ChipSpec, homes: di
     before. Returns (seconds, what bounds it, compulsory bytes per level). A chip's levels other
     than its scratchpad (a wafer's external memory) serve all its regions."""
     hops, collectives = hops or {}, collectives or {}
-    share = shares or [1 / regions] * len(stage_graphs)
+    share = shares or [Share(1, regions)] * len(stage_graphs)
     link = Ref.link(chip.interconnect.name) if chip.interconnect is not None else None
     best = 0.0
     bound: Bound = COMPUTE
@@ -105,7 +97,7 @@ def staged_roofline(stage_graphs: list[list[OpGraph]], chip: ChipSpec, homes: di
     for s, graphs in enumerate(stage_graphs):
         work.append([])
         for m, g in enumerate(graphs):
-            terms: dict[Bound, float] = {COMPUTE: compute_seconds(g, chip) / share[s]}
+            terms: dict[Bound, float] = {COMPUTE: compute_seconds(g, chip) / float(share[s])}
             if link is not None:  # one chip has no collectives
                 terms[link] = collectives.get((s, m), 0.0)
             span = dict(terms)
@@ -116,7 +108,7 @@ def staged_roofline(stage_graphs: list[list[OpGraph]], chip: ChipSpec, homes: di
                     shared[(s // regions, home)] = shared.get((s // regions, home), 0) + b
                     continue
                 ref = Ref.level(home)
-                terms[ref] = b / (share[s] if level.is_scratchpad else 1) / peak_bandwidth(chip, ref)
+                terms[ref] = b / (float(share[s]) if level.is_scratchpad else 1.0) / peak_bandwidth(chip, ref)
                 if not prefetched or level.is_scratchpad:  # a prefetch copies from the other levels early
                     span[ref] = terms[ref]
             for term, t in terms.items():

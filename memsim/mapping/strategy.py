@@ -10,11 +10,12 @@ import dataclasses
 from collections.abc import Callable
 
 from memsim.errors import ConfigError, run_field
+from memsim.hardware import rates
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping import collectives, overlap, system
 from memsim.mapping.layout import Layout, branches, lay_out, stage_graphs
-from memsim.mapping.lower import Context, bandwidth_of, lower, lowering_key
+from memsim.mapping.lower import Context, lower, lowering_key
 from memsim.mapping.plan import BRANCH, COMPUTE, OpTask, Plan, Step
 from memsim.mapping.prefetch import Prefetcher
 from memsim.mapping.roofline import staged_roofline
@@ -35,7 +36,7 @@ def _busy(chip: ChipSpec, steps: tuple[Step, ...]) -> dict[Ref | None, int]:
     busy: dict[Ref | None, int] = {None: sum(s.compute_ps * s.count for s in steps)}
     for s in steps:
         for where, b in s.total_loads + s.total_stores:
-            busy[where] = busy.get(where, 0) + transfer_ps(b, max(1, int(bandwidth_of(chip, where) * s.share)))
+            busy[where] = busy.get(where, 0) + transfer_ps(b, rates.shared(rates.effective_bandwidth(chip, where), s.share))
     return busy
 
 
@@ -46,7 +47,7 @@ def _bound(chip: ChipSpec, steps: tuple[Step, ...]) -> Ref | None:
 
 
 def plan_with(graph: OpGraph, chip: ChipSpec, shape: Shaper, layout: Layout = Layout(), attention: str | None = None,
-              compute_share: float = 1.0, grid: bool = False) -> Plan:
+              compute_share: rates.Share = rates.WHOLE, grid: bool = False) -> Plan:
     """Place each pipeline stage, lower every op of every micro-batch in dependency order, and
     let the family shape its steps.
 

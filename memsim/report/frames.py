@@ -4,9 +4,10 @@ from __future__ import annotations
 import pandas as pd
 
 from memsim.engine import EngineResult
+from memsim.hardware.rates import peak_bandwidth
 from memsim.hardware.resource import Ref
 from memsim.mapping import Plan
-from memsim.mapping.roofline import peak_bandwidth, peak_rate
+from memsim.mapping.roofline import peak_rate
 from memsim.report.energy import FJ_PER_J, per_op
 from memsim.units import PS_PER_S, transfer_ps
 from memsim.workload import OpGraph

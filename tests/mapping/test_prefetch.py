@@ -9,9 +9,10 @@ from memsim import hardware, simulate
 from memsim.api import load_workload, resolve
 from memsim.engine.environment import Environment
 from memsim.engine.resources import ChipResources
+from memsim.hardware.rates import effective_bandwidth as bandwidth_of
 from memsim.hardware.resource import Ref
 from memsim.mapping import make_plan, tiling
-from memsim.mapping.lower import STAGING, Context, bandwidth_of, gemm_compute_ps, lower_matmul
+from memsim.mapping.lower import STAGING, Context, gemm_compute_ps, lower_matmul
 from memsim.mapping.placement import sram_split
 from memsim.mapping.prefetch import GRAIN, Prefetcher, grain, kept, part_bytes
 from memsim.units import PS_PER_S

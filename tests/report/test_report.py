@@ -49,8 +49,8 @@ def test_tables_have_the_documented_columns(result):
 def test_an_ops_bound_is_the_term_that_sets_its_roofline(result):
     """roofline_s and bound come from one model: a level-bound op's roofline is its bytes there at
     the level's peak bandwidth, and no other level's bytes take longer at theirs."""
+    from memsim.hardware.rates import peak_bandwidth
     from memsim.hardware.resource import Ref
-    from memsim.mapping.roofline import peak_bandwidth
 
     chip, ops = result.chip, result.ops
     at_peak = {lvl.name: ops[f"{lvl.name}_read_bytes"].add(ops[f"{lvl.name}_written_bytes"]) /

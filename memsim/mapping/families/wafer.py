@@ -55,7 +55,7 @@ def plan_wafer(graph: OpGraph, chip: ChipSpec, layout: Layout = Layout()):
         return shaped_for[key], cx.chip.execution.kernel_overhead_ps
 
     def _regional(op: Op, steps: tuple[Step, ...], cx: Context, part: Fraction) -> tuple[Step, ...]:
-        share = cx.compute_share * float(part)  # the cores, SRAM channels and mesh block the operator has
+        share = cx.compute_share * part  # the cores, SRAM channels and mesh block the operator has
         if alone:
             shaped = [_on_part(s, share, part) for s in steps]
         else:
@@ -78,7 +78,7 @@ def _moves(op: Op, graph: OpGraph) -> tuple[int, int]:
     return op.inputs[0].bytes, sum(graph.tensors[t].bytes for t in op.outputs)
 
 
-def _on_part(step: Step, share: float, part: Fraction) -> Step:
+def _on_part(step: Step, share: Fraction, part: Fraction) -> Step:
     """``step``, lowered for the whole region, on ``part`` of it: its channels' share and its
     compute (and unpacking) stretched by the cores it lacks, rounded up."""
     if part == 1:
