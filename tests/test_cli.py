@@ -236,7 +236,7 @@ def test_a_yaml_alias_bomb_under_a_field_is_one_short_line(monkeypatch, capsys, 
     assert len(err) < 400 and "lol" in err
 
 
-@pytest.mark.parametrize("delay", [0.15, 0.5, 2.0])
+@pytest.mark.parametrize("delay", [0.15, 0.5, pytest.param(2.0, marks=pytest.mark.slow)])
 def test_ctrl_c_at_any_moment_is_one_line_and_exit_130(delay):
     """While the libraries load (0.15 s), while the chip loads, while the engine runs: one line, 130."""
     import shutil

@@ -22,7 +22,11 @@ def test_differences_compare_numbers_within_one_percent_and_words_exactly():
     assert figures.differences("x1.2 a", "x1.2 a b") != []
 
 
-@pytest.mark.parametrize("name", sorted(figures.BLOCKS))
+SLOW = {"shows", "deployments", "every-preset"}  # the blocks that simulate large models on many presets
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n
+                                  for n in sorted(figures.BLOCKS)])
 def test_readme_block_is_what_the_script_prints(name):
     written = figures.block_in(figures.README.read_text(encoding="utf-8"), name)
     assert written.strip(), f"README.md block {name} is empty: run python scripts/figures.py --write"

@@ -14,6 +14,7 @@ def test_sample_contexts_cover_the_range():
     assert picks[0] == 128 and picks[-1] == 128 + 2047 and len(picks) == 8
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model, prompt, steps", [("gpt2", 128, 128)])
 def test_sampled_generation_matches_every_step_within_1_percent(model, prompt, steps):
     sampled = simulate("h100-sxm", model, phase="generate", prompt=prompt, generate=steps).summary

@@ -41,6 +41,7 @@ def test_flops_grow_with_tokens(study):
         assert (part["latency_s"].diff().dropna() > 0).all(), model
 
 
+@pytest.mark.slow  # test_paper_orderings runs the study by default
 def test_script_writes_csv_and_figure(tmp_path, monkeypatch):
     pytest.importorskip("matplotlib", reason="the figure needs the plot extra")
     monkeypatch.setattr(sys, "argv", ["memory_wall.py", "--lengths", "128", "--out", str(tmp_path)])

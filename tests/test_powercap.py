@@ -63,6 +63,7 @@ CASES = [("a100-80gb-sxm", "gpt2", "prefill", {}), ("h100-sxm", "llama-3.2-1b", 
          ("xeon-gold-6242", "gpt2", "prefill", {}), ("tpu-v5e", "gpt2", "prefill", {})]
 
 
+@pytest.mark.slow
 @settings(max_examples=10, deadline=None)
 @given(case=st.sampled_from(CASES), fractions=st.lists(st.floats(0.0, 1.0), min_size=2, max_size=3, unique=True))
 def test_a_higher_cap_never_lowers_the_clock_nor_slows_a_step(case, fractions):

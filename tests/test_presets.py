@@ -118,6 +118,7 @@ def _llama_2_7b_step_s(preset: str, **options) -> float:
 # Each generation has at least its predecessor's levels, bandwidths and compute, so on the same
 # work it is never slower. Before every preset had its L2 and host memory, H200 was slower than
 # H100 at tp 8 (activations went to HBM instead of L2) and failed where H100 offloaded to host DDR.
+@pytest.mark.slow
 @settings(max_examples=10, deadline=None)
 @given(weight_dtype=st.sampled_from(["bf16", "fp8", "int8", "int4"]), batch=st.integers(1, 256),
        context=st.integers(128, 32768), tp=st.sampled_from([1, 2, 8]))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -121,6 +122,7 @@ def test_more_bandwidth_never_slower_in_single_stream_mode(graph, chip):
     assert fast <= slow
 
 
+@pytest.mark.slow  # two runs and a chunk-by-chunk one of each example
 @SETTINGS
 @given(graphs(), chips())
 def test_identical_outputs_and_exact_shortcuts(graph, chip):
@@ -130,6 +132,13 @@ def test_identical_outputs_and_exact_shortcuts(graph, chip):
     full = engine.run(plan, fast_forward=False, memoize=False)
     assert full.end_ps == a.end_ps
     assert full.bytes_read == a.bytes_read and full.bytes_written == a.bytes_written
+
+
+@settings(SETTINGS, max_examples=10)
+@given(graphs(), chips())
+def test_identical_outputs_and_exact_shortcuts_on_a_few_cases(graph, chip):
+    """The default run's few cases of the property above, which the slow run searches in full."""
+    test_identical_outputs_and_exact_shortcuts.hypothesis.inner_test(graph, chip)
 
 
 def _channels(chip: ChipSpec, counts: tuple[int, ...]) -> ChipSpec:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import replace
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_properties import SETTINGS, chips, graphs
@@ -140,6 +141,7 @@ def test_concurrent_never_below_roofline_nor_compulsory_bytes(scenario):
         assert moved[lvl] >= need
 
 
+@pytest.mark.slow  # three runs of each scenario; the other properties here run by default
 @CONCURRENT
 @given(scenarios())
 def test_concurrent_runs_are_deterministic_and_shortcuts_exact(scenario):
@@ -179,6 +181,7 @@ def test_bytes_per_level_do_not_depend_on_bandwidth(scenario, factor):
     assert same(fast.bytes_read, slow.bytes_read) and same(fast.bytes_written, slow.bytes_written)
 
 
+@pytest.mark.slow
 @CONCURRENT
 @given(scenarios(), st.sampled_from([2, 3, 10]))
 def test_a_uniformly_faster_chip_runs_the_same_schedule_faster(scenario, factor):

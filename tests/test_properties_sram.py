@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import os
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -51,6 +52,7 @@ def cases(draw):
     return hw, model, phase, small, small + draw(st.integers(1, 1024)), hw == "sn40l" and draw(st.booleans()), dims
 
 
+@pytest.mark.slow
 @settings(max_examples=int(os.environ.get("MEMSIM_EXAMPLES", "30")), deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
@@ -72,6 +74,14 @@ def test_more_sram_never_makes_a_step_slower(case):
     assert moved(after) <= moved(before)
 
 
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases())
+def test_more_sram_never_makes_a_step_slower_on_a_few_cases(case):
+    """The default run's few cases of the property above, which the slow run searches in full."""
+    test_more_sram_never_makes_a_step_slower.hypothesis.inner_test(case)
+
+
+@pytest.mark.slow
 def test_the_sn40l_sram_sweep_never_gets_slower():
     """Llama-3.1-8B decode, batch 1, context 1024 (issue 19): 1 MiB to 4 GiB of SRAM, not a
     picosecond slower at any step, and faster overall."""

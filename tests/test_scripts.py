@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -17,6 +18,7 @@ def _load(name: str):
     return mod
 
 
+@pytest.mark.slow
 def test_flash_attention_io_slope(tmp_path, monkeypatch, capsys):
     fa = _load("flash_attention_io")
     monkeypatch.setattr(sys, "argv", ["fa", "--prompt", "8192", "--out", str(tmp_path), "--workers", "2"])
@@ -41,6 +43,7 @@ def test_sram_cliff(tmp_path, monkeypatch, capsys):
     assert "cliff" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_energy_wall(tmp_path, monkeypatch, capsys):
     wall = _load("energy_wall")
     monkeypatch.setattr(sys, "argv", ["wall", "--out", str(tmp_path), "--workers", "2"])
@@ -57,6 +60,7 @@ def test_energy_wall(tmp_path, monkeypatch, capsys):
     assert "less) as SRAM grows" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_wafer_fabric_predicts_the_70b_deployment_out_of_sample(monkeypatch, capsys):
     """One fitted constant (execution.fabric_sync, on Llama-3.1-8B on one CS-3); the same
     constants predict Llama-3.1-70B on four CS-3 within 25%, with the power cap and without."""

@@ -41,6 +41,7 @@ def test_expected_tokens_lie_between_1_and_k_plus_1_and_grow_with_a_and_k(a, b, 
     assert expected_tokens(a, min(k, j)) <= expected_tokens(a, max(k, j)) * (1 + 1e-12)
 
 
+@pytest.mark.slow
 def test_llama_70b_with_a_1b_draft_is_its_steps_combined_by_the_expected_tokens():
     """The acceptance case: Llama-3.1-70B on 4 H100s, K = 4, a = 0.8, Llama-3.2-1B drafting.
     The draft's 4 steps and the verify step are simulated on their own through the public API
@@ -108,6 +109,7 @@ def test_self_drafting_costs_a_share_of_the_targets_decode_step(tiny_chip_path, 
     assert free["speculative"]["time_per_token_s"] == pytest.approx(verify / expected_tokens(0.6, 4))
 
 
+@pytest.mark.slow
 def test_a_speculative_generation_advances_the_context_by_the_expected_tokens(tiny_chip_path, tiny_model_path,
                                                                                   draft_path):
     chip, model = str(tiny_chip_path), str(tiny_model_path)

@@ -74,6 +74,7 @@ def test_run_fields_can_be_swept(tmp_path):
     assert len(res.rows) == 4
 
 
+@pytest.mark.slow
 def test_dask_local_cluster_gives_the_same_rows(tmp_path):
     distributed = pytest.importorskip("distributed", reason="the dask extra is not installed")
     sweeps = sweeping.parse_sweeps(["sram.capacity=256KiB..1MiB:x2"])
@@ -409,7 +410,8 @@ def test_the_product_is_walked_lazily_and_workers_are_capped(monkeypatch, tmp_pa
 
 @pytest.mark.parametrize("address, needle", [("garbage", "expected a scheduler address"),
                                              ("tcp://127.0.0.1:99999", "not a port"),
-                                             ("tcp://127.0.0.1:1", "cannot reach the scheduler")])
+                                             pytest.param("tcp://127.0.0.1:1", "cannot reach the scheduler",
+                                                          marks=pytest.mark.slow)])
 def test_a_dask_scheduler_not_reached_is_one_line_before_anything_is_written(monkeypatch, capsys, tmp_path,
                                                                              address, needle):
     pytest.importorskip("distributed")

@@ -68,6 +68,7 @@ def test_presets_carry_the_all_rows_fit():
     assert chip.execution.op_overhead_ps == 2_470_000
 
 
+@pytest.mark.slow
 def test_calibration_in_and_out_of_sample():
     every = calibration.load(CALIBRATION)  # every row parses, whatever its unit
     assert all(c.measured_ms > 0 for c in every)

@@ -27,7 +27,8 @@ def _records(hw: str, model: str, kw: dict, chunks: int, monkeypatch) -> tuple:
     return r.engine.records, r.plan, r.engine.events
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "wafer-pipelined" else n
+                                  for n in sorted(CASES)])
 def test_records_do_not_grow_with_the_chunks(name, tiny_chip_path, tiny_model_path, monkeypatch):
     hw, kw = CASES[name]
     hw = hw or str(tiny_chip_path)

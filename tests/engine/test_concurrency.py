@@ -9,6 +9,7 @@ import pytest
 from memsim import engine, mapping, simulate, workload
 
 
+@pytest.mark.slow
 def test_weight_prefetch_hides_hbm_on_a_dataflow_chip():
     """sn40l Llama-3.1-70B decode on 16 chips: each layer approaches the longer of its HBM read and
     its chain of compute, kernel overheads and all-reduces (here the HBM read: the step is
@@ -33,6 +34,7 @@ def test_prefetch_shows_on_the_copy_stream_and_waits_name_it():
     assert not (tl[tl.stream == "copy"].resource == "compute").any()  # the copy engine computes nothing
 
 
+@pytest.mark.slow
 def test_a_wafer_pipelines_its_layers_over_a_prefill():
     """wse-3 Llama-3.1-8B prefill of 2048 tokens: regions run concurrently over token chunks."""
     s = simulate("wse-3", "llama-3.1-8b", phase="prefill", prompt=2048).summary

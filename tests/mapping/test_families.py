@@ -148,6 +148,7 @@ def _staged_bytes(r) -> int:
     return int(tl[(tl.src == "ddr") & (tl.dst == "hbm")]["bytes"].sum())
 
 
+@pytest.mark.slow
 def test_rdu_stages_the_declared_levels_into_the_declared_level():
     r = simulate("sn40l", "llama-3.2-1b", context=128, set=SPILL)
     assert _staged_bytes(r) > 0 and "stage" in {s.label for t in r.plan.tasks for s in t.steps}

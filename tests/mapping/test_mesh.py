@@ -105,6 +105,7 @@ def test_the_wafer_family_costs_each_traversal_from_its_part_of_the_region():
     assert graph_ops["L0.attn"].steps[0].share == plan.shares[0]  # the KV cache is spread over the region
 
 
+@pytest.mark.slow
 def test_an_operator_on_its_part_is_slower_than_on_the_whole_region_but_a_prefill_keeps_the_region():
     """One micro-batch: the other parts idle, so an operator has its part's channels and compute.
     A prefill's chunks: the parts serve different chunks at once, at the region's rate."""

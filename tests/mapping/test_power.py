@@ -75,6 +75,7 @@ def test_a_lower_clock_slows_the_core_and_cheapens_its_work_and_leaves_the_rest(
     assert power.at_clock(chip, Fraction(1)) is chip
 
 
+@pytest.mark.slow
 @given(k=st.integers(0, 80))
 def test_a_throttled_plan_marks_the_compute_time_its_clock_added(k):
     f = power.clocks(A100.power)[k]

@@ -125,6 +125,7 @@ def test_every_prefetch_is_given_back_by_the_gemm_that_used_it():
     assert sum(t.acquires for t in plan.tasks) == sum(t.releases for t in plan.tasks)
 
 
+@pytest.mark.slow
 def test_the_70b_decode_on_small_or_large_sram_is_hbm_bound_alike():
     """sn40l, Llama-3.1-70B decode on 16 chips (issue 19). Its all-reduces take a few µs (two-shot,
     no launch inside the fused kernel), so HBM streams the weights almost all the time and the

@@ -10,6 +10,8 @@ from memsim import simulate_graph, workload
 from memsim.presets import config_dir
 from memsim.workload.importers.torch_import import import_torch
 
+pytestmark = pytest.mark.slow  # exports through torch, seconds each
+
 
 @pytest.mark.parametrize("name", ["gpt2", "llama-2-7b", "mixtral-8x7b"])
 def test_full_size_export_matches_memsim_dag(name, monkeypatch):

@@ -1,5 +1,5 @@
-"""Binary inputs of the importers for scripts/fuzz.py: a tiny ONNX model and a tiny Chakra trace,
-and Hypothesis strategies that damage their protobuf fields and then, now and then, their bytes.
+"""Binary inputs of the importers: a tiny ONNX model and a tiny Chakra trace, and Hypothesis
+strategies that damage their protobuf fields and then, now and then, their bytes.
 
 Both extras are optional: without onnx there are no ONNX seeds (the kind is skipped), and
 without mlc-chakra the Chakra kind feeds random bytes.
@@ -9,13 +9,13 @@ from __future__ import annotations
 import io
 import math
 
-from fuzz_mutate import text_mutation
 from hypothesis import strategies as st
 
+from . import vocab
+from .mutate import text_mutation
+
 T, H, HEADS, VOCAB = 4, 8, 2, 16
-ONNX_TYPES = ("MatMul", "Gemm", "Softmax", "Add", "LayerNormalization", "Gather", "Reshape", "Transpose", "Split",
-              "Conv", "Foo", "", "Concat", "Cast", "SkipLayerNormalization", "RMSNormalization", "Gelu", "Erf", "Where",
-              "Identity", "Shape", "Squeeze", "Mul")
+ONNX_TYPES = (*vocab.onnx_op_types(), "Conv", "Foo", "")  # what the importer maps or drops, then what it skips
 ONNX_OPS = ("op_type", "op_type", "domain", "drop_input", "add_input", "rename_input", "rename_output", "drop_node",
             "dup_node", "attr", "init_dims", "init_dtype", "drop_init", "input_dim", "input_dtype", "drop_graph_input",
             "drop_output", "opset", "ir_version", "value_info")

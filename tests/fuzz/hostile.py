@@ -1,26 +1,26 @@
-"""Hostile cases for scripts/fuzz.py (issue 20): what a careless or malicious user does besides
-mutating a file's structure.
+"""Hostile cases (issue 20): what a careless or malicious user does besides mutating a file's structure.
 
 - ``bomb``: a YAML alias bomb (billion laughs) under any scalar field of a hardware, system or
   sweep file; memsim must answer within the case's time and memory.
 - ``long``: a quantity of hundreds of thousands of characters under any scalar field, in a
   file or through ``--set``.
 - ``extreme``: every scalar of a preset in turn set to the extremes of its unit kind (the kind
-  read off the value it replaces: bytes, bandwidth, time, FLOP/s, power, energy, frequency,
-  plain numbers); a run must give a finite answer or one line.
+  its field declares: bytes, bandwidth, time, FLOP/s, power, energy, frequency, plain numbers);
+  a run must give a finite answer or one line.
 - ``output``: outputs aimed at what memsim must not replace: a FIFO, a link to a file or
   folder, the command's own input, an input kept inside ``--out``. Each must be unchanged after.
-- ``signal``: a run whose earlier output exists is sent SIGINT or SIGTERM at a drawn moment; the
-  output must then be the old run or the new one, whole, and the next run must succeed.
+- ``signal``: a run whose earlier output exists is sent SIGINT or SIGTERM at a drawn moment after
+  memsim's console has loaded; the output must then be the old run or the new one, whole, and the
+  next run must succeed.
 - ``edit``: a swept hardware file is rewritten while the sweep runs; the sweep must finish on one
   content or stop with one line, and a resume after the edit must be refused in one line.
 """
 from __future__ import annotations
 
-import copy
 import json
+import math
 import os
-import re
+import select
 import signal
 import subprocess
 import sys
@@ -28,12 +28,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-import fuzz_run
 import yaml
-from fuzz_inputs import Case, Seeds
 from hypothesis import strategies as st
 
 from memsim.sweep_store import digest
+
+from . import vocab
+from .inputs import Case, Seeds, set_paths
+from .mutate import leaves, replaced
+from .run import TIMEOUT, Limits, Outcome, judge
 
 FIFO, LINK = "<fifo>", "<link>"  # special entries of Case.files: a named pipe; ("<link>", target) a symlink
 BOMB = ("[&a [lol, lol, lol, lol, lol, lol, lol, lol, lol], &b [*a, *a, *a, *a, *a, *a, *a, *a, *a], "
@@ -44,10 +47,7 @@ BOMB = ("[&a [lol, lol, lol, lol, lol, lol, lol, lol, lol], &b [*a, *a, *a, *a, 
 PLACEHOLDER = "__hostile__"
 LONG = ("1" * 300_000 + " GB", "1." + "0" * 300_000 + "1 TB/s", "1e" + "9" * 300_000 + " s", "9" * 300_000,
         "1" + " " * 300_000 + "GB", "." * 300_000, "1" + "e1" * 150_000, "-" * 300_000 + "1 W")
-UNIT_KINDS = [  # (what a value's text ends with, the kind) in the order they are tried
-    (r"B/s$", "bandwidth"), (r"FLOP/s$", "flops"), (r"J/bit$", "bit_energy"), (r"J/FLOP$", "flop_energy"),
-    (r"Hz$", "frequency"), (r"[0-9 ](k|M|G|m)?W$", "power"), (r"[0-9 ]([pnuµm]?s)$", "time"), (r"B$", "bytes")]
-EXTREMES = {
+EXTREMES = {  # by the unit kind of memsim's field declarations (spec_field), plain numbers as "number"
     "bandwidth": ("1e-30 B/s", "1 B/s", "999999 B/s", "1e30 B/s", "1e29 PB/s", "0.5 B/s"),
     "flops": ("1e-30 FLOP/s", "1 FLOP/s", "1e30 FLOP/s", "0.5 TFLOP/s"),
     "bit_energy": ("1e-30 pJ/bit", "1e30 pJ/bit", "0.001 fJ/bit"),
@@ -58,34 +58,14 @@ EXTREMES = {
     "bytes": ("1 B", "0.5 B", "1e-30 GB", "1e30 B", "1e9 PiB"),
     "number": (5e-324, 1e-300, 1e-15, 0.999999999, 1e300, 2 ** 63, 2 ** 64 + 1, 10 ** 30),
 }
-OUTPUTS = ("summary.json", "ops.csv", "timeline.csv", "hardware.yaml")
+NUMBER = {"count": "number", "ratio": "number", "ratios": "number", "ops": "number", "rates": "flops",
+          "energies": "flop_energy"}  # memsim's units whose extremes are another's
 
 
-def leaves(tree: Any, at: tuple = ()) -> list[tuple]:
-    """The paths of a tree's scalar leaves."""
-    if isinstance(tree, dict):
-        return [p for k, v in tree.items() for p in leaves(v, (*at, k))]
-    if isinstance(tree, list):
-        return [p for i, v in enumerate(tree) for p in leaves(v, (*at, i))]
-    return [at]
-
-
-def replaced(tree: Any, path: tuple, value: Any) -> Any:
-    out = copy.deepcopy(tree)
-    node = out
-    for key in path[:-1]:
-        node = node[key]
-    node[path[-1]] = value
-    return out
-
-
-def unit_kind(value: Any) -> str:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return "number"
-    for pattern, kind in UNIT_KINDS:
-        if isinstance(value, str) and re.search(pattern, value.strip()):
-            return kind
-    return ""
+def extreme_kind(unit: str) -> str:
+    """The key of ``EXTREMES`` for a field of memsim's ``unit``; '' for names, choices and text."""
+    kind = NUMBER.get(unit, unit)
+    return kind if kind in EXTREMES else ""
 
 
 def _yaml_with(tree: Any, path: tuple, text: str) -> bytes:
@@ -118,9 +98,8 @@ def bomb_case(draw, s: Seeds) -> Case:
 def long_case(draw, s: Seeds) -> Case:
     text = draw(st.sampled_from(LONG))
     name, tree, command = draw(st.sampled_from(_targets(s)))
-    if draw(st.booleans()) and name.startswith("hw:"):  # through --set, a scalar of the preset
-        field = draw(st.sampled_from(("hbm.bandwidth", "sram.capacity", "hbm.latency", "compute.units",
-                                      "power.tdp", "compute.efficiency")))
+    if draw(st.booleans()) and name.startswith("hw:"):  # through --set, a quantity of the preset
+        field = draw(st.sampled_from([p for p, f in set_paths(tree).items() if extreme_kind(f.unit)]))
         return Case("long", {}, [["run", "--hw", name[3:], "--model", "gpt2", "--context", "16", "--sensitivity", "0",
                                   "--set", f"{field}={text}", "--out", "{DIR}/out"]],
                     [f"--set {field}=<{len(text)} characters>"])
@@ -133,7 +112,7 @@ def long_case(draw, s: Seeds) -> Case:
 def extreme_case(draw, s: Seeds) -> Case:
     name = draw(st.sampled_from(sorted(s.hw_trees)))
     tree = s.hw_trees[name]
-    typed = [(p, unit_kind(_at(tree, p))) for p in leaves(tree)]
+    typed = [(p, extreme_kind(vocab.hardware_unit(p))) for p in leaves(tree)]
     typed = [(p, k) for p, k in typed if k]
     path, kind = draw(st.sampled_from(typed))
     value = draw(st.sampled_from(EXTREMES[kind]))
@@ -141,12 +120,6 @@ def extreme_case(draw, s: Seeds) -> Case:
     return Case("extreme", {"f.yaml": data}, [["run", "--hw", "{DIR}/f.yaml", "--model", "gpt2", "--context", "16",
                                                "--sensitivity", "0", "--out", "{DIR}/out"]],
                 [f"{name}: {path} ({kind}) = {value!r}"])
-
-
-def _at(tree: Any, path: tuple) -> Any:
-    for key in path:
-        tree = tree[key]
-    return tree
 
 
 @st.composite
@@ -180,8 +153,8 @@ def output_case(draw, s: Seeds) -> Case:
 @st.composite
 def signal_case(draw, s: Seeds) -> Case:
     which = draw(st.sampled_from(("SIGINT", "SIGTERM")))
-    # From 0.3 s: before that the interpreter may still be loading memsim's first module, where a
-    # Ctrl-C is Python's own (a traceback) and no code of memsim's can catch it yet.
+    # Counted from when memsim's console has loaded (``_console``): before it, a Ctrl-C is Python's
+    # own (a traceback) and no code of memsim's can catch it yet.
     delay = draw(st.sampled_from((0.3, 0.5, 0.8, 1.2, 1.6, 2.0, 2.5)))
     command = ["run", "--model", "gpt2", "--context", "16", "--sensitivity", "0", "--out", "{DIR}/out"]
     return Case("signal", {}, [command], [f"{which} after {delay} s"], action=("signal", which, delay))
@@ -220,25 +193,51 @@ def state(path: Path) -> tuple:
     return ("file", path.read_bytes())
 
 
-def _console(args: list[str], folder: Path) -> subprocess.Popen:
-    code = "import sys; from memsim.console import entry; sys.argv = ['memsim', *sys.argv[1:]]; entry()"
-    return subprocess.Popen([sys.executable, "-c", code, *args], cwd=folder, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+# The console script in a process of its own (ARGV: the fd to tell, CPU seconds or 0, memsim's
+# arguments). It writes a byte to the fd once memsim's console is loaded: from then on a Ctrl-C is
+# memsim's to handle, and the drawn moments of the actions count from there, not from a start
+# that a loaded machine makes slow.
+CONSOLE = ("import os, resource, sys; cpu = int(sys.argv[2]); "
+           "cpu and resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1)); "
+           "from memsim.console import entry; os.write(int(sys.argv[1]), b'.'); "
+           "sys.argv = ['memsim', *sys.argv[3:]]; entry()")
 
 
-def _finish(proc: subprocess.Popen, timeout: float) -> fuzz_run.Outcome:
+def _console(args: list[str], folder: Path, limits: Limits) -> subprocess.Popen:
+    """``memsim ARGS`` in ``folder``, started: returns once memsim's console has loaded (or the
+    process has ended, or ``limits.wall_s`` passed)."""
+    ready, tell = os.pipe()
     try:
-        out, err = proc.communicate(timeout=timeout)
+        proc = subprocess.Popen([sys.executable, "-c", CONSOLE, str(tell), str(math.ceil(limits.cpu_s)), *args],
+                                cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, pass_fds=(tell,))
+        os.close(tell)
+        tell = -1
+        select.select([ready], [], [], limits.wall_s or None)
+    finally:
+        os.close(ready)
+        if tell >= 0:
+            os.close(tell)
+    return proc
+
+
+def _finish(proc: subprocess.Popen, limits: Limits) -> Outcome:
+    try:
+        out, err = proc.communicate(timeout=limits.wall_s or None)
     except subprocess.TimeoutExpired:
         proc.kill()
         out, err = proc.communicate()
-        return fuzz_run.Outcome(rc=None, stdout=out, stderr=err)
-    return fuzz_run.Outcome(rc=proc.returncode, stdout=out, stderr=err)
+        return Outcome(rc=None, stdout=out, stderr=err)
+    return Outcome(rc=proc.returncode, stdout=out, stderr=err)
+
+
+def _timeout(o: Outcome, what: str) -> list[tuple[str, str]]:
+    """A command of an action that outlived the wall-clock limit: a class of its own (``TIMEOUT``)."""
+    return [(f"{TIMEOUT}: {what}", o.stderr[-300:])] if o.rc is None else []
 
 
 def _whole_run(out: Path) -> str:
     """'' when ``out`` holds a whole run, else what is wrong."""
-    missing = [n for n in OUTPUTS if not (out / n).is_file()]
+    missing = [n for n in vocab.run_outputs() if not (out / n).is_file()]
     if missing:
         return f"lacks {', '.join(missing)}"
     try:
@@ -248,51 +247,56 @@ def _whole_run(out: Path) -> str:
     return ""
 
 
-def run_signal(case: Case, folder: Path, timeout: float) -> list[tuple[str, str]]:
+def run_signal(case: Case, folder: Path, limits: Limits) -> list[tuple[str, str]]:
     """The run once whole, then again with a signal at the drawn moment, then once more."""
     _, which, delay = case.action
     args = [a.replace("{DIR}", str(folder)) for a in case.steps[0]]
     out = folder / "out"
-    first = _finish(_console(args, folder), timeout)
+    first = _finish(_console(args, folder, limits), limits)
     if first.rc != 0:
-        return [("signal: the first run failed", first.stderr[-300:])]
-    proc = _console(args, folder)
+        return _timeout(first, "signal: the first run") or [("signal: the first run failed", first.stderr[-300:])]
+    proc = _console(args, folder, limits)
     time.sleep(delay)
     proc.send_signal(getattr(signal, which))
-    o = _finish(proc, timeout)
+    o = _finish(proc, limits)
+    if o.rc is None:  # killed by the fuzzer, whatever it left behind
+        return _timeout(o, f"signal: no exit after {which}")
     failures = []
-    if o.rc is None:
-        failures.append((f"signal: no exit after {which}", o.stderr[-300:]))
-    elif which == "SIGINT" and o.rc not in (0, 130):
+    if which == "SIGINT" and o.rc not in (0, 130):
         failures.append((f"signal: exit {o.rc} after SIGINT", o.stderr[-300:]))
     elif which == "SIGINT" and o.rc == 130 and o.stderr.strip() != "memsim: interrupted":
         failures.append(("signal: SIGINT did not print one line", o.stderr[-300:]))
     broken = _whole_run(out)
     if broken and not any(out.parent.glob(".out.*")):  # a run set aside is put back by the next one
         failures.append((f"signal: {which} left --out without a whole run", broken))
-    last = _finish(_console(args, folder), timeout)
-    if last.rc != 0 or _whole_run(out):
+    last = _finish(_console(args, folder, limits), limits)
+    if last.rc is None:
+        failures += _timeout(last, f"signal: the run after {which}")
+    elif last.rc != 0 or _whole_run(out):
         failures.append((f"signal: the run after {which} failed", last.stderr[-300:] or _whole_run(out)))
     return failures
 
 
-def run_edit(case: Case, folder: Path, timeout: float) -> list[tuple[str, str]]:
+def run_edit(case: Case, folder: Path, limits: Limits) -> list[tuple[str, str]]:
     """The sweep with its hardware file rewritten partway; then the same sweep again (a resume)."""
     _, delay = case.action
     args = [a.replace("{DIR}", str(folder)) for a in case.steps[0]]
-    proc = _console(args, folder)
+    proc = _console(args, folder, limits)
     time.sleep(delay)
     hw = folder / "hw.yaml"
     hw.write_text(hw.read_text().replace("efficiency: 0.", "efficiency: 0.5", 1) + "\n# edited\n")
-    o = _finish(proc, timeout)
-    failures = [(f"edit: {c}", d) for c, d in fuzz_run.judge(args, o, folder, set())
-                if not c.startswith("--out written despite")]  # a stopped sweep keeps the points it finished
+    o = _finish(proc, limits)
+    failures = _timeout(o, "edit: the sweep") or [
+        (f"edit: {c}", d) for c, d in judge(args, o, folder, set())
+        if not c.startswith("--out written despite")]  # a stopped sweep keeps the points it finished
     manifest = folder / "out" / "sweep.json"
     if o.rc in (0, 2) and manifest.is_file():  # a resume: refused unless the sweep recorded the edited content
         recorded = digest(hw.read_bytes()) in manifest.read_text()
-        resumed = _finish(_console(args, folder), timeout)
+        resumed = _finish(_console(args, folder, limits), limits)
         lines = resumed.stderr.strip().splitlines()
-        if recorded and resumed.rc != 0:
+        if resumed.rc is None:
+            failures += _timeout(resumed, "edit: the resume")
+        elif recorded and resumed.rc != 0:
             failures.append(("edit: a resume of a sweep that recorded the edited file failed",
                              f"exit {resumed.rc}: {resumed.stderr[-300:]}"))
         elif not recorded and (resumed.rc != 2 or len(lines) != 1 or not lines[0].startswith("memsim: error: ")):

@@ -5,6 +5,10 @@ child of the fuzzer (cheap: everything is already imported) whose stdout and std
 files, so that a segfault or a hang costs one case, not the campaign. The contract checked:
 exit 0, or exit 2 with exactly one line ``memsim: error: ...`` on stderr and nothing left in
 ``--out`` (no half-written folder, no ``.out.*`` temporary beside it).
+
+A command is bounded twice (``Limits``): by the CPU time it uses, which a loaded machine does
+not stretch, and by the wall clock, which it does. Past either it is stopped and its class
+names where it was stuck; the campaign decides whether a wall-clock timeout is a failure.
 """
 from __future__ import annotations
 
@@ -26,22 +30,34 @@ from pathlib import Path
 import memsim
 from memsim.errors import MemsimError
 
+from . import vocab
+
 MEMSIM_DIR = Path(memsim.__file__).resolve().parent
-OUTPUTS = ("summary.json", "ops.csv", "timeline.csv", "hardware.yaml")
+TIMEOUT, CPU = "timeout", "cpu limit"  # the classes of a command stopped by the wall clock, by its CPU time
 WARNING = re.compile(r"^(.+?):(\d+): (\w*Warning): ")
 FRAME = re.compile(r'File "(.+?)", line (\d+) in (\S+)')
 ORCHESTRATION = {"cli.py", "api.py", "generation.py", "sweep.py"}
 
 
+@dataclass(frozen=True)
+class Limits:
+    """What one command may take: wall-clock seconds, CPU seconds and the address space it may
+    reach, in bytes (each 0: no limit)."""
+    wall_s: float = 0
+    cpu_s: float = 0
+    memory_bytes: int = 0
+
+
 @dataclass
 class Outcome:
-    rc: int | None = None  # exit code; negative: killed by that signal; None: timed out
+    rc: int | None = None  # exit code; negative: killed by that signal; None: past the wall-clock limit
     stdout: str = ""
     stderr: str = ""
     exception: dict | None = None  # an uncaught exception: type, message, location, traceback tail
     swallowed: list = field(default_factory=list)  # exceptions a sweep turned into a row's error
     skipped: str = ""
     seconds: float = 0.0
+    cpu_exceeded: bool = False  # stopped past the CPU-time limit
 
 
 def location(tb) -> str:
@@ -138,7 +154,7 @@ def _redirect(folder: Path):
     return out, err
 
 
-def run_forked(args: list[str], folder: Path, timeout: float, memory_bytes: int, max_points: int = 0) -> Outcome:
+def run_forked(args: list[str], folder: Path, limits: Limits, max_points: int = 0) -> Outcome:
     start = time.monotonic()
     read_end, write_end = os.pipe()
     sys.stdout.flush()
@@ -154,8 +170,11 @@ def run_forked(args: list[str], folder: Path, timeout: float, memory_bytes: int,
             sys.stdout, sys.stderr = out, err
             faulthandler.enable(file=err)
             faulthandler.register(signal.SIGUSR1, file=err)
-            if memory_bytes:
-                resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+            if limits.cpu_s:  # SIGXCPU at the limit (faulthandler: where it is), SIGKILL a second later
+                faulthandler.register(signal.SIGXCPU, file=err, chain=False)
+                resource.setrlimit(resource.RLIMIT_CPU, (math.ceil(limits.cpu_s), math.ceil(limits.cpu_s) + 1))
+            if limits.memory_bytes:
+                resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
             _default_warnings()
             outcome = _execute(args, max_points)
             out.flush()
@@ -166,9 +185,10 @@ def run_forked(args: list[str], folder: Path, timeout: float, memory_bytes: int,
         except BaseException:
             os._exit(99)
     os.close(write_end)
-    chunks, deadline, timed_out = [], start + timeout, False
+    chunks, deadline, timed_out = [], start + limits.wall_s if limits.wall_s else math.inf, False
     while True:
-        ready, _, _ = select.select([read_end], [], [], max(0.0, deadline - time.monotonic()))
+        ready, _, _ = select.select([read_end], [], [], None if deadline == math.inf else
+                                    max(0.0, deadline - time.monotonic()))
         if not ready:
             timed_out = True
             os.kill(pid, signal.SIGUSR1)  # faulthandler: where is it stuck?
@@ -180,8 +200,10 @@ def run_forked(args: list[str], folder: Path, timeout: float, memory_bytes: int,
             break
         chunks.append(chunk)
     os.close(read_end)
-    _, status = os.waitpid(pid, 0)
+    _, status, usage = os.wait4(pid, 0)
     outcome = Outcome(rc=None if timed_out else os.waitstatus_to_exitcode(status))
+    outcome.cpu_exceeded = bool(limits.cpu_s) and outcome.rc in (-signal.SIGXCPU, -signal.SIGKILL) and \
+        usage.ru_utime + usage.ru_stime >= limits.cpu_s
     if chunks:
         extra = json.loads(b"".join(chunks))
         outcome.exception, outcome.swallowed, outcome.skipped = extra["exception"], extra["swallowed"], extra["skipped"]
@@ -189,32 +211,36 @@ def run_forked(args: list[str], folder: Path, timeout: float, memory_bytes: int,
 
 
 class CaseTimeout(BaseException):
-    """Raised by SIGALRM in the in-process mode; a BaseException so that ``except Exception`` lets it by."""
+    """Raised by SIGALRM (wall clock) or SIGPROF (CPU time) in the in-process mode; a
+    BaseException so that ``except Exception`` lets it by."""
 
 
-def run_inprocess(args: list[str], folder: Path, timeout: float, memory_bytes: int = 0,
-                  max_points: int = 0) -> Outcome:
+def run_inprocess(args: list[str], folder: Path, limits: Limits, max_points: int = 0) -> Outcome:
     start, cwd = time.monotonic(), os.getcwd()
     saved = sys.stdout, sys.stderr, sys.argv, warnings.filters[:]
 
     def alarm(signum, frame):
-        raise CaseTimeout
+        raise CaseTimeout(CPU if signum == signal.SIGPROF else TIMEOUT)
 
-    previous = signal.signal(signal.SIGALRM, alarm)
+    previous = {sig: signal.signal(sig, alarm) for sig in (signal.SIGALRM, signal.SIGPROF)}
     out, err = _redirect(folder)
     try:
         os.chdir(folder)
         sys.stdout, sys.stderr = out, err
         _default_warnings()
-        signal.setitimer(signal.ITIMER_REAL, timeout)
+        signal.setitimer(signal.ITIMER_REAL, limits.wall_s)
+        signal.setitimer(signal.ITIMER_PROF, limits.cpu_s)
         outcome = _execute(args, max_points)
         if outcome.exception and outcome.exception["type"] == "CaseTimeout":
-            outcome.rc, outcome.exception = None, None
-    except CaseTimeout:
-        outcome = Outcome(rc=None)
+            cpu = outcome.exception["message"] == CPU
+            outcome = Outcome(rc=-signal.SIGXCPU if cpu else None, cpu_exceeded=cpu)
+    except CaseTimeout as exc:
+        outcome = Outcome(rc=-signal.SIGXCPU if str(exc) == CPU else None, cpu_exceeded=str(exc) == CPU)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         out.close()
         err.close()
         sys.stdout, sys.stderr, sys.argv, warnings.filters[:] = saved
@@ -282,14 +308,16 @@ def judge(args: list[str], o: Outcome, folder: Path, before: set[Path]) -> list[
     """The failures of one command as (class, detail); empty when it kept the contract."""
     cmd = " ".join(args[:2]) if args[:1] == ["import"] else (args[0] if args else "")
     failures = []
-    if o.rc is None:
+    if o.rc is None or o.cpu_exceeded:
         # faulthandler's dump, most recent call first. A hang is named by the outermost frame in the
-        # pipeline (what was asked), as the innermost one depends on when the timeout struck.
+        # pipeline (what was asked), as the innermost one depends on when the limit struck.
         frames = [f for f in FRAME.findall(o.stderr) if Path(f[0]).resolve().is_relative_to(MEMSIM_DIR)]
         outer = [f for f in frames if Path(f[0]).name not in ORCHESTRATION] or frames
         where = f" in {_short(outer[-1][0], '', outer[-1][2]).replace(': ', ' ')}" if outer else ""
         stuck = f"stuck at {_short(*frames[0])}" if frames else "no stack"
-        return [(f"timeout{where} (memsim {cmd})", f"no exit within the case timeout; {stuck}")]
+        if o.cpu_exceeded:
+            return [(f"{CPU}{where} (memsim {cmd})", f"more CPU time than the case's limit; {stuck}")]
+        return [(f"{TIMEOUT}{where} (memsim {cmd})", f"no exit within the case timeout; {stuck}")]
     if o.rc < 0:
         return [(f"killed by signal {-o.rc} (memsim {cmd})", o.stderr[-500:])]
     lines = o.stderr.split("\n")[:-1] if o.stderr.endswith("\n") else o.stderr.split("\n") if o.stderr else []
@@ -325,7 +353,7 @@ def judge(args: list[str], o: Outcome, folder: Path, before: set[Path]) -> list[
             error = _shape(lines[-1]) if lines else ""
             failures.append((f"{opt} written despite exit {o.rc} (memsim {cmd}): {error}", f"{path.name}: {what}"))
         if o.rc == 0 and opt == "--out" and args[0] == "run" and not {"-h", "--help", "--version"} & set(args):
-            missing = [n for n in OUTPUTS if not (path / n).is_file()]
+            missing = [n for n in vocab.run_outputs() if not (path / n).is_file()]
             if missing:
                 failures.append((f"exit 0 but --out lacks files (memsim {cmd})", ", ".join(missing)))
             elif _not_finite(path / "summary.json"):

@@ -2,7 +2,8 @@
 
 A mutation returns the new value and a short description, so that a failing case says what was
 done to the seed (``set levels[2].bandwidth = '-1 TB/s'``). Nothing here knows memsim: the
-per-input knowledge (seeds, field names, commands) lives in ``fuzz_inputs.py``.
+per-input knowledge (seeds, field names, commands) lives in ``inputs.py`` and ``vocab.py``. The
+helpers on parsed trees (paths, leaves, get, put) are the ones every kind uses.
 """
 from __future__ import annotations
 
@@ -69,6 +70,21 @@ def put(tree: Any, path: tuple, value: Any) -> Any:
         return value
     get(tree, path[:-1])[path[-1]] = value
     return tree
+
+
+def replaced(tree: Any, path: tuple, value: Any) -> Any:
+    """A copy of ``tree`` with ``path`` set to ``value``."""
+    return put(copy.deepcopy(tree), path, value)
+
+
+def leaves(tree: Any) -> list[tuple]:
+    """The paths of a tree's scalar leaves."""
+    return [p for p in paths(tree) if not isinstance(get(tree, p), (dict, list))]
+
+
+def tree_keys(tree: Any) -> set:
+    """Every key of every mapping in the tree."""
+    return {p[-1] for p in paths(tree) if p and isinstance(get(tree, p[:-1]), dict)}
 
 
 def scalars(tree: Any) -> list:
