@@ -197,13 +197,13 @@ def _blamed(hw_file: str, trace: str | None = None):
 def _plan(chip: hardware.ChipSpec, hw_file: str, graph: workload.OpGraph, pp: int = 1,
           micro: tuple[workload.OpGraph, ...] = (), trace: str | None = None) -> mapping.Plan:
     with _blamed(hw_file, trace):
-        return mapping.make_plan(graph, chip, pp, micro)
+        return mapping.make_plan(graph, chip, mapping.Grid.of(graph, pp), micro)
 
 
 def _run(chip: hardware.ChipSpec, hw_file: str, graph: workload.OpGraph, fast_forward: bool, memoize: bool,
          pp: int = 1, micro: tuple[workload.OpGraph, ...] = (), trace: str | None = None) -> Result:
     with _blamed(hw_file, trace):  # at the highest clock the power cap allows
-        plan, result = powercap.run(chip, lambda at: mapping.make_plan(graph, at, pp, micro),
+        plan, result = powercap.run(chip, lambda at: mapping.make_plan(graph, at, mapping.Grid.of(graph, pp), micro),
                                     lambda p: engine.run(p, fast_forward=fast_forward, memoize=memoize))
     return Result(report.summarize(graph, plan, result, micro), report.timeline(result),
                   report.ops(graph, plan, result), chip, graph, plan, result,

@@ -82,7 +82,7 @@ def scenarios(draw):
 
 def plan_of(scenario, chip: ChipSpec | None = None) -> mapping.Plan:
     graph, micro, pp, own = scenario
-    return mapping.make_plan(graph, chip or own, pp, micro)
+    return mapping.make_plan(graph, chip or own, mapping.Grid.of(graph, pp), micro)
 
 
 def _scaled(chip: ChipSpec, rate: float = 1.0, time: float = 1.0) -> ChipSpec:

@@ -29,12 +29,27 @@ from memsim.mapping.prefetch import staging_area
 from memsim.workload.graph import Op, OpGraph
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Grid:
+    """The chips a step runs on: ``tp`` tensor-parallel ranks (the step's graph is one rank's share
+    of the model, ``StepMeta.tp``) in each of ``pp`` pipeline stages. What parallelism the mapping
+    is given, in one value."""
+    tp: int = 1
+    pp: int = 1
+
+    @classmethod
+    def of(cls, graph: OpGraph, pp: int = 1) -> Grid:
+        """The grid of a step whose graph is one rank's of its ``tp``, over ``pp`` stages."""
+        return cls(tp=graph.meta.tp, pp=pp)
+
+
 @dataclass(frozen=True)
 class Layout:
     pp: int = 1  # pipeline stages across chips
     microbatches: tuple[OpGraph, ...] = ()  # run one after another; empty: the step's graph, once
     kv_copies: int = 1  # micro-batches that each keep a KV cache of the placed graph's size
     regions: int = 1  # pipeline stages within each chip (a wafer's layer regions)
+    tp: int = 1  # tensor-parallel ranks in each stage
 
     @property
     def stages(self) -> int:

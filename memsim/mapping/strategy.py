@@ -14,7 +14,7 @@ from memsim.hardware import rates
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping import collectives, overlap, system
-from memsim.mapping.layout import Layout, branches, lay_out, stage_graphs
+from memsim.mapping.layout import Grid, Layout, branches, lay_out, stage_graphs
 from memsim.mapping.lower import Context, lower, lowering_key
 from memsim.mapping.plan import BRANCH, COMPUTE, OpTask, Plan, Step
 from memsim.mapping.prefetch import Prefetcher
@@ -54,7 +54,7 @@ def plan_with(graph: OpGraph, chip: ChipSpec, shape: Shaper, layout: Layout = La
     Collectives become rounds of link transfers within their tensor-parallel group; with
     pipeline stages, the activation crossing a stage boundary is sent rank to rank.
     """
-    tp = graph.meta.tp
+    tp = layout.tp
     laid = lay_out(graph, chip, layout)
     layout, stage_of, homes = laid.layout, laid.stage_of, laid.homes
     pp, regions = layout.pp, layout.regions
@@ -162,13 +162,19 @@ def _overlap_chunks(op: Op, graph: OpGraph, deps, chip: ChipSpec, tp: int, steps
     return system.overlap_chunks(sums[0], chip, tp, max(_busy(chip, steps).values()) / PS_PER_S, chips)
 
 
-def make_plan(graph: OpGraph, chip: ChipSpec, pp: int = 1, microbatches: tuple[OpGraph, ...] = ()) -> Plan:
-    """The plan of a step on ``tp x pp`` chips. ``graph`` is what each stage places; with
-    micro-batches, each of ``microbatches`` (graphs with ``graph``'s ops) flows through the stages."""
+def make_plan(graph: OpGraph, chip: ChipSpec, grid: Grid | None = None,
+              microbatches: tuple[OpGraph, ...] = ()) -> Plan:
+    """The plan of a step on ``grid`` (default: one stage of the ranks its graph is one of).
+    ``graph`` is what each stage places; with micro-batches, each of ``microbatches`` (graphs with
+    ``graph``'s ops) flows through the stages."""
+    grid = grid if grid is not None else Grid.of(graph)
     strategy = STRATEGIES.get(chip.family)
-    if pp < 1:
+    if grid.pp < 1:
         raise ConfigError("must be at least 1", field=run_field("pp"))
+    if grid.tp != graph.meta.tp:
+        raise ConfigError(f"the step's graph is one rank of {graph.meta.tp}, not of {grid.tp}", field=run_field("tp"))
     collectives.check_algorithm(chip.system.collective)
-    layout = Layout(pp, tuple(microbatches), len(microbatches) if len(microbatches) > 1 and
+    layout = Layout(pp=grid.pp, tp=grid.tp, microbatches=tuple(microbatches),
+                    kv_copies=len(microbatches) if len(microbatches) > 1 and
                     len({g.meta.context for g in microbatches}) == 1 else 1)
     return strategy(graph, chip, layout)

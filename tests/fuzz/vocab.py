@@ -10,8 +10,6 @@ are the harness's own and live beside the strategies that use them.
 from __future__ import annotations
 
 import functools
-import importlib
-import pkgutil
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -36,20 +34,17 @@ class HardwareField:
 @functools.cache
 def families() -> tuple[str, ...]:
     """The families a mapping strategy is registered for (``family:``)."""
-    from memsim.mapping import families as package
-    from memsim.mapping import strategy
+    from memsim.mapping.strategy import STRATEGIES
 
-    for mod in pkgutil.iter_modules(package.__path__):  # as make_plan does before it looks one up
-        importlib.import_module(f"{package.__name__}.{mod.name}")
-    return tuple(sorted(strategy.STRATEGIES))
+    return tuple(STRATEGIES.names())
 
 
 @functools.cache
 def topologies() -> tuple[str, ...]:
     """The registered topologies (``system.topology``)."""
-    from memsim.hardware import topologies as registry
+    from memsim.hardware.topologies import TOPOLOGIES
 
-    return registry.names()
+    return tuple(TOPOLOGIES.names())
 
 
 @functools.cache
@@ -66,15 +61,15 @@ def op_kinds() -> tuple[str, ...]:
     from memsim.mapping.lower import LOWERINGS
     from memsim.workload.graph import COLLECTIVE_KINDS
 
-    return (*sorted(LOWERINGS), *COLLECTIVE_KINDS)
+    return (*LOWERINGS.names(), *COLLECTIVE_KINDS)
 
 
 @functools.cache
 def importers() -> tuple[str, ...]:
     """The formats ``memsim import`` reads."""
-    from memsim import cli
+    from memsim.workload.importers import IMPORTERS
 
-    return tuple(sorted(cli.main.commands["import"].commands))
+    return tuple(IMPORTERS.names())
 
 
 def _commands() -> dict[str, Any]:

@@ -72,3 +72,19 @@ def test_a_layer_pipelined_prefill_chunks_its_prompt_whatever_the_batch():
 def test_micro_batches_must_split_the_step():
     with pytest.raises(ConfigError, match=r"^microbatches: "):
         simulate("h100-sxm", "llama-3.2-1b", context=64, batch=3, microbatches=2)
+
+
+def test_the_grid_is_the_parallelism_the_mapping_is_given(tiny_graph, tiny_chip):
+    """tp and pp reach the mapping in one typed value, and a grid that disagrees with the ranks
+    the graph was built for is refused rather than simulated on the wrong number of chips."""
+    import dataclasses
+
+    from memsim.mapping import Grid, make_plan
+
+    assert Grid.of(tiny_graph, 2) == Grid(tp=tiny_graph.meta.tp, pp=2)
+    assert make_plan(tiny_graph, tiny_chip, Grid(pp=2)).chips == 2
+    with pytest.raises(ConfigError) as info:
+        make_plan(tiny_graph, tiny_chip, Grid(tp=4))
+    assert info.value.field == "tp" and "one rank of 1, not of 4" in info.value.message
+    two = dataclasses.replace(tiny_graph, meta=dataclasses.replace(tiny_graph.meta, tp=2))
+    assert make_plan(two, tiny_chip).tp == 2  # the default grid: the ranks the graph is one of

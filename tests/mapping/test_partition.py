@@ -166,7 +166,7 @@ def _tiny_layout(chip, pp: int, layers: int, context: int):
     config = workload.ModelConfig("tiny", "llama", layers=layers, hidden=64, heads=4, kv_heads=2, intermediate=128,
                                   vocab=512, max_positions=4096, tie_embeddings=False)
     graph = workload.build_step(config, workload.StepSpec.make("decode", batch=2, context=context))
-    return lay_out(graph, chip, Layout(pp))
+    return lay_out(graph, chip, Layout(pp=pp))
 
 
 @SETTINGS
