@@ -22,10 +22,9 @@ skipped on a guess.
 """
 from __future__ import annotations
 
-from typing import Protocol
-
-from memsim.engine import gapfill
+from memsim.engine import gapfill, watch
 from memsim.engine.chunk import footprint
+from memsim.engine.neighbours import Neighbours
 from memsim.engine.pipeline import StepRun
 from memsim.engine.resources import Server, Use
 
@@ -43,22 +42,6 @@ def find_cycle(states: list[tuple], completions: list[int], depth: int) -> int |
         if states[-1] == states[-1 - q] and c[-1] - c[-1 - q] == c[-1 - q] - c[-1 - 2 * q]:
             return q
     return None
-
-
-class Neighbours(Protocol):
-    """What fast-forward asks the scheduler about the streams around a step."""
-
-    def partners(self, run: StepRun) -> tuple[list[StepRun], float] | None:
-        """The steps running on other streams that share ``run``'s resources at its priority or
-        higher (and theirs, transitively), and the earliest time another stream could touch
-        them; ``None`` if that is now."""
-
-    def shared(self, runs: list[StepRun]) -> list[tuple[Server, set]]:
-        """Which of the group's resources a lower-priority stream (a prefetch) uses or may use,
-        each with the streams (chip, stream) that may."""
-
-    def touched_since(self, runs: list[StepRun]) -> float:
-        """When a task outside the group last ended that used the group's resources."""
 
 
 class FastForward:
@@ -82,14 +65,14 @@ class FastForward:
         """Forget the history if the partners changed, or (alone) if another task touched the
         step's resources since it began; a group checks the time of the last such touch instead."""
         group = tuple(id(p) for p in partners)
-        switches = tuple(s.switches for s in run.servers) if not partners else None
+        switches = tuple(watch.of(s).switches for s in run.servers) if not partners else None
         if switches != self.switches or group != self.group:
             self.switches, self.group = switches, group
             self.servers = footprint([run, *partners])
             self.reset()
 
     def __call__(self, run: StepRun) -> int:
-        now = run.env._now
+        now = run.env.now_ps
         found = self.neighbours.partners(run)
         if found is None or any(_leads(p, run) for p in found[0]):
             self.reset()  # another stream may interfere now, or a partner observes the group
@@ -175,8 +158,8 @@ def _account(run: StepRun, cycles: int, q: int, stalls: list[dict]) -> None:
     run.res.compute.busy_ps += step.compute_ps * n
     for port in run.loads + run.stores:
         port.server.busy_ps += port.hold * n
-        if port.via_hold is not None:
-            port.server.via.busy_ps += port.via_hold * n
+        if port.via is not None:
+            port.via.busy_ps += port.via_hold * n
     run.issued += n
     run.consumed += n
     for c in run.pending:  # the chunks in flight come after the skipped ones (their rows' extent)
