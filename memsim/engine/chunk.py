@@ -1,9 +1,9 @@
 """The pieces a step's pipeline (``engine/pipeline.py``) is made of: the levels it reads and
 writes (``Port``), the chunks in flight from their loads to their compute (``Chunk``) and the
 stores of a chunk's output (``Stores``). Each is a small slotted record the pipeline updates
-in place, chunk by chunk. ``widen`` keeps the extent of the step's transfer rows; ``status``,
-``servers`` and ``footprint`` say what a step's requests and resources are, for fast-forward
-and the scheduler.
+in place, chunk by chunk, and declares which of its fields hold times (``engine/times.py``).
+``widen`` keeps where the step's transfer rows begin and end; ``servers`` and ``footprint`` say what
+a step's resources are.
 """
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from simpy.events import Event
 
 from memsim.engine.records import POWER, TILE_BUFFER, UNPACK, WAIT, Cause
 from memsim.engine.resources import Server, Use
+from memsim.engine.times import Times
 
 if TYPE_CHECKING:
     from memsim.engine.pipeline import StepRun
@@ -50,8 +51,8 @@ class Chunk:
     """A chunk in flight, from its loads' request to its compute. Its callbacks (``loaded``,
     ``landing``, ``unpacked``) carry it to its step: nothing is hung on the events."""
 
-    __slots__ = ("run", "index", "transfers", "issued", "drain", "writer", "left", "landed", "source", "held",
-                 "ready")
+    TIMES = Times(compared=("issued", "landed"))
+    __slots__ = (*TIMES.names, "run", "index", "transfers", "drain", "writer", "left", "source", "held", "ready")
 
     def __init__(self, run: StepRun, index: int, issued: int, drain: int, writer: Cause) -> None:
         self.run = run
@@ -88,7 +89,8 @@ class Chunk:
 class Stores:
     """The stores of one chunk's output; its buffer is free when the last has drained."""
 
-    __slots__ = ("run", "index", "uses", "computed", "left")
+    TIMES = Times(compared=("computed",))
+    __slots__ = (*TIMES.names, "run", "index", "uses", "left")
 
     def __init__(self, run: StepRun, index: int, computed: int) -> None:
         self.run = run
@@ -104,28 +106,22 @@ class Stores:
             self.run.drained(self)
 
 
-def widen(extent: dict[tuple[int, bool, bool], list[int]], transfers: list[tuple], load: bool) -> None:
+Row = tuple[int, bool, bool]  # a step's transfer row: (port index, is a load, on the link it is reached over)
+
+
+def widen(begins: dict[Row, int], ends: dict[Row, int],
+          transfers: list[tuple[Use, Use | None, int, Port]] | list[tuple[Use, Use | None, Port]], load: bool) -> None:
     """The first and last chunks' transfers (``Chunk.transfers`` or ``Stores.uses``) widen each
-    level's row, and the row of the link it is reached over: ``extent`` maps (port index, is a
-    load, on that link) to [first start, last end]."""
+    level's row, and the row of the link it is reached over: where it begins (the first start)
+    and ends (the latest end)."""
     for i, (use, via, *_) in enumerate(transfers):
         for key, u in (((i, load, False), use), ((i, load, True), via)):
             if u is None:
                 continue
-            ext = extent.get(key)
-            if ext is None:
-                extent[key] = [u.start, u.end]
-            elif u.end > ext[1]:
-                ext[1] = u.end
-
-
-def status(use: Use | None, now: int) -> tuple:
-    """A request's state relative to now: done, granted with time left, or queued."""
-    if use is None:
-        return ()
-    if use.end < 0:
-        return ("queued", use.duration, use.resource.put_queue.index(use))
-    return ("held", use.end - now) if use.end > now else ("done",)
+            if key not in begins:
+                begins[key], ends[key] = u.start, u.end
+            elif u.end > ends[key]:
+                ends[key] = u.end
 
 
 def footprint(runs: list) -> list[Server]:

@@ -1,17 +1,18 @@
 """Fast-forward: skip whole cycles of a step whose pipeline has become periodic.
 
 A step repeats identical chunks. After each chunk the observer records the step's state
-(``StepRun.state``: in-flight loads, pending stores, the queues and horizons of its
-resources, all relative to now). Once the state equals the state ``q`` chunks earlier and
-the last two cycles took equal time, the future provably repeats every ``q`` chunks, for as
-long as nothing else touches the step's resources. The observer then moves every event the
-step has scheduled, and every time it holds, ``k`` cycles later, accounts the skipped chunks
-(busy time, stalls, bytes, resource occupancy) and lets the step sleep through them.
+(``state``: in-flight loads, pending stores, the queues and horizons of its resources, and the
+times its objects declare, ``engine/times.py``, as offsets from now). Once the state equals the
+state ``q`` chunks earlier and the last two cycles took equal time, the future provably repeats
+every ``q`` chunks, for as long as nothing else touches the step's resources. The observer then
+moves every event the step has scheduled, and every time it holds (``shift``, over the same
+declarations), ``k`` cycles later, accounts the skipped chunks (busy time, stalls, bytes,
+resource occupancy) and lets the step sleep through them.
 
 Steps on other streams that share its resources at its priority run beside it: the step
 and those *partners* form a group whose joint state is compared, and a skip moves all of
 them by the same time, each by the chunks it ran per cycle. The scheduler answers who the
-partners are (``Neighbours.partners``); it answers ``None`` when another stream could touch
+partners are (``engine/neighbours.py``); it answers ``None`` when another stream could touch
 the group's resources before the group's steps end without being one of them, and then
 nothing is skipped. ``k`` is bounded by the chunks every member has left, so a skip never
 hides contention. A history in which another task touched the group's resources is
@@ -22,11 +23,14 @@ skipped on a guess.
 """
 from __future__ import annotations
 
-from memsim.engine import gapfill, watch
-from memsim.engine.chunk import footprint
+from typing import Any
+
+from memsim.engine import gapfill
+from memsim.engine.chunk import Chunk, Stores, footprint
 from memsim.engine.neighbours import Neighbours
 from memsim.engine.pipeline import StepRun
-from memsim.engine.resources import Server, Use
+from memsim.engine.resources import PREFETCH, Server, Use
+from memsim.engine.watch import Watches
 
 MIN_PREFIX = 4  # chunks before looking for a periodic state
 MAX_CYCLE = 32  # longest cycle (in chunks) the detector looks for
@@ -47,8 +51,9 @@ def find_cycle(states: list[tuple], completions: list[int], depth: int) -> int |
 class FastForward:
     """The observer of one step: records its history (and its partners') and skips cycles when it may."""
 
-    def __init__(self, neighbours: Neighbours) -> None:
+    def __init__(self, neighbours: Neighbours, watches: Watches) -> None:
         self.neighbours = neighbours
+        self.watches = watches  # who touched each server (``engine/watch.py``)
         self.states: list[tuple] = []
         self.completions: list[int] = []
         self.stalls: list[dict] = []
@@ -65,7 +70,8 @@ class FastForward:
         """Forget the history if the partners changed, or (alone) if another task touched the
         step's resources since it began; a group checks the time of the last such touch instead."""
         group = tuple(id(p) for p in partners)
-        switches = tuple(watch.of(s).switches for s in run.servers) if not partners else None
+        watches = self.watches
+        switches = tuple(watches[s].switches for s in run.servers) if not partners else None
         if switches != self.switches or group != self.group:
             self.switches, self.group = switches, group
             self.servers = footprint([run, *partners])
@@ -79,7 +85,7 @@ class FastForward:
             return 0
         partners, quiet = found
         self._clean(run, partners)
-        self.states.append((run.state(), *(p.state() for p in partners)) if partners else run.state())
+        self.states.append((state(run), *(state(p) for p in partners)) if partners else state(run))
         self.completions.append(now)
         self.stalls.append(dict(run.chunk_stalls))
         self.counts.append(tuple((p.consumed, p.issued, dict(p.stalls)) for p in partners))
@@ -123,12 +129,12 @@ class FastForward:
             return 0
         delta = cycles * cycle_ps
         for s in servers:
-            s.horizon += delta
+            Server.TIMES.shift(s, delta)
         for gap in gaps:
             gapfill.fill(gap, cycles, delta)
         for m, n, stalls in members:
             m.env.shift(m, delta)  # its scheduled events (``Environment.shift``)
-            shift_step(m, delta)
+            shift(m, delta)
             _account(m, cycles, n, [stalls] if stalls is not None else self.stalls[-q:])
             if m is not run and m.observer is not None:
                 m.observer.reset()
@@ -162,7 +168,7 @@ def _account(run: StepRun, cycles: int, q: int, stalls: list[dict]) -> None:
             port.via.busy_ps += port.via_hold * n
     run.issued += n
     run.consumed += n
-    for c in run.pending:  # the chunks in flight come after the skipped ones (their rows' extent)
+    for c in run.pending:  # the chunks in flight come after the skipped ones (their rows' span)
         c.index += n
     for b in run.outstanding:
         b.index += n
@@ -177,38 +183,47 @@ def _hold(run: StepRun, server) -> int:
     return total
 
 
-def shift_step(run: StepRun, delta: int) -> None:
-    """Move every time the step holds by ``delta`` (fast-forward skipped that long); the
-    horizons of its resources move with the group's."""
-    for c in run.pending:
-        c.issued += delta
-        c.landed += delta
-        for use, via, _, _ in c.transfers:
-            _shift_use(use, delta)
-            _shift_use(via, delta)
-    for b in run.outstanding:
-        b.computed += delta
-        for use, via, _ in b.uses:
-            _shift_use(use, delta)
-            _shift_use(via, delta)
-    if run.waiting is not None:
-        asked, frees = run.waiting
-        run.waiting = (asked + delta, [f + delta for f in frees])
-    computed, freed, writer = run.released
-    run.released = (computed + delta, freed + delta, writer)
-    run.unpacking += delta
-    run.last_store += delta
-    run.idle_since += delta
-    run.last_compute += delta
-    for ext in run.extent.values():
-        ext[1] += delta
+def state(run: StepRun) -> tuple[Any, ...]:
+    """Everything that decides the step's future, its times as offsets from now (``TIMES``)."""
+    now = run.env.now_ps
+    chunks = tuple((*Chunk.TIMES.offsets(c, now), c.drain, c.writer, c.ready, c.left,
+                    tuple((status(u, now), status(v, now), idle) for u, v, idle, _ in c.transfers))
+                   for c in run.pending)
+    stores = tuple((*Stores.TIMES.offsets(b, now), b.left, tuple((status(u, now), status(v, now)) for u, v, _ in b.uses))
+                   for b in run.outstanding)
+    # Prefetches never delay this step's requests (they are preempted): they are not part of its state.
+    servers = tuple((*Server.TIMES.offsets(s, now),
+                     status(s.user if s.user and s.user.priority < PREFETCH else None, now),
+                     sum(1 for u in s.put_queue if u.priority < PREFETCH)) for s in run.footprint())
+    return (chunks, stores, servers, *StepRun.TIMES.offsets(run, now), run.free_buffers, run.computing,
+            run.store_level, frozenset(run.chunk_stalls.items()))
 
 
-def _shift_use(use: Use | None, delta: int) -> None:
+def status(use: Use | None, now: int) -> tuple[Any, ...]:
+    """A request's state relative to now: done, granted with time left, or queued."""
     if use is None:
-        return
-    use.requested += delta
-    if use.start >= 0:
-        use.start += delta
-    if use.end >= 0:
-        use.end += delta
+        return ()
+    if use.end < 0:
+        return ("queued", use.duration, use.resource.put_queue.index(use))
+    return ("held", use.end - now) if use.end > now else ("done",)
+
+
+def shift(run: StepRun, delta: int) -> None:
+    """Move every time the step holds by ``delta`` (fast-forward skipped that long): its own, its
+    chunks' in flight, its pending stores' and their requests' (``TIMES``); the horizons of its
+    resources move with the group's."""
+    for c in run.pending:
+        Chunk.TIMES.shift(c, delta)
+        for use, via, _, _ in c.transfers:
+            _shift_uses(use, via, delta)
+    for b in run.outstanding:
+        Stores.TIMES.shift(b, delta)
+        for use, via, _ in b.uses:
+            _shift_uses(use, via, delta)
+    StepRun.TIMES.shift(run, delta)
+
+
+def _shift_uses(use: Use | None, via: Use | None, delta: int) -> None:
+    for u in (use, via):
+        if u is not None:
+            Use.TIMES.shift(u, delta)

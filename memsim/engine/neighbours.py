@@ -29,24 +29,21 @@ class Neighbours:
     def __init__(self, sim: Simulation) -> None:
         self.sim = sim
 
-    @staticmethod
-    def _priority(key: Key) -> int:
-        return PRIORITY.get(key[1], DEMAND)
-
     def _others(self, keys: Collection[Key], servers: list[Server], lower: bool, mine: int) -> Iterator[tuple[Key, int]]:
         """The streams not in ``keys`` that have a task, running or to come, using any of
         ``servers``: of lower priority than ``mine`` if ``lower``, else of the same or higher."""
-        sim = self.sim
+        last_use, position = self.sim.last_use, self.sim.position
         for s in servers:
-            for other, last in sim.last_use.get(id(s), {}).items():
-                if other not in keys and (self._priority(other) > mine) == lower and last >= sim.position[other]:
+            for other, last in last_use.get(id(s), {}).items():
+                if other not in keys and (PRIORITY.get(other[1], DEMAND) > mine) == lower and last >= position[other]:
                     yield other, id(s)
 
     def quiet_until(self, key: Key, servers: list[Server]) -> float:
         """The earliest time a task of another stream could touch ``servers``."""
-        for _ in self._others((key,), servers, False, self._priority(key)):
+        mine = PRIORITY.get(key[1], DEMAND)
+        for _ in self._others((key,), servers, False, mine):
             return self.sim.env.now_ps
-        for _ in self._others((key,), servers, True, self._priority(key)):
+        for _ in self._others((key,), servers, True, mine):
             return self.sim.env.now_ps
         return NEVER
 
@@ -56,7 +53,7 @@ class Neighbours:
         group's resources; ``None`` if that could be now."""
         sim, key = self.sim, run.key
         now = sim.env.now_ps
-        mine = self._priority(key)
+        mine = PRIORITY.get(key[1], DEMAND)
         group = {key: run}
         servers = run.footprint()
         quiet, memo = NEVER, {}
@@ -86,7 +83,7 @@ class Neighbours:
         group's tasks cannot start anything."""
         keys = {r.key for r in runs}
         servers = footprint(runs)
-        mine = max(self._priority(k) for k in keys)
+        mine = max(PRIORITY.get(k[1], DEMAND) for k in keys)
         memo: dict[str, float] = {}
         streams: dict[int, set[Key]] = {}
         for other, i in self._others(keys, servers, True, mine):
@@ -99,11 +96,11 @@ class Neighbours:
         priority or higher) last ended."""
         sim = self.sim
         keys = {r.key for r in runs}
-        mine = max(self._priority(k) for k in keys)
+        mine = max(PRIORITY.get(k[1], DEMAND) for k in keys)
         latest = -1.0
         for s in footprint(runs):
             for other in sim.last_use.get(id(s), {}):
-                if other not in keys and self._priority(other) <= mine:
+                if other not in keys and PRIORITY.get(other[1], DEMAND) <= mine:
                     latest = max(latest, NEVER if sim.running.get(other) else sim.ended.get(other, -1))
         return latest
 

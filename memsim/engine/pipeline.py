@@ -12,38 +12,60 @@ than a process):
   they have drained.
 
 Every idle moment of compute between the step's start and its end gets a cause. Intervals
-are aggregated as the chunks run (busy time, stall time per cause, bytes and extent per
-level) and recorded when the step ends. Fast-forward (``engine/fastforward.py``) observes
-the step after each chunk through ``observer``; ``state`` is the one place that says what
-decides the step's future.
+are aggregated as the chunks run (busy time, stall time per cause, bytes and the span of
+each level's row) and recorded when the step ends.
+
+This is the plain pipeline. A step has an ``observer`` only when fast-forward is on
+(``engine/shortcuts.py`` gives it): it is called after each chunk, and may skip cycles; only
+then are a chunk's stalls kept apart from the step's (``chunk_stalls``) for it to compare. The
+fields that hold times are declared once (``StepRun.TIMES``, ``engine/times.py``), for it to
+move and compare them.
 """
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from functools import partial
+from typing import Protocol
 
 from simpy.events import Event
 
-from memsim.engine.chunk import BUFFERS, THROTTLED, UNPACKING, Chunk, Port, Stores, servers, status, widen
+from memsim.engine.chunk import BUFFERS, THROTTLED, UNPACKING, Chunk, Port, Row, Stores, servers, widen
 from memsim.engine.records import WAIT, Cause
-from memsim.engine.resources import PREFETCH, ChipResources, Job, Server, Use
+from memsim.engine.resources import ChipResources, Job, Server, Use
 from memsim.engine.simpy_fast import Environment, Signal, Timer
+from memsim.engine.times import Times
 from memsim.mapping.plan import OpTask, Step
+
+
+class Observer(Protocol):
+    """What watches a step chunk by chunk (fast-forward's ``FastForward``)."""
+
+    def __call__(self, run: StepRun) -> int:
+        """Called as a chunk's compute ends: how long the step may sleep, having skipped
+        the chunks of that time (0: none)."""
+
+    def reset(self) -> None:
+        """Forget what was observed (another observer skipped this step's cycles)."""
 
 
 class StepRun:
     """The state of one step on one chip."""
 
+    # The fields that hold times fast-forward moves: the loader's wait (when it asked, and when
+    # its levels were free), the latest buffer freed (its chunk's compute end, when), when its
+    # latest chunk is unpacked and its latest store drained, when compute went idle, and where
+    # its transfer rows end so far (a chunk in flight across a skip may be its last).
+    TIMES = Times(compared=("waiting", "released"), ahead=("unpacking", "last_store"),
+                  moved=("idle_since", "last_compute", "row_ends"))
     # Slotted: the per-chunk callbacks read and write these attributes all the time.
-    __slots__ = ("env", "res", "task", "step", "job", "priority", "observer", "count", "loads", "stores",
-                 "load_servers", "load_totals", "store_totals", "load_dst", "store_src", "free_buffers", "pending",
-                 "outstanding", "issued", "consumed", "computing", "waiting", "unpacking", "released", "last_store",
-                 "store_level", "finished", "started", "idle_since", "last_compute", "busy_ps", "unpack_ps",
-                 "first_unpack", "stalls", "chunk_stalls", "extent", "on_compute", "servers")
+    __slots__ = (*TIMES.names, "env", "res", "task", "step", "job", "priority", "observer", "count", "loads",
+                 "stores", "load_servers", "load_totals", "store_totals", "load_dst", "store_src", "free_buffers",
+                 "pending", "outstanding", "issued", "consumed", "computing", "store_level", "finished", "started",
+                 "busy_ps", "unpack_ps", "first_unpack", "stalls", "chunk_stalls", "row_begins", "on_compute", "servers")
 
     def __init__(self, env: Environment, res: ChipResources, task: OpTask, step: Step, job: Job,
-                 priority: int, observer: Callable[[StepRun], int] | None = None) -> None:
+                 priority: int, observer: Observer | None = None) -> None:
         self.env, self.res, self.task, self.step = env, res, task, step
         self.job = job  # the owner of every request the step makes
         self.priority = priority
@@ -78,8 +100,8 @@ class StepRun:
         self.first_unpack = -1
         self.stalls: dict[Cause, int] = {}  # cause -> ps
         self.chunk_stalls: dict[Cause, int] = {}  # the latest chunk's, for fast-forward
-        # (index, is load, on the link it is reached over) -> [first start, last end]
-        self.extent: dict[tuple[int, bool, bool], list[int]] = {}
+        self.row_begins: dict[Row, int] = {}  # per transfer row: its first chunk's start
+        self.row_ends: dict[Row, int] = {}  # and its latest end
         self.on_compute = self._computed  # the callback of its compute requests, bound once
         self.servers = servers(res.compute if step.compute_ps else None, self.loads + self.stores)  # never changes
 
@@ -92,18 +114,19 @@ class StepRun:
     def _ask(self) -> None:
         """The loader asks for a tile buffer; it takes one at once if one is free."""
         while self.issued < self.count:
-            self.waiting = (self.env.now_ps, [s.free_at for s in self.load_servers])
+            waiting = self.waiting = (self.env.now_ps, [s.free_at for s in self.load_servers])
             if not self.free_buffers:
                 return  # the loader takes the next buffer freed (``_free``)
-            if not self._issue():
+            if not self._issue(waiting):
                 return  # dequantising: the loader asks again once the chunk is unpacked
         self.waiting = None
 
-    def _issue(self) -> bool:
-        """Take a buffer and request the next chunk's loads; True if the loader may go on."""
+    def _issue(self, waiting: tuple[int, list[int]]) -> bool:
+        """Take a buffer and request the next chunk's loads, the loader having asked for it
+        (``waiting``: when, and when each level it loads from was free); True if it may go on."""
         env = self.env
         now = env.now_ps
-        asked, frees = self.waiting or (now, [])
+        asked, frees = waiting
         self.waiting = None
         self.free_buffers -= 1
         computed, freed, writer = self.released
@@ -163,7 +186,7 @@ class StepRun:
                     limiter = Cause(WAIT, limiter.on, use.blocker.op)
                 chunk.landed, chunk.source, chunk.held = end, limiter, idle if idle > 0 else 0
         if first or chunk.index == self.count - 1:
-            widen(self.extent, chunk.transfers, True)
+            widen(self.row_begins, self.row_ends, chunk.transfers, True)
         if chunk.landed > self.env.now_ps:
             Timer(self.env, chunk.landed, chunk.landing, self)
         else:
@@ -192,11 +215,12 @@ class StepRun:
         """A chunk's buffer is free: it goes to the loader if the loader waits for one."""
         self.released = (computed, self.env.now_ps, writer)
         self.free_buffers += 1
-        if self.waiting is None:
+        waiting = self.waiting
+        if waiting is None:
             return
         if self.issued >= self.count:  # fast-forward skipped the chunks it waited for
             self.waiting = None
-        elif self._issue():
+        elif self._issue(waiting):
             self._ask()
 
     # -- compute ----------------------------------------------------------------------------
@@ -292,7 +316,7 @@ class StepRun:
             if end > self.last_store:
                 self.last_store, self.store_level = end, port.key
         if batch.index == 0 or batch.index == self.count - 1:
-            widen(self.extent, batch.uses, False)
+            widen(self.row_begins, self.row_ends, batch.uses, False)
         self.outstanding.remove(batch)
         self._free(writer, batch.computed)
         if self.consumed == self.count:
@@ -328,24 +352,3 @@ class StepRun:
     def key(self) -> tuple[int, str]:
         """The stream the step runs on: (chip or region, stream name)."""
         return self.job.chip, self.job.stream
-
-    def state(self) -> tuple:
-        """Everything that decides the step's future, as offsets from now. Fast-forward
-        compares it between chunk completions; a new attribute that matters belongs here."""
-        now = self.env.now_ps
-        chunks = tuple((c.issued - now, c.drain, c.writer, c.ready, c.left, c.landed - now,
-                        tuple((status(u, now), status(v, now), idle) for u, v, idle, _ in c.transfers))
-                       for c in self.pending)
-        stores = tuple((b.computed - now, b.left, tuple((status(u, now), status(v, now)) for u, v, _ in b.uses))
-                       for b in self.outstanding)
-        # Prefetches never delay this step's requests (they are preempted): they are not part of its state.
-        servers = tuple((max(0, s.horizon - now), status(s.user if s.user and s.user.priority < PREFETCH else None, now),
-                         sum(1 for u in s.put_queue if u.priority < PREFETCH)) for s in self.footprint())
-        waiting = None
-        if self.waiting is not None:
-            asked, frees = self.waiting
-            waiting = (asked - now, tuple(f - now for f in frees))
-        computed, freed, writer = self.released
-        return (chunks, stores, servers, waiting, self.free_buffers, self.computing,
-                max(0, self.unpacking - now), (computed - now, freed - now, writer), max(0, self.last_store - now),
-                self.store_level, frozenset(self.chunk_stalls.items()))

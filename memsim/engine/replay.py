@@ -12,9 +12,9 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from memsim.engine import watch
 from memsim.engine.records import Interval
 from memsim.engine.resources import Job, Server
+from memsim.engine.watch import Touches, Watches
 from memsim.hardware.resource import SYSTEM, ResourceId
 
 
@@ -37,18 +37,20 @@ class Recording:
     """What a task's first simulation needs to become a memo: its ``key``, and its resources'
     accounts when it started."""
 
-    __slots__ = ("signature", "start", "servers", "before", "clean")
+    __slots__ = ("signature", "start", "servers", "watches", "before", "clean")
 
-    def __init__(self, signature: tuple, start: int, servers: list[Server]) -> None:
+    def __init__(self, signature: tuple, start: int, servers: list[Server], watches: Watches) -> None:
         self.signature = signature
         self.start = start
         self.servers = servers
-        self.before = [(s.bytes_read, s.bytes_written, s.busy_ps, watch.of(s).touches) for s in servers]
+        self.watches: list[Touches] = [watches[s] for s in servers]
+        self.before = [(s.bytes_read, s.bytes_written, s.busy_ps, w.touches) for s, w in zip(servers, self.watches)]
         self.clean = all(s.idle(start) for s in servers)
 
 
 class Replay:
-    def __init__(self) -> None:
+    def __init__(self, watches: Watches) -> None:
+        self.watches = watches  # who touched each server (``engine/watch.py``)
         self.memos: dict[tuple, Memo] = {}
         self.remapped: dict[tuple, tuple[Interval, ...]] = {}
 
@@ -63,8 +65,7 @@ class Replay:
         if not rec.clean or signature in self.memos:
             return
         moved = []
-        for s, (read, written, busy, touches) in zip(rec.servers, rec.before):
-            seen = watch.of(s)
+        for s, seen, (read, written, busy, touches) in zip(rec.servers, rec.watches, rec.before):
             touched_by_others = seen.touches - touches > 1 or (seen.touches != touches and seen.last_any is not job)
             if touched_by_others or not s.idle(now):
                 return
@@ -75,12 +76,13 @@ class Replay:
     def apply(self, memo: Memo, servers: list[Server], job: Job, start: int, op: str, layer: int) -> list[Interval]:
         """Account the remembered task as run now, on ``servers``; returns its rows shifted to
         ``start`` and moved onto this task's chip and resources."""
+        watches = self.watches
         for s, (read, written, busy) in zip(servers, memo.moved):
             s.bytes_read += read
             s.bytes_written += written
             s.busy_ps += busy
             if read or written or busy:
-                watch.of(s).replayed(job)
+                watches[s].replayed(job)
         chip = job.chip
         rows = self._moved_rows(memo, servers, chip)
         return [r.moved(start, chip, op, layer) for r in rows]

@@ -41,6 +41,7 @@ from simpy.events import Event
 from simpy.resources.base import BaseResource, Get
 
 from memsim.engine.simpy_fast import Environment, Request, Timer, succeed_at
+from memsim.engine.times import Times
 from memsim.hardware import stripes
 from memsim.hardware.resource import LEVEL, SYSTEM, Ref, ResourceId
 from memsim.hardware.spec import ChipSpec, LinkSpec, MemoryLevel
@@ -90,6 +91,8 @@ class Use(Request["Server"]):
     while it waits, and again while a preempted prefetch or store waits to resume). ``then`` is called
     with it when the hold ends; ``step`` tags it as a step's, so fast-forward can move it."""
 
+    # Fast-forward moves them (a request is compared by its status: queued, held or done).
+    TIMES = Times(moved=("requested", "start", "end"), unset=-1)
     _seq = count()
     blocker: Job | None = None  # the operator holding the server when the request arrived, if another one
     store = False  # a write: it yields to reads of its priority
@@ -161,6 +164,7 @@ class Server(BaseResource[Use, Get[Any]]):
     at a time (see the module's docstring). ``watch``: the shortcuts' bookkeeping, if installed."""
 
     PutQueue = _PriorityQueue
+    TIMES = Times(ahead=("horizon",))  # fast-forward moves it; a step's state holds the time left until it
 
     def __init__(self, env: Environment, rid: ResourceId, channels: int = 1, bandwidth: int = 1,
                  latency_ps: int = 0, via: Server | None = None, energy_fj_per_bit: int = 0) -> None:

@@ -39,7 +39,8 @@ def step_rows(run: StepRun) -> list[Interval]:
             src, dst = (port.name, run.load_dst) if load else (run.store_src, port.name)
             servers = (port.server,) if port.server.via is None else (port.server, port.server.via)
             for via, server in enumerate(servers):
-                first, last = run.extent.get((i, load, bool(via)), (run.started, run.started))
+                row = (i, load, bool(via))
+                first, last = run.row_begins.get(row, run.started), run.row_ends.get(row, run.started)
                 hold = port.via_hold if via else port.hold  # each of the step's chunks holds it this long
                 rows.append(Interval(start_ps=first, end_ps=last, resource=server.rid, kind=TRANSFER, bytes=total, src=src,
                                      dst=dst, energy_fj=total * 8 * server.energy_fj_per_bit,

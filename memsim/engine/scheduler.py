@@ -186,13 +186,12 @@ class Simulation:
         servers = self.servers[task.op]
         shortcuts, recording = self.shortcuts, None
         if shortcuts is not None:
-            replayed = shortcuts.recall(task, job, key, servers)
+            replayed, recording = shortcuts.begin(task, job, key, servers)
             if replayed is not None:
                 self.rows += replayed[0]
                 self.stats["replayed"] += 1
                 yield env.timeout(replayed[1])
                 return
-            recording = shortcuts.recording(task, servers)
         rows: list[Interval] = []
         res = self.chips[task.chip]
         on_compute = key[1] in (COMPUTE, BRANCH)

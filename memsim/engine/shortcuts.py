@@ -5,10 +5,9 @@ makes no ``Shortcuts``: its servers carry no watch, its steps no observer, and n
 looked up or recorded. With either on, ``Shortcuts`` installs a ``Touches`` on every server
 (``engine/watch.py``) and answers the scheduler's hooks:
 
-- ``recall``: a task identical to one remembered, on resources nothing else can touch before it
+- ``begin``: a task identical to one remembered, on resources nothing else can touch before it
   would end, is replayed (``engine/replay.py``): its rows and how long it takes;
-- ``recording`` and ``remember``: a task simulated is remembered if nothing else touched its
-  resources meanwhile;
+- ``remember``: a task simulated is remembered if nothing else touched its resources meanwhile;
 - ``observer``: a step's fast-forward (``engine/fastforward.py``, which fills the gaps a group
   leaves to a prefetch with ``engine/gapfill.py``).
 
@@ -30,6 +29,8 @@ from memsim.mapping.plan import OpTask
 if TYPE_CHECKING:
     from memsim.engine.scheduler import Key, Simulation
 
+Replayed = tuple[list[Interval], int]  # a replayed task's rows and duration
+
 
 class Shortcuts:
     """Fast-forward and replay (either or both) on one simulation."""
@@ -38,36 +39,28 @@ class Shortcuts:
         self.sim = sim
         self.fast_forward, self.memoize = fast_forward, memoize
         self.neighbours = Neighbours(sim)
-        self.replay = replay.Replay()
         links = sim.links.ports.values() if sim.links is not None else ()
-        watch.install([*(s for res in sim.chips.values() for s in res.servers()), *links])
+        self.watches = watch.install([*(s for res in sim.chips.values() for s in res.servers()), *links])
+        self.replay = replay.Replay(self.watches)
 
-    def recall(self, task: OpTask, job: Job, key: Key, servers: list[Server]) -> tuple[list[Interval], int] | None:
-        """A remembered task that ``task`` may replay now: its rows, moved to now and to this
-        task's resources (their accounts are updated), and its duration."""
+    def begin(self, task: OpTask, job: Job, key: Key, servers: list[Server]) -> tuple[Replayed | None,
+                                                                                      replay.Recording | None]:
+        """``task`` is about to start on ``servers``: the task remembered that it replays now, if
+        any (its rows, moved to now and to this task's resources, whose accounts are updated, and
+        its duration), else what remembering it will need (nothing without replay)."""
         if not self.memoize:
-            return None
+            return None, None
         now = self.sim.env.now_ps
-        signature = _signature(task, servers)
+        signature = replay.key(dataclasses.replace(task, chip=0).signature, servers)  # wherever it runs
         memo = self.replay.lookup(signature, servers, now, self.neighbours.quiet_until(key, servers))
         if memo is None:
-            return None
-        return self.replay.apply(memo, servers, job, now, task.op, task.layer), memo.duration
-
-    def recording(self, task: OpTask, servers: list[Server]) -> replay.Recording | None:
-        """What remembering ``task``, about to be simulated, needs (nothing without replay)."""
-        if not self.memoize:
-            return None
-        return replay.Recording(_signature(task, servers), self.sim.env.now_ps, servers)
+            return None, replay.Recording(signature, now, servers, self.watches)
+        return (self.replay.apply(memo, servers, job, now, task.op, task.layer), memo.duration), None
 
     def remember(self, recording: replay.Recording, job: Job, rows: list[Interval]) -> None:
         self.replay.remember(recording, job, self.sim.env.now_ps, rows)
 
     def observer(self) -> FastForward | None:
         """A new step's fast-forward, if it is on."""
-        return FastForward(self.neighbours) if self.fast_forward else None
+        return FastForward(self.neighbours, self.watches) if self.fast_forward else None
 
-
-def _signature(task: OpTask, servers: list[Server]) -> tuple:
-    """What decides a task's timing, wherever it runs (``replay.key``)."""
-    return replay.key(dataclasses.replace(task, chip=0).signature, servers)

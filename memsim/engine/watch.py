@@ -6,13 +6,16 @@ both ask how often a server changed hands. A ``Touches`` on each server (``Serve
 installed by ``engine/shortcuts.py`` when a shortcut is on) counts it, told of every request
 and count of bytes: ``touches``, how often one came from another owner than the one before,
 and ``switches``, how often a demand or communication request did (prefetches never delay
-those). A plain run installs none, and its requests pay nothing for it.
+those). The shortcuts find them by server (``Watches``, from ``install``). A plain run
+installs none, and its requests pay nothing for it.
 """
 from __future__ import annotations
 
 from collections.abc import Iterable
 
 from memsim.engine.resources import PREFETCH, Job, Server
+
+Watches = dict[Server, "Touches"]
 
 
 class Touches:
@@ -47,15 +50,10 @@ class Touches:
             self.switches += 1
 
 
-def install(servers: Iterable[Server]) -> None:
+def install(servers: Iterable[Server]) -> Watches:
+    """A ``Touches`` on each of ``servers`` (a server listed twice gets one)."""
+    watches: Watches = {}
     for server in servers:
-        if server.watch is None:
-            server.watch = Touches()
-
-
-def of(server: Server) -> Touches:
-    """The server's ``Touches``; the shortcuts ask only of servers they installed one on."""
-    watch = server.watch
-    if not isinstance(watch, Touches):
-        raise RuntimeError(f"{server.rid}: no shortcut watch installed")
-    return watch
+        if server not in watches:
+            server.watch = watches[server] = Touches()
+    return watches

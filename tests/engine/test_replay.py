@@ -11,15 +11,15 @@ from memsim.hardware.resource import LEVEL, ResourceId
 def _recorded(counted_by_other: bool) -> Replay:
     env = Environment()
     hbm = Server(env, ResourceId(LEVEL, 0, "hbm"), channels=1, bandwidth=10**12)
-    watch.install([hbm])  # as the shortcuts do
+    watches = watch.install([hbm])  # as the shortcuts do
     task, prefetch = Job("a", 0, "compute"), Job("prefetch.b", 0, "copy")
-    rec = Recording(("a",), 0, [hbm])
+    rec = Recording(("a",), 0, [hbm], watches)
     hbm.request(1000, task)
     env.run()
     if counted_by_other:  # a prefetch whose transfers ended earlier finishes now and counts its bytes
         hbm.count(4096, True, prefetch)
     hbm.count(1000, True, task)
-    replay = Replay()
+    replay = Replay(watches)
     replay.remember(rec, task, env.now_ps, [])
     return replay
 
