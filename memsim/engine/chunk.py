@@ -109,12 +109,12 @@ class Stores:
 Row = tuple[int, bool, bool]  # a step's transfer row: (port index, is a load, on the link it is reached over)
 
 
-def widen(begins: dict[Row, int], ends: dict[Row, int],
-          transfers: list[tuple[Use, Use | None, int, Port]] | list[tuple[Use, Use | None, Port]], load: bool) -> None:
-    """The first and last chunks' transfers (``Chunk.transfers`` or ``Stores.uses``) widen each
-    level's row, and the row of the link it is reached over: where it begins (the first start)
-    and ends (the latest end)."""
-    for i, (use, via, *_) in enumerate(transfers):
+def widen(begins: dict[Row, int], ends: dict[Row, int], transfers: list[tuple[Use | None, Use | None]],
+          load: bool) -> None:
+    """The first and last chunks' transfers (of ``Chunk.transfers`` or ``Stores.uses``: per
+    port, its request and its link's) widen each level's row, and the row of the link it is
+    reached over: where it begins (the first start) and ends (the latest end)."""
+    for i, (use, via) in enumerate(transfers):
         for key, u in (((i, load, False), use), ((i, load, True), via)):
             if u is None:
                 continue

@@ -29,6 +29,7 @@ from memsim.engine import gapfill
 from memsim.engine.chunk import Chunk, Stores, footprint
 from memsim.engine.neighbours import Neighbours
 from memsim.engine.pipeline import StepRun
+from memsim.engine.records import Cause
 from memsim.engine.resources import PREFETCH, Server, Use
 from memsim.engine.watch import Watches
 
@@ -98,7 +99,7 @@ class FastForward:
         if cycle_ps <= 0:
             return 0
         # Every member runs whole cycles until the first of them runs out of chunks.
-        members = [(run, q, None)]
+        members: list[tuple[StepRun, int, dict[Cause, int] | None]] = [(run, q, None)]
         for p, (consumed, issued, stalls), (was_consumed, was_issued, was_stalls) in zip(
                 partners, self.counts[-1], self.counts[-1 - q]):
             if consumed - was_consumed != issued - was_issued:
@@ -121,7 +122,8 @@ class FastForward:
             if not idle:
                 continue
             gap = gapfill.drift(self.gaps, servers.index(server), q, server, idle)
-            if gap is None or not gapfill.alone(gap, now, ids) or streams - {gap.use.step.key}:
+            owner = gapfill.alone(gap, now, ids) if gap is not None else None
+            if gap is None or owner is None or streams - {owner.key}:
                 return 0
             gaps.append(gap)
             cycles = min(cycles, gapfill.cycles_left(gap))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from memsim.engine.pipeline import StepRun
 from memsim.engine.resources import PREFETCH, Server, Use
 
 
@@ -55,14 +56,14 @@ def cycles_left(gap: Gap) -> int:
     return max(0, (gap.left - gap.per_cycle - 1) // gap.per_cycle)
 
 
-def alone(gap: Gap, now: int, group: set[int]) -> bool:
-    """The transfer's step has nothing else under way that could reach the group: every other
-    request of it is done or waits on a resource of the group, it is not unpacking or computing,
-    and a chunk of it may land only if all it loads from are the group's resources (the next
-    chunk it then asks for queues behind the transfer, as it would have)."""
+def alone(gap: Gap, now: int, group: set[int]) -> StepRun | None:
+    """The transfer's step, if it has nothing else under way that could reach the group: every
+    other request of it is done or waits on a resource of the group, it is not unpacking or
+    computing, and a chunk of it may land only if all it loads from are the group's resources
+    (the next chunk it then asks for queues behind the transfer, as it would have)."""
     run = gap.use.step
     if run is None or run.computing or run.unpacking > now or run.consumed == run.step.count:
-        return False
+        return None
     inside = all(id(p.server) in group and (p.server.via is None or id(p.server.via) in group) for p in run.loads)
 
     def still(use: Use | None) -> bool:
@@ -71,10 +72,10 @@ def alone(gap: Gap, now: int, group: set[int]) -> bool:
 
     for chunk in run.pending:
         if chunk.left == 0 and not chunk.ready and not (inside and not run.step.compute_ps):
-            return False
+            return None
         if any(u is None or still(u) or still(v) for u, v, _, _ in chunk.transfers):  # (None: not yet requested)
-            return False
-    return not any(still(u) or still(v) for batch in run.outstanding for u, v, _ in batch.uses)
+            return None
+    return None if any(still(u) or still(v) for batch in run.outstanding for u, v, _ in batch.uses) else run
 
 
 def fill(gap: Gap, cycles: int, delta: int) -> None:

@@ -56,7 +56,7 @@ class Neighbours:
         mine = PRIORITY.get(key[1], DEMAND)
         group = {key: run}
         servers = run.footprint()
-        quiet, memo = NEVER, {}
+        quiet, memo = NEVER, dict[str, float]()
         grown = True
         while grown:
             grown = False

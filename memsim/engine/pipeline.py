@@ -177,6 +177,7 @@ class StepRun:
         """All of a chunk's loads are done: when did it land, and which level was last?"""
         first = chunk.index == 0
         for use, via, idle, port in chunk.transfers:
+            assert use is not None  # every load of a chunk that arrived was requested
             end, limiter = use.end, port.key
             if via is not None and via.end > end:  # the link it is reached over ended last
                 end, limiter = via.end, port.via_key
@@ -186,7 +187,7 @@ class StepRun:
                     limiter = Cause(WAIT, limiter.on, use.blocker.op)
                 chunk.landed, chunk.source, chunk.held = end, limiter, idle if idle > 0 else 0
         if first or chunk.index == self.count - 1:
-            widen(self.row_begins, self.row_ends, chunk.transfers, True)
+            widen(self.row_begins, self.row_ends, [(use, via) for use, via, _, _ in chunk.transfers], True)
         if chunk.landed > self.env.now_ps:
             Timer(self.env, chunk.landed, chunk.landing, self)
         else:
@@ -316,7 +317,7 @@ class StepRun:
             if end > self.last_store:
                 self.last_store, self.store_level = end, port.key
         if batch.index == 0 or batch.index == self.count - 1:
-            widen(self.row_begins, self.row_ends, batch.uses, False)
+            widen(self.row_begins, self.row_ends, [(use, via) for use, via, _ in batch.uses], False)
         self.outstanding.remove(batch)
         self._free(writer, batch.computed)
         if self.consumed == self.count:

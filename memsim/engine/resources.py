@@ -34,7 +34,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable
 from itertools import count
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import simpy
 from simpy.events import Event
@@ -46,6 +46,9 @@ from memsim.hardware import stripes
 from memsim.hardware.resource import LEVEL, SYSTEM, Ref, ResourceId
 from memsim.hardware.spec import ChipSpec, LinkSpec, MemoryLevel
 from memsim.mapping.plan import BRANCH, COMM, COMPUTE, COPY
+
+if TYPE_CHECKING:
+    from memsim.engine.pipeline import StepRun
 from memsim.units import transfer_ps
 
 DEMAND, COMMUNICATION, PREFETCH = 0, 1, 2  # request priorities, lowest first
@@ -102,7 +105,7 @@ class Use(Request["Server"]):
     timer: Timer | None = None
 
     def __init__(self, server: Server, duration_ps: int, owner: Job | None, priority: int,
-                 then: Callable[[Use], None] | None = None, step: object = None, store: bool = False) -> None:
+                 then: Callable[[Use], None] | None = None, step: StepRun | None = None, store: bool = False) -> None:
         # SimPy's Put initialisation is skipped (``simpy_fast.Request``): a request is the
         # engine's most frequent event.
         self.resource = server
@@ -186,7 +189,7 @@ class Server(BaseResource[Use, Get[Any]]):
 
     # -- SimPy's request/release protocol ----------------------------------------------
     def request(self, duration_ps: int, owner: Job | None = None, priority: int = DEMAND,
-                then: Callable[[Use], None] | None = None, step: object = None, store: bool = False) -> Use:
+                then: Callable[[Use], None] | None = None, step: StepRun | None = None, store: bool = False) -> Use:
         return Use(self, duration_ps, owner, priority, then, step, store)
 
     def _grant(self, use: Use) -> None:

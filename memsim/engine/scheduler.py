@@ -131,7 +131,7 @@ class Simulation:
         return out
 
     # -- processes --------------------------------------------------------------------------
-    def _stream(self, key: tuple[int, str], tasks: list[OpTask]):
+    def _stream(self, key: Key, tasks: list[OpTask]) -> Process:
         env = self.env
         chip, stream = key
         for i, task in enumerate(tasks):
@@ -168,8 +168,12 @@ class Simulation:
                        kind="stall", op=task.op, op_kind=task.kind, layer=task.layer, cause=cause, stream=stream)
         return [row] if keep(row) else []
 
-    def _task(self, task: OpTask, job: Job, key: tuple[int, str]):
+    def _task(self, task: OpTask, job: Job, key: Key) -> Process:
+        if not (task.acquires or task.releases):
+            yield from self._run_task(task, job, key)
+            return
         staging = self.chips[task.chip].staging
+        assert staging is not None, f"{task.op}: its chip sets no staging room aside"
         if task.acquires:  # a prefetch waits for room in the staging area
             self.starved.add(key)
             yield staging.get(task.acquires)
@@ -201,11 +205,13 @@ class Simulation:
                 rows += self._idle(job.chip, task, start, Cause(OVERHEAD), key[1])
         if task.rounds:
             t0 = env.now_ps
+            links = self.links
+            assert links is not None, "a collective on one chip"
             alone = self.alone.get(task.op)
             if alone is not None and all(s.idle(t0) for s in alone):
-                yield from play(env, self.links.played(task.rounds), task, job, rows)
+                yield from play(env, links.played(task.rounds), task, job, rows)
             else:
-                yield from run_collective(env, self.links, task, job, rows)
+                yield from run_collective(env, links, task, job, rows)
             if on_compute:
                 rows += self._idle(job.chip, task, t0, Cause(WAIT, task.bound.on(job.chip) if task.bound else None),
                                   key[1])

@@ -60,7 +60,8 @@ class Environment(simpy.Environment):
         except IndexError:
             raise EmptySchedule from None
         self._now = self.now_ps = cast(int, now)
-        callbacks, event.callbacks = event.callbacks, None  # type: ignore[assignment]  # as SimPy's step
+        # SimPy types callbacks as a list; a processed event's are None (its own step says so too)
+        callbacks, event.callbacks = event.callbacks, None  # type: ignore[assignment]
         try:
             for callback in callbacks:
                 callback(event)
@@ -83,7 +84,7 @@ class Environment(simpy.Environment):
         while queue:
             now, _, _, event = pop(queue)
             self._now = self.now_ps = now
-            callbacks, event.callbacks = event.callbacks, None  # type: ignore[assignment]  # as SimPy's step
+            callbacks, event.callbacks = event.callbacks, None  # type: ignore[assignment]  # (as in step)
             for callback in callbacks:
                 callback(event)
             if not event._ok and not hasattr(event, "_defused"):
@@ -136,8 +137,10 @@ class Request(Put[ResourceType]):
     and queues itself, or has itself scheduled at once (``succeed_at``). Until then it is pending
     (SimPy's class default). Its environment is its resource's: it is not stored."""
 
+    # SimPy's Event.env is a plain attribute; a request's is read from its resource instead of
+    # being stored on every request, and nothing sets it.
     @property
-    def env(self) -> simpy.Environment:  # type: ignore[override]  # SimPy's is an attribute: read here, never set
+    def env(self) -> simpy.Environment:  # type: ignore[override]
         return self.resource._env
 
 

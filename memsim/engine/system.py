@@ -23,7 +23,7 @@ from simpy.events import Event
 from memsim.engine.records import Interval
 from memsim.engine.resources import COMMUNICATION, Job, Server, system_link
 from memsim.engine.simpy_fast import Environment
-from memsim.mapping.fabric import fabric
+from memsim.mapping.fabric import Edge, fabric
 from memsim.mapping.plan import OpTask, Plan
 from memsim.mapping.system import region_link
 
@@ -36,9 +36,10 @@ class SystemLinks:
         chip = plan.chip
         self.env, self.plan = env, plan
         self.fabric = fabric(chip, plan.chips) if plan.chips > 1 else None
-        link = chip.interconnect
-        self.ports = {(a, b): system_link(env, link, (a, b), rate)
-                      for (a, b), rate in self.fabric.rate.items()} if self.fabric is not None else {}
+        self.ports: dict[Edge, Server] = {}
+        if self.fabric is not None:
+            link = self.fabric.link
+            self.ports = {(a, b): system_link(env, link, (a, b), rate) for (a, b), rate in self.fabric.rate.items()}
         self._routes: dict[tuple[int, int], list[Server]] = {}
         self._latency: dict[tuple[int, int], int] = {}
         self._played: dict[int, tuple[object, Played]] = {}  # by id of the rounds (kept alive here)
