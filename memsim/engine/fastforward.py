@@ -70,9 +70,9 @@ class FastForward:
     def _clean(self, run: StepRun, partners: list[StepRun]) -> None:
         """Forget the history if the partners changed, or (alone) if another task touched the
         step's resources since it began; a group checks the time of the last such touch instead."""
-        group = tuple(id(p) for p in partners)
         watches = self.watches
-        switches = tuple(watches[s].switches for s in run.servers) if not partners else None
+        group = tuple(id(p) for p in partners) if partners else ()
+        switches = tuple([watches[s].switches for s in run.servers]) if not partners else None
         if switches != self.switches or group != self.group:
             self.switches, self.group = switches, group
             self.servers = footprint([run, *partners])
@@ -81,7 +81,9 @@ class FastForward:
     def __call__(self, run: StepRun) -> int:
         now = run.env.now_ps
         found = self.neighbours.partners(run)
-        if found is None or any(_leads(p, run) for p in found[0]):
+        # (Alone, the usual case, a step makes no generators over its partners: this runs after
+        # every chunk.)
+        if found is None or (found[0] and any(_leads(p, run) for p in found[0])):
             self.reset()  # another stream may interfere now, or a partner observes the group
             return 0
         partners, quiet = found
@@ -89,10 +91,11 @@ class FastForward:
         self.states.append((state(run), *(state(p) for p in partners)) if partners else state(run))
         self.completions.append(now)
         self.stalls.append(dict(run.chunk_stalls))
-        self.counts.append(tuple((p.consumed, p.issued, dict(p.stalls)) for p in partners))
+        self.counts.append(tuple((p.consumed, p.issued, dict(p.stalls)) for p in partners) if partners else ())
         servers = self.servers
         self.gaps.append(gapfill.observe(servers, now))
-        q = find_cycle(self.states, self.completions, max([run.step.depth] + [p.step.depth for p in partners]))
+        depth = max(run.step.depth, *(p.step.depth for p in partners)) if partners else run.step.depth
+        q = find_cycle(self.states, self.completions, depth)
         if q is None:
             return 0
         cycle_ps = self.completions[-1] - self.completions[-1 - q]
@@ -188,17 +191,17 @@ def _hold(run: StepRun, server) -> int:
 def state(run: StepRun) -> tuple[Any, ...]:
     """Everything that decides the step's future, its times as offsets from now (``TIMES``)."""
     now = run.env.now_ps
-    chunks = tuple((*Chunk.TIMES.offsets(c, now), c.drain, c.writer, c.ready, c.left,
+    chunk_times, store_times, server_times = Chunk.TIMES.offsets, Stores.TIMES.offsets, Server.TIMES.offsets
+    chunks = tuple((*chunk_times(c, now), c.drain, c.writer, c.ready, c.left,
                     tuple((status(u, now), status(v, now), idle) for u, v, idle, _ in c.transfers))
-                   for c in run.pending)
-    stores = tuple((*Stores.TIMES.offsets(b, now), b.left, tuple((status(u, now), status(v, now)) for u, v, _ in b.uses))
-                   for b in run.outstanding)
+                   for c in run.pending) if run.pending else ()
+    stores = tuple((*store_times(b, now), b.left, tuple((status(u, now), status(v, now)) for u, v, _ in b.uses))
+                   for b in run.outstanding) if run.outstanding else ()
     # Prefetches never delay this step's requests (they are preempted): they are not part of its state.
-    servers = tuple((*Server.TIMES.offsets(s, now),
-                     status(s.user if s.user and s.user.priority < PREFETCH else None, now),
+    servers = tuple((*server_times(s, now), status(s.user if s.user and s.user.priority < PREFETCH else None, now),
                      sum(1 for u in s.put_queue if u.priority < PREFETCH)) for s in run.footprint())
     return (chunks, stores, servers, *StepRun.TIMES.offsets(run, now), run.free_buffers, run.computing,
-            run.store_level, frozenset(run.chunk_stalls.items()))
+            run.freed_by, run.store_level, frozenset(run.chunk_stalls.items()))
 
 
 def status(use: Use | None, now: int) -> tuple[Any, ...]:

@@ -23,19 +23,22 @@ class Gap(NamedTuple):
     left: int  # its service still to come, now
 
 
-def observe(servers: list[Server], now: int) -> tuple:
-    """Per server: the prefetch transfer in service or preempted there, and its service left."""
-    return tuple(_yielder(s, now) for s in servers)
-
-
-def _yielder(server: Server, now: int) -> tuple | None:
-    use = server.user
-    if use is not None and use.priority >= PREFETCH:
-        return use, use.end - now, True
-    for use in server.put_queue:
-        if use.priority >= PREFETCH:
-            return (use, use.duration, False) if use.start >= 0 else None  # a preempted one resumes first
-    return None
+def observe(servers: list[Server], now: int) -> tuple[tuple[Use, int, bool] | None, ...]:
+    """Per server: the prefetch transfer in service or preempted there, and its service left.
+    (A loop, not a call per server: fast-forward observes after every chunk.)"""
+    seen: list[tuple[Use, int, bool] | None] = []
+    for server in servers:
+        use = server.user
+        if use is not None and use.priority >= PREFETCH:
+            seen.append((use, use.end - now, True))
+            continue
+        for use in server.put_queue:
+            if use.priority >= PREFETCH:
+                seen.append((use, use.duration, False) if use.start >= 0 else None)  # a preempted one resumes first
+                break
+        else:
+            seen.append(None)
+    return tuple(seen)
 
 
 def drift(history: list[tuple], i: int, q: int, server: Server, per_cycle: int) -> Gap | None:

@@ -56,12 +56,12 @@ class StepRun:
     # its levels were free), the latest buffer freed (its chunk's compute end, when), when its
     # latest chunk is unpacked and its latest store drained, when compute went idle, and where
     # its transfer rows end so far (a chunk in flight across a skip may be its last).
-    TIMES = Times(compared=("waiting", "released"), ahead=("unpacking", "last_store"),
+    TIMES = Times(compared=("waiting", "freed_computed", "freed_at"), ahead=("unpacking", "last_store"),
                   moved=("idle_since", "last_compute", "row_ends"))
     # Slotted: the per-chunk callbacks read and write these attributes all the time.
     __slots__ = (*TIMES.names, "env", "res", "task", "step", "job", "priority", "observer", "count", "loads",
                  "stores", "load_servers", "load_totals", "store_totals", "load_dst", "store_src", "free_buffers",
-                 "pending", "outstanding", "issued", "consumed", "computing", "store_level", "finished", "started",
+                 "pending", "outstanding", "issued", "consumed", "computing", "freed_by", "store_level", "finished", "started",
                  "busy_ps", "unpack_ps", "first_unpack", "stalls", "chunk_stalls", "row_begins", "on_compute", "servers")
 
     def __init__(self, env: Environment, res: ChipResources, task: OpTask, step: Step, job: Job,
@@ -88,7 +88,9 @@ class StepRun:
         self.computing = False
         self.waiting: tuple[int, list[int]] | None = None  # loader: (asked, levels' free times)
         self.unpacking = 0  # when the loader finishes dequantising its latest chunk
-        self.released = (0, 0, BUFFERS)  # latest buffer freed: (compute end, freed at, writer's key)
+        # The latest buffer freed: when its chunk's compute ended, when it was freed, and the stall
+        # key of the store that drained it last.
+        self.freed_computed, self.freed_at, self.freed_by = 0, 0, BUFFERS
         self.last_store = 0  # when the latest store has drained, latency included
         self.store_level: Cause | None = None  # the wait for the level (or link) of the latest store
         self.finished = Signal(env, self)
@@ -129,7 +131,7 @@ class StepRun:
         asked, frees = waiting
         self.waiting = None
         self.free_buffers -= 1
-        computed, freed, writer = self.released
+        computed, freed, writer = self.freed_computed, self.freed_at, self.freed_by
         # Of the wait for a buffer, the part after its chunk's compute ended, while a slow
         # store still drained it, is that store's fault; the rest is SRAM capacity's.
         # (max and min are spelt out on the per-chunk path: the builtins cost a call each.)
@@ -214,7 +216,7 @@ class StepRun:
 
     def _free(self, writer: Cause, computed: int) -> None:
         """A chunk's buffer is free: it goes to the loader if the loader waits for one."""
-        self.released = (computed, self.env.now_ps, writer)
+        self.freed_computed, self.freed_at, self.freed_by = computed, self.env.now_ps, writer
         self.free_buffers += 1
         waiting = self.waiting
         if waiting is None:
