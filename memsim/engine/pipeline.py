@@ -192,6 +192,9 @@ class StepRun:
             widen(self.row_begins, self.row_ends, [(use, via) for use, via, _, _ in chunk.transfers], True)
         if chunk.landed > self.env.now_ps:
             Timer(self.env, chunk.landed, chunk.landing, self)
+        elif not self.step.unpack_ps:  # ready now (``land``'s usual case, inlined)
+            chunk.ready = True
+            self._compute()
         else:
             self.land(chunk)
 

@@ -141,7 +141,7 @@ class Use(Request["Server"]):
             return
         if user is not None and user.owner is not owner:
             self.blocker = user.owner
-        self.order = (priority, store, next(Use._seq))
+        order = self.order = (priority, store, next(Use._seq))
         if user is not None and (user.priority >= PREFETCH or user.store) and user.timer is not None \
                 and user.end > now and (priority, store) < (user.priority, user.store):
             # (a prefetch or store whose hold has just ended, its success scheduled or due now,
@@ -149,7 +149,11 @@ class Use(Request["Server"]):
             server._preempt(user)
             server._grant(self)
             return
-        server.put_queue.append(self)
+        queue = server.put_queue
+        if queue and order < queue[-1].order:
+            queue.append(self)  # into its place
+        else:
+            list.append(queue, self)  # last, the usual case (``_PriorityQueue.append``, inlined)
 
     def _expired(self, timer: Event) -> None:
         """A preemptible hold's timer went off: unless it went stale, the hold ends now."""
@@ -167,6 +171,7 @@ class Server(BaseResource[Use, Get[Any]]):
     at a time (see the module's docstring). ``watch``: the shortcuts' bookkeeping, if installed."""
 
     PutQueue = _PriorityQueue
+    put_queue: _PriorityQueue
     TIMES = Times(ahead=("horizon",))  # fast-forward moves it; a step's state holds the time left until it
 
     def __init__(self, env: Environment, rid: ResourceId, channels: int = 1, bandwidth: int = 1,
