@@ -61,8 +61,9 @@ class StepRun:
     # Slotted: the per-chunk callbacks read and write these attributes all the time.
     __slots__ = (*TIMES.names, "env", "res", "task", "step", "job", "priority", "observer", "count", "loads",
                  "stores", "load_servers", "load_totals", "store_totals", "load_dst", "store_src", "free_buffers",
-                 "pending", "outstanding", "issued", "consumed", "computing", "freed_by", "store_level", "finished", "started",
-                 "busy_ps", "unpack_ps", "first_unpack", "stalls", "chunk_stalls", "row_begins", "on_compute", "servers")
+                 "pending", "outstanding", "issued", "consumed", "computing", "freed_by", "store_level",
+                 "finished", "started", "busy_ps", "unpack_ps", "first_unpack", "stalls", "chunk_stalls",
+                 "row_begins", "on_compute", "servers")
 
     def __init__(self, env: Environment, res: ChipResources, task: OpTask, step: Step, job: Job,
                  priority: int, observer: Observer | None = None) -> None:
@@ -101,7 +102,8 @@ class StepRun:
         self.unpack_ps = 0
         self.first_unpack = -1
         self.stalls: dict[Cause, int] = {}  # cause -> ps
-        self.chunk_stalls: dict[Cause, int] = {}  # the latest chunk's, for fast-forward
+        # The latest chunk's, apart only for an observer to compare; else the step's own.
+        self.chunk_stalls: dict[Cause, int] = {} if observer is not None else self.stalls
         self.row_begins: dict[Row, int] = {}  # per transfer row: its first chunk's start
         self.row_ends: dict[Row, int] = {}  # and its latest end
         self.on_compute = self._computed  # the callback of its compute requests, bound once
@@ -237,9 +239,11 @@ class StepRun:
             return
         chunk = pending.popleft()
         now, t0 = self.env.now_ps, self.idle_since
-        # The chunk's stalls: fast-forward compares them chunk by chunk; without it they go
-        # straight into the step's.
-        stall = self.chunk_stalls = {} if self.observer is not None else self.stalls
+        # The chunk's stalls: an observer compares them chunk by chunk; without one they go
+        # straight into the step's (``chunk_stalls`` is ``stalls``).
+        if self.observer is not None:
+            self.chunk_stalls = {}
+        stall = self.chunk_stalls
         if now > t0:
             # The wait splits into: no free buffer (SRAM capacity, or a store still draining
             # it), data in transit, then dequantisation. Keys may coincide, hence the sums.
