@@ -129,3 +129,54 @@ def test_the_flag_check_finds_a_flag_in_an_error(tmp_path):
     sample = tmp_path / "sample.py"
     sample.write_text('def f(x):\n    raise ConfigError(f"lower --batch to {x}", field="batch")\n')
     assert _flag_texts(sample) == [2]
+
+
+# The engine's shortcuts (fast-forward, gap filling, replay, and what they keep and ask): the
+# plain engine does not import them; the scheduler installs them through one seam.
+SHORTCUTS = {"fastforward", "gapfill", "replay", "watch", "neighbours", "shortcuts"}
+SEAM = {"scheduler": {"shortcuts"}}
+
+
+def _runtime_imports(path: Path) -> set[str]:
+    """The modules ``path`` imports when it runs (not those imported for type checking only)."""
+    tree = ast.parse(path.read_text())
+    checking = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+                and ast.unparse(node.test) == "TYPE_CHECKING" for n in ast.walk(node)}
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in checking:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            found.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+    return found
+
+
+def test_the_plain_engine_does_not_import_the_shortcuts():
+    for path in sorted((ROOT / "engine").glob("*.py")):
+        if path.stem in SHORTCUTS:
+            continue
+        reached = {m.split(".")[2] for m in _runtime_imports(path) if m.startswith("memsim.engine.")}
+        assert reached & SHORTCUTS <= SEAM.get(path.stem, set()), f"engine/{path.name} imports {reached & SHORTCUTS}"
+
+
+SIMPY_INTERNALS = ("._queue", "._eid", "._now", "._ok", "._value", "._env", "_defused", "PENDING", "heappush")
+
+
+def test_simpy_internals_only_in_simpy_fast():
+    """Where the engine goes past SimPy's public API, it does so in one module (its docstring
+    says what it relies on; tests/engine/test_simpy_fast.py pins the SimPy versions)."""
+    for path in sorted((ROOT / "engine").glob("*.py")):
+        if path.name != "simpy_fast.py":
+            text = path.read_text()
+            assert not [s for s in SIMPY_INTERNALS if s in text], f"engine/{path.name} reaches into SimPy"
+
+
+def test_the_architecture_page_names_every_engine_module():
+    row = next(cells for cells in _module_table() if "`memsim/engine/`" in cells)
+    line = next(line for line in DOC.read_text().splitlines() if line.startswith(f"| {row} |"))
+    for path in sorted((ROOT / "engine").glob("*.py")):
+        if path.stem != "__init__":
+            assert f"`{path.name}`" in line, f"docs/architecture.md's engine row does not name {path.name}"

@@ -1,14 +1,23 @@
 """The pieces a step's pipeline (``engine/pipeline.py``) is made of: the levels it reads and
 writes (``Port``), the chunks in flight from their loads to their compute (``Chunk``) and the
 stores of a chunk's output (``Stores``). Each is a small slotted record the pipeline updates
-in place, chunk by chunk. ``widen`` keeps the extent of the step's transfer rows; ``status``,
-``servers`` and ``footprint`` say what a step's requests and resources are, for fast-forward
-and the scheduler.
+in place, chunk by chunk, and declares which of its fields hold times (``engine/times.py``).
+``widen`` keeps where the step's transfer rows begin and end; ``servers`` and ``footprint`` say what
+a step's resources are.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from simpy.events import Event
+
 from memsim.engine.records import POWER, TILE_BUFFER, UNPACK, WAIT, Cause
 from memsim.engine.resources import Server, Use
+from memsim.engine.times import Times
+from memsim.hardware.rates import Share
+
+if TYPE_CHECKING:
+    from memsim.engine.pipeline import StepRun
 
 # A step's stalls are kept by ``Cause``; a holder is named where a load or compute queued behind
 # another operator.
@@ -26,24 +35,31 @@ class Port:
     first would charge a small chunk up to a byte per channel more than its share: an artefact
     of the cut, not of the level.)"""
 
-    __slots__ = ("server", "hold", "via_hold", "name", "key", "via_key", "latency_ps")
+    __slots__ = ("server", "via", "hold", "via_hold", "name", "key", "via_key", "latency_ps")
 
-    def __init__(self, server: Server, total: int, count: int, share: float, latency_ps: int = 0) -> None:
+    def __init__(self, server: Server, total: int, count: int, share: Share, latency_ps: int = 0) -> None:
         self.server = server
+        self.via = via = server.via  # the link it is reached over, if any
         self.hold = -(-server.duration(total, share) // count)
-        self.via_hold = -(-server.via.duration(total) // count) if server.via is not None else None
+        self.via_hold = -(-via.duration(total) // count) if via is not None else 0
         self.name = str(server.rid)
         self.key = Cause(WAIT, server.rid)  # the stall of waiting for it
-        self.via_key = Cause(WAIT, server.via.rid) if server.via is not None else None
+        self.via_key = Cause(WAIT, via.rid) if via is not None else self.key
         self.latency_ps = latency_ps or server.latency_ps  # a step may name its own (a fabric traversal)
 
 
 class Chunk:
-    __slots__ = ("index", "transfers", "issued", "drain", "writer", "left", "landed", "source", "held", "ready")
+    """A chunk in flight, from its loads' request to its compute. Its callbacks (``loaded``,
+    ``landing``, ``unpacked``) carry it to its step: nothing is hung on the events."""
 
-    def __init__(self, index: int, issued: int, drain: int, writer: Cause) -> None:
+    TIMES = Times(compared=("issued", "landed"))
+    __slots__ = (*TIMES.names, "run", "index", "transfers", "drain", "writer", "left", "source", "held", "ready")
+
+    def __init__(self, run: StepRun, index: int, issued: int, drain: int, writer: Cause) -> None:
+        self.run = run
         self.index = index
-        self.transfers: list[tuple] = []  # per load: (use, via use or None, idle before issue, port)
+        # per load: (use, via use or None, idle before issue, port); (None, None, ...) until requested
+        self.transfers: list[tuple[Use | None, Use | None, int, Port]] = []
         self.issued = issued  # when its loads were requested
         self.drain = drain  # of its wait for a buffer, the part a store still drained it
         self.writer = writer  # the stall key of that store's level
@@ -55,41 +71,58 @@ class Chunk:
         self.held = 0  # that load's wait for a buffer while its level was idle
         self.ready = False  # landed (and, with dequantisation, unpacked)
 
+    # The callbacks of its events. A request's callbacks are dropped once it has been processed,
+    # so no reference cycle outlives the chunk's loads: chunks and their requests are freed at
+    # once rather than by the cyclic GC every few dozen chunks.
+    def loaded(self, _use: Use) -> None:
+        """One of its loads (or the link it came over) finished; the last one has it arrive."""
+        self.left -= 1
+        if not self.left:
+            self.run.arrived(self)
+
+    def landing(self, _event: Event) -> None:
+        self.run.land(self)
+
+    def unpacked(self, _event: Event) -> None:
+        self.run.unpacked(self)
+
 
 class Stores:
     """The stores of one chunk's output; its buffer is free when the last has drained."""
 
-    __slots__ = ("index", "uses", "computed", "left")
+    TIMES = Times(compared=("computed",))
+    __slots__ = (*TIMES.names, "run", "index", "uses", "left")
 
-    def __init__(self, index: int, computed: int) -> None:
+    def __init__(self, run: StepRun, index: int, computed: int) -> None:
+        self.run = run
         self.index = index
-        self.uses: list[tuple] = []  # per store: (use, via use or None, port)
+        self.uses: list[tuple[Use, Use | None, Port]] = []  # per store: (use, via use or None, port)
         self.computed = computed
         self.left = 0  # requests not yet finished
 
+    def stored(self, _use: Use) -> None:
+        """One of its stores (or the link it went over) finished; after the last, its buffer is free."""
+        self.left -= 1
+        if not self.left:
+            self.run.drained(self)
 
-def widen(extent: dict[tuple[int, bool, bool], list[int]], transfers: list[tuple], load: bool) -> None:
-    """The first and last chunks' transfers (``Chunk.transfers`` or ``Stores.uses``) widen each
-    level's row, and the row of the link it is reached over: ``extent`` maps (port index, is a
-    load, on that link) to [first start, last end]."""
-    for i, (use, via, *_) in enumerate(transfers):
+
+Row = tuple[int, bool, bool]  # a step's transfer row: (port index, is a load, on the link it is reached over)
+
+
+def widen(begins: dict[Row, int], ends: dict[Row, int], transfers: list[tuple[Use | None, Use | None]],
+          load: bool) -> None:
+    """The first and last chunks' transfers (of ``Chunk.transfers`` or ``Stores.uses``: per
+    port, its request and its link's) widen each level's row, and the row of the link it is
+    reached over: where it begins (the first start) and ends (the latest end)."""
+    for i, (use, via) in enumerate(transfers):
         for key, u in (((i, load, False), use), ((i, load, True), via)):
             if u is None:
                 continue
-            ext = extent.get(key)
-            if ext is None:
-                extent[key] = [u.start, u.end]
-            elif u.end > ext[1]:
-                ext[1] = u.end
-
-
-def status(use: Use | None, now: int) -> tuple:
-    """A request's state relative to now: done, granted with time left, or queued."""
-    if use is None:
-        return ()
-    if use.end < 0:
-        return ("queued", use.duration, use.resource.put_queue.index(use))
-    return ("held", use.end - now) if use.end > now else ("done",)
+            if key not in begins:
+                begins[key], ends[key] = u.start, u.end
+            elif u.end > ends[key]:
+                ends[key] = u.end
 
 
 def footprint(runs: list) -> list[Server]:

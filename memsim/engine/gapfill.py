@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from memsim.engine.pipeline import StepRun
 from memsim.engine.resources import PREFETCH, Server, Use
 
 
@@ -22,19 +23,22 @@ class Gap(NamedTuple):
     left: int  # its service still to come, now
 
 
-def observe(servers: list[Server], now: int) -> tuple:
-    """Per server: the prefetch transfer in service or preempted there, and its service left."""
-    return tuple(_yielder(s, now) for s in servers)
-
-
-def _yielder(server: Server, now: int) -> tuple | None:
-    use = server.user
-    if use is not None and use.priority >= PREFETCH:
-        return use, use.end - now, True
-    for use in server.put_queue:
-        if use.priority >= PREFETCH:
-            return (use, use.duration, False) if use.start >= 0 else None  # a preempted one resumes first
-    return None
+def observe(servers: list[Server], now: int) -> tuple[tuple[Use, int, bool] | None, ...]:
+    """Per server: the prefetch transfer in service or preempted there, and its service left.
+    (A loop, not a call per server: fast-forward observes after every chunk.)"""
+    seen: list[tuple[Use, int, bool] | None] = []
+    for server in servers:
+        use = server.user
+        if use is not None and use.priority >= PREFETCH:
+            seen.append((use, use.end - now, True))
+            continue
+        for use in server.put_queue:
+            if use.priority >= PREFETCH:
+                seen.append((use, use.duration, False) if use.start >= 0 else None)  # a preempted one resumes first
+                break
+        else:
+            seen.append(None)
+    return tuple(seen)
 
 
 def drift(history: list[tuple], i: int, q: int, server: Server, per_cycle: int) -> Gap | None:
@@ -55,14 +59,14 @@ def cycles_left(gap: Gap) -> int:
     return max(0, (gap.left - gap.per_cycle - 1) // gap.per_cycle)
 
 
-def alone(gap: Gap, now: int, group: set[int]) -> bool:
-    """The transfer's step has nothing else under way that could reach the group: every other
-    request of it is done or waits on a resource of the group, it is not unpacking or computing,
-    and a chunk of it may land only if all it loads from are the group's resources (the next
-    chunk it then asks for queues behind the transfer, as it would have)."""
+def alone(gap: Gap, now: int, group: set[int]) -> StepRun | None:
+    """The transfer's step, if it has nothing else under way that could reach the group: every
+    other request of it is done or waits on a resource of the group, it is not unpacking or
+    computing, and a chunk of it may land only if all it loads from are the group's resources
+    (the next chunk it then asks for queues behind the transfer, as it would have)."""
     run = gap.use.step
     if run is None or run.computing or run.unpacking > now or run.consumed == run.step.count:
-        return False
+        return None
     inside = all(id(p.server) in group and (p.server.via is None or id(p.server.via) in group) for p in run.loads)
 
     def still(use: Use | None) -> bool:
@@ -71,10 +75,10 @@ def alone(gap: Gap, now: int, group: set[int]) -> bool:
 
     for chunk in run.pending:
         if chunk.left == 0 and not chunk.ready and not (inside and not run.step.compute_ps):
-            return False
+            return None
         if any(u is None or still(u) or still(v) for u, v, _, _ in chunk.transfers):  # (None: not yet requested)
-            return False
-    return not any(still(u) or still(v) for batch in run.outstanding for u, v, _ in batch.uses)
+            return None
+    return None if any(still(u) or still(v) for batch in run.outstanding for u, v, _ in batch.uses) else run
 
 
 def fill(gap: Gap, cycles: int, delta: int) -> None:

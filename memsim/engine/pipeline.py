@@ -12,36 +12,61 @@ than a process):
   they have drained.
 
 Every idle moment of compute between the step's start and its end gets a cause. Intervals
-are aggregated as the chunks run (busy time, stall time per cause, bytes and extent per
-level) and recorded when the step ends. Fast-forward (``engine/fastforward.py``) observes
-the step after each chunk through ``observer``; ``state`` is the one place that says what
-decides the step's future.
+are aggregated as the chunks run (busy time, stall time per cause, bytes and the span of
+each level's row) and recorded when the step ends.
+
+This is the plain pipeline. A step has an ``observer`` only when fast-forward is on
+(``engine/shortcuts.py`` gives it): it is called after each chunk, and may skip cycles; only
+then are a chunk's stalls kept apart from the step's (``chunk_stalls``) for it to compare. The
+fields that hold times are declared once (``StepRun.TIMES``, ``engine/times.py``), for it to
+move and compare them.
 """
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Generator
+from functools import partial
+from typing import Protocol
 
-import simpy
+from simpy.events import Event
 
-from memsim.engine.chunk import BUFFERS, THROTTLED, UNPACKING, Chunk, Port, Stores, servers, status, widen
+from memsim.engine.chunk import BUFFERS, THROTTLED, UNPACKING, Chunk, Port, Row, Stores, servers, widen
 from memsim.engine.records import WAIT, Cause
-from memsim.engine.resources import PREFETCH, ChipResources, Job, Server, Use
+from memsim.engine.resources import ChipResources, Job, Server, Use
+from memsim.engine.simpy_fast import Environment, Signal, Timer
+from memsim.engine.times import Times
 from memsim.mapping.plan import OpTask, Step
+
+
+class Observer(Protocol):
+    """What watches a step chunk by chunk (fast-forward's ``FastForward``)."""
+
+    def __call__(self, run: StepRun) -> int:
+        """Called as a chunk's compute ends: how long the step may sleep, having skipped
+        the chunks of that time (0: none)."""
+
+    def reset(self) -> None:
+        """Forget what was observed (another observer skipped this step's cycles)."""
 
 
 class StepRun:
     """The state of one step on one chip."""
 
+    # The fields that hold times fast-forward moves: the loader's wait (when it asked, and when
+    # its levels were free), the latest buffer freed (its chunk's compute end, when), when its
+    # latest chunk is unpacked and its latest store drained, when compute went idle, and where
+    # its transfer rows end so far (a chunk in flight across a skip may be its last).
+    TIMES = Times(compared=("waiting", "freed_computed", "freed_at"), ahead=("unpacking", "last_store"),
+                  moved=("idle_since", "last_compute", "row_ends"))
     # Slotted: the per-chunk callbacks read and write these attributes all the time.
-    __slots__ = ("env", "res", "task", "step", "job", "priority", "observer", "count", "loads", "stores",
-                 "load_servers", "load_totals", "store_totals", "load_dst", "store_src", "free_buffers", "pending",
-                 "outstanding", "issued", "consumed", "computing", "waiting", "unpacking", "released", "last_store",
-                 "store_level", "finished", "started", "idle_since", "last_compute", "busy_ps", "unpack_ps",
-                 "first_unpack", "stalls", "chunk_stalls", "extent", "on_load", "on_compute", "on_store", "servers")
+    __slots__ = (*TIMES.names, "env", "res", "task", "step", "job", "priority", "observer", "count", "loads",
+                 "stores", "load_servers", "load_totals", "store_totals", "load_dst", "store_src", "free_buffers",
+                 "pending", "outstanding", "issued", "consumed", "computing", "freed_by", "store_level",
+                 "finished", "started", "busy_ps", "unpack_ps", "first_unpack", "stalls", "chunk_stalls",
+                 "row_begins", "on_compute", "servers")
 
-    def __init__(self, env: simpy.Environment, res: ChipResources, task: OpTask, step: Step, job: Job,
-                 priority: int, observer: Callable[[StepRun], int] | None = None) -> None:
+    def __init__(self, env: Environment, res: ChipResources, task: OpTask, step: Step, job: Job,
+                 priority: int, observer: Observer | None = None) -> None:
         self.env, self.res, self.task, self.step = env, res, task, step
         self.job = job  # the owner of every request the step makes
         self.priority = priority
@@ -64,36 +89,27 @@ class StepRun:
         self.computing = False
         self.waiting: tuple[int, list[int]] | None = None  # loader: (asked, levels' free times)
         self.unpacking = 0  # when the loader finishes dequantising its latest chunk
-        self.released = (0, 0, BUFFERS)  # latest buffer freed: (compute end, freed at, writer's key)
+        # The latest buffer freed: when its chunk's compute ended, when it was freed, and the stall
+        # key of the store that drained it last.
+        self.freed_computed, self.freed_at, self.freed_by = 0, 0, BUFFERS
         self.last_store = 0  # when the latest store has drained, latency included
         self.store_level: Cause | None = None  # the wait for the level (or link) of the latest store
-        self.finished = self._own(env.event())
+        self.finished = Signal(env, self)
         # Aggregates, recorded when the step ends.
-        self.started = self.idle_since = env._now
-        self.last_compute = env._now
+        self.started = self.idle_since = env.now_ps
+        self.last_compute = env.now_ps
         self.busy_ps = 0
         self.unpack_ps = 0
         self.first_unpack = -1
         self.stalls: dict[Cause, int] = {}  # cause -> ps
-        self.chunk_stalls: dict[Cause, int] = {}  # the latest chunk's, for fast-forward
-        # (index, is load, on the link it is reached over) -> [first start, last end]
-        self.extent: dict[tuple[int, bool, bool], list[int]] = {}
-        # The callbacks of the step's requests, bound once.
-        self.on_load, self.on_compute, self.on_store = self._loaded, self._computed, self._stored
+        # The latest chunk's, apart only for an observer to compare; else the step's own.
+        self.chunk_stalls: dict[Cause, int] = {} if observer is not None else self.stalls
+        self.row_begins: dict[Row, int] = {}  # per transfer row: its first chunk's start
+        self.row_ends: dict[Row, int] = {}  # and its latest end
+        self.on_compute = self._computed  # the callback of its compute requests, bound once
         self.servers = servers(res.compute if step.compute_ps else None, self.loads + self.stores)  # never changes
 
-    def _own(self, event):
-        """Tag an event as this step's, so fast-forward can move it."""
-        event.step = self
-        return event
-
-    def _later(self, delay: int, callback, chunk: Chunk | None = None) -> None:
-        """Call ``callback`` with an event (carrying ``chunk``) in ``delay``."""
-        ev = self._own(self.env.timeout(delay))
-        ev.chunk = chunk
-        ev.callbacks.append(callback)
-
-    def run(self):
+    def run(self) -> Generator[Event, object, None]:
         """The step as a SimPy process: start the loader and wait until the last store drained."""
         self._ask()
         yield self.finished
@@ -102,20 +118,22 @@ class StepRun:
     def _ask(self) -> None:
         """The loader asks for a tile buffer; it takes one at once if one is free."""
         while self.issued < self.count:
-            self.waiting = (self.env._now, [s.free_at for s in self.load_servers])
+            waiting = self.waiting = (self.env.now_ps, [s.free_at for s in self.load_servers])
             if not self.free_buffers:
                 return  # the loader takes the next buffer freed (``_free``)
-            if not self._issue():
+            if not self._issue(waiting):
                 return  # dequantising: the loader asks again once the chunk is unpacked
         self.waiting = None
 
-    def _issue(self) -> bool:
-        """Take a buffer and request the next chunk's loads; True if the loader may go on."""
-        now = self.env._now
-        asked, frees = self.waiting
+    def _issue(self, waiting: tuple[int, list[int]]) -> bool:
+        """Take a buffer and request the next chunk's loads, the loader having asked for it
+        (``waiting``: when, and when each level it loads from was free); True if it may go on."""
+        env = self.env
+        now = env.now_ps
+        asked, frees = waiting
         self.waiting = None
         self.free_buffers -= 1
-        computed, freed, writer = self.released
+        computed, freed, writer = self.freed_computed, self.freed_at, self.freed_by
         # Of the wait for a buffer, the part after its chunk's compute ended, while a slow
         # store still drained it, is that store's fault; the rest is SRAM capacity's.
         # (max and min are spelt out on the per-chunk path: the builtins cost a call each.)
@@ -124,8 +142,8 @@ class StepRun:
             drain = freed - (asked if asked > computed else computed)
             if drain < 0:
                 drain = 0
-        chunk = Chunk(self.issued, now, drain, writer)
-        transfers, job, prio, on_load = chunk.transfers, self.job, self.priority, self.on_load
+        chunk = Chunk(self, self.issued, now, drain, writer)
+        transfers, job, prio, on_load = chunk.transfers, self.job, self.priority, chunk.loaded
         # A stream of requests pays a level's latency once, before its first bytes arrive: a
         # request the step makes within that time goes out when it is over (it holds neither the
         # level, which another stream may use meanwhile, nor more than its buffer), and later
@@ -137,50 +155,33 @@ class StepRun:
             # capacity's fault; waiting behind busy channels is the level's.
             free = frees[i]
             idle = now - (asked if asked > free else free)
-            chunk.left += 1 if port.via_hold is None else 2
+            chunk.left += 1 if port.via is None else 2
             if late + port.latency_ps > 0:
                 transfers.append((None, None, idle, port))
-                ev = self._own(self.env.timeout(late + port.latency_ps))
-                ev.chunk, ev.port = chunk, i
-                ev.callbacks.append(self._request)
+                Timer(env, now + late + port.latency_ps, partial(self._request, chunk, i), self)
                 continue
             use = Use(port.server, port.hold, job, prio, on_load, self)
-            use.chunk = chunk
-            via = None
-            if port.via_hold is not None:
-                via = Use(port.server.via, port.via_hold, job, prio, on_load, self)
-                via.chunk = chunk
+            via = Use(port.via, port.via_hold, job, prio, on_load, self) if port.via is not None else None
             transfers.append((use, via, idle, port))
         self.issued += 1
         self.pending.append(chunk)
         if not chunk.left:
-            self._arrived(chunk)
+            self.arrived(chunk)
         return not self.step.unpack_ps
 
-    def _request(self, event: simpy.Event) -> None:
+    def _request(self, chunk: Chunk, i: int, _event: Event) -> None:
         """A level's latency is over: the load the step asked it for goes out (as in ``_issue``)."""
-        chunk, i = event.chunk, event.port
         _, _, idle, port = chunk.transfers[i]
-        use = Use(port.server, port.hold, self.job, self.priority, self.on_load, self)
-        use.chunk, via = chunk, None
-        if port.via_hold is not None:
-            via = Use(port.server.via, port.via_hold, self.job, self.priority, self.on_load, self)
-            via.chunk = chunk
+        job, prio, on_load = self.job, self.priority, chunk.loaded
+        use = Use(port.server, port.hold, job, prio, on_load, self)
+        via = Use(port.via, port.via_hold, job, prio, on_load, self) if port.via is not None else None
         chunk.transfers[i] = (use, via, idle, port)
 
-    def _loaded(self, use: Use) -> None:
-        chunk = use.chunk
-        # A finished load lets go of its chunk: no reference cycle is left, so chunks and their
-        # requests are freed at once rather than by the cyclic GC every few dozen chunks.
-        use.chunk = None
-        chunk.left -= 1
-        if not chunk.left:
-            self._arrived(chunk)
-
-    def _arrived(self, chunk: Chunk) -> None:
+    def arrived(self, chunk: Chunk) -> None:
         """All of a chunk's loads are done: when did it land, and which level was last?"""
         first = chunk.index == 0
         for use, via, idle, port in chunk.transfers:
+            assert use is not None  # every load of a chunk that arrived was requested
             end, limiter = use.end, port.key
             if via is not None and via.end > end:  # the link it is reached over ended last
                 end, limiter = via.end, port.via_key
@@ -190,43 +191,44 @@ class StepRun:
                     limiter = Cause(WAIT, limiter.on, use.blocker.op)
                 chunk.landed, chunk.source, chunk.held = end, limiter, idle if idle > 0 else 0
         if first or chunk.index == self.count - 1:
-            widen(self.extent, chunk.transfers, True)
-        wait = chunk.landed - self.env._now
-        if wait > 0:
-            self._later(wait, self._landed_event, chunk)
+            widen(self.row_begins, self.row_ends, [(use, via) for use, via, _, _ in chunk.transfers], True)
+        if chunk.landed > self.env.now_ps:
+            Timer(self.env, chunk.landed, chunk.landing, self)
+        elif not self.step.unpack_ps:  # ready now (``land``'s usual case, inlined)
+            chunk.ready = True
+            self._compute()
         else:
-            self._landed(chunk)
+            self.land(chunk)
 
-    def _landed_event(self, event: simpy.Event) -> None:
-        self._landed(event.chunk)
-
-    def _landed(self, chunk: Chunk) -> None:
+    def land(self, chunk: Chunk) -> None:
+        """A chunk's data is in SRAM: it is ready, or is dequantised first."""
         unpack = self.step.unpack_ps
         if not unpack:
             chunk.ready = True
             self._compute()
             return
-        now = self.env._now
+        now = self.env.now_ps
         if self.first_unpack < 0:
             self.first_unpack = now
         self.unpack_ps += unpack
         self.unpacking = now + unpack
-        self._later(unpack, self._unpacked, chunk)
+        Timer(self.env, now + unpack, chunk.unpacked, self)
 
-    def _unpacked(self, event: simpy.Event) -> None:
-        event.chunk.ready = True
+    def unpacked(self, chunk: Chunk) -> None:
+        chunk.ready = True
         self._ask()
         self._compute()
 
     def _free(self, writer: Cause, computed: int) -> None:
         """A chunk's buffer is free: it goes to the loader if the loader waits for one."""
-        self.released = (computed, self.env._now, writer)
+        self.freed_computed, self.freed_at, self.freed_by = computed, self.env.now_ps, writer
         self.free_buffers += 1
-        if self.waiting is None:
+        waiting = self.waiting
+        if waiting is None:
             return
         if self.issued >= self.count:  # fast-forward skipped the chunks it waited for
             self.waiting = None
-        elif self._issue():
+        elif self._issue(waiting):
             self._ask()
 
     # -- compute ----------------------------------------------------------------------------
@@ -236,10 +238,12 @@ class StepRun:
         if self.computing or not pending or not pending[0].ready:
             return
         chunk = pending.popleft()
-        now, t0 = self.env._now, self.idle_since
-        # The chunk's stalls: fast-forward compares them chunk by chunk; without it they go
-        # straight into the step's.
-        stall = self.chunk_stalls = {} if self.observer is not None else self.stalls
+        now, t0 = self.env.now_ps, self.idle_since
+        # The chunk's stalls: an observer compares them chunk by chunk; without one they go
+        # straight into the step's (``chunk_stalls`` is ``stalls``).
+        if self.observer is not None:
+            self.chunk_stalls = {}
+        stall = self.chunk_stalls
         if now > t0:
             # The wait splits into: no free buffer (SRAM capacity, or a store still draining
             # it), data in transit, then dequantisation. Keys may coincide, hence the sums.
@@ -265,7 +269,7 @@ class StepRun:
         Use(self.res.compute, self.step.compute_ps, self.job, self.priority, self.on_compute, self)
 
     def _computed(self, use: Use | None) -> None:
-        now = self.env._now
+        now = self.env.now_ps
         stall, step = self.chunk_stalls, self.step
         if use is not None and use.start > use.requested:  # another task held the compute units
             key = Cause(WAIT, self.res.compute.rid, use.blocker.op if use.blocker is not None else "")
@@ -286,38 +290,31 @@ class StepRun:
             return
         skip = self.observer(self) if self.observer is not None else 0
         if skip:  # fast-forwarded: the skipped chunks run until then
-            self._later(skip, self._resume)
+            Timer(self.env, now + skip, self._resume, self)
         elif self.pending and self.pending[0].ready:  # (usually the next chunk is still in transit)
             self._compute()
 
-    def _resume(self, _event: simpy.Event) -> None:
+    def _resume(self, _event: Event) -> None:
         self._compute()
 
     def _store(self, now: int) -> None:
         if not self.stores:
             self._free(BUFFERS, now)
             return
-        batch = Stores(self.consumed, now)
-        uses, job, prio, on_store = batch.uses, self.job, self.priority, self.on_store
+        batch = Stores(self, self.consumed, now)
+        uses, job, prio, on_store = batch.uses, self.job, self.priority, batch.stored
         for port in self.stores:
             use = Use(port.server, port.hold, job, prio, on_store, self, True)
-            use.batch = batch
             via = None
-            if port.via_hold is not None:
-                via = Use(port.server.via, port.via_hold, job, prio, on_store, self, True)
-                via.batch = batch
+            if port.via is not None:
+                via = Use(port.via, port.via_hold, job, prio, on_store, self, True)
                 batch.left += 1
             uses.append((use, via, port))
         batch.left += len(uses)
         self.outstanding.append(batch)
 
-    def _stored(self, use: Use) -> None:
-        """A store (or its link) finished; once all of a chunk's have, its buffer is free."""
-        batch = use.batch
-        use.batch = None  # no reference cycle (as in ``_loaded``)
-        batch.left -= 1
-        if batch.left:
-            return
+    def drained(self, batch: Stores) -> None:
+        """All of a chunk's stores (and their links) finished: its buffer is free."""
         written, writer = batch.computed, BUFFERS
         for use, via, port in batch.uses:
             end, limiter = use.end, port.key
@@ -329,7 +326,7 @@ class StepRun:
             if end > self.last_store:
                 self.last_store, self.store_level = end, port.key
         if batch.index == 0 or batch.index == self.count - 1:
-            widen(self.extent, batch.uses, False)
+            widen(self.row_begins, self.row_ends, [(use, via) for use, via, _ in batch.uses], False)
         self.outstanding.remove(batch)
         self._free(writer, batch.computed)
         if self.consumed == self.count:
@@ -339,14 +336,13 @@ class StepRun:
         """After the last chunk: wait for the stores still draining, latency included."""
         if self.outstanding or self.finished.triggered:
             return
-        wait = self.last_store - self.env._now
-        if wait > 0:
-            self._later(wait, self._finish)
+        if self.last_store > self.env.now_ps:
+            Timer(self.env, self.last_store, self._finish, self)
         else:
             self._finish()
 
-    def _finish(self, _event: simpy.Event | None = None) -> None:
-        now = self.env._now
+    def _finish(self, _event: Event | None = None) -> None:
+        now = self.env.now_ps
         if now > self.last_compute and self.store_level is not None:
             key = self.store_level
             self.stalls[key] = self.stalls.get(key, 0) + now - self.last_compute
@@ -366,24 +362,3 @@ class StepRun:
     def key(self) -> tuple[int, str]:
         """The stream the step runs on: (chip or region, stream name)."""
         return self.job.chip, self.job.stream
-
-    def state(self) -> tuple:
-        """Everything that decides the step's future, as offsets from now. Fast-forward
-        compares it between chunk completions; a new attribute that matters belongs here."""
-        now = self.env._now
-        chunks = tuple((c.issued - now, c.drain, c.writer, c.ready, c.left, c.landed - now,
-                        tuple((status(u, now), status(v, now), idle) for u, v, idle, _ in c.transfers))
-                       for c in self.pending)
-        stores = tuple((b.computed - now, b.left, tuple((status(u, now), status(v, now)) for u, v, _ in b.uses))
-                       for b in self.outstanding)
-        # Prefetches never delay this step's requests (they are preempted): they are not part of its state.
-        servers = tuple((max(0, s.horizon - now), status(s.user if s.user and s.user.priority < PREFETCH else None, now),
-                         sum(1 for u in s.put_queue if u.priority < PREFETCH)) for s in self.footprint())
-        waiting = None
-        if self.waiting is not None:
-            asked, frees = self.waiting
-            waiting = (asked - now, tuple(f - now for f in frees))
-        computed, freed, writer = self.released
-        return (chunks, stores, servers, waiting, self.free_buffers, self.computing,
-                max(0, self.unpacking - now), (computed - now, freed - now, writer), max(0, self.last_store - now),
-                self.store_level, frozenset(self.chunk_stalls.items()))

@@ -43,7 +43,8 @@ class Cause:
     def __hash__(self) -> int:
         return self._hash
 
-    def __reduce__(self):  # rebuilt where unpickled: a string's hash differs between processes
+    # Rebuilt where unpickled: a string's hash differs between processes.
+    def __reduce__(self) -> tuple[type[Cause], tuple[CauseKind, ResourceId | None, str]]:
         return Cause, (self.kind, self.on, self.holder)
 
     def __str__(self) -> str:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from memsim.engine.records import Interval
 from memsim.engine.resources import Job, Server
+from memsim.engine.watch import Touches, Watches
 from memsim.hardware.resource import SYSTEM, ResourceId
 
 
@@ -22,7 +23,7 @@ class Memo:
     duration: int
     rows: tuple[Interval, ...]  # times relative to the task's start
     moved: tuple[tuple[int, int, int], ...]  # per server: bytes read, bytes written, busy time added
-    rids: tuple  # the servers it ran on, in the task's footprint order
+    rids: tuple[ResourceId, ...]  # the servers it ran on, in the task's footprint order
 
 
 def key(signature: tuple, servers: list[Server]) -> tuple:
@@ -33,19 +34,23 @@ def key(signature: tuple, servers: list[Server]) -> tuple:
 
 
 class Recording:
-    """What a task's first simulation needs to become a memo."""
+    """What a task's first simulation needs to become a memo: its ``key``, and its resources'
+    accounts when it started."""
 
-    __slots__ = ("start", "servers", "before", "clean")
+    __slots__ = ("signature", "start", "servers", "watches", "before", "clean")
 
-    def __init__(self, start: int, servers: list[Server]) -> None:
+    def __init__(self, signature: tuple, start: int, servers: list[Server], watches: Watches) -> None:
+        self.signature = signature
         self.start = start
         self.servers = servers
-        self.before = [(s.bytes_read, s.bytes_written, s.busy_ps, s.touches) for s in servers]
+        self.watches: list[Touches] = [watches[s] for s in servers]
+        self.before = [(s.bytes_read, s.bytes_written, s.busy_ps, w.touches) for s, w in zip(servers, self.watches)]
         self.clean = all(s.idle(start) for s in servers)
 
 
 class Replay:
-    def __init__(self) -> None:
+    def __init__(self, watches: Watches) -> None:
+        self.watches = watches  # who touched each server (``engine/watch.py``)
         self.memos: dict[tuple, Memo] = {}
         self.remapped: dict[tuple, tuple[Interval, ...]] = {}
 
@@ -55,12 +60,13 @@ class Replay:
             return None
         return memo
 
-    def remember(self, signature: tuple, rec: Recording, job: Job, now: int, rows: list[Interval]) -> None:
+    def remember(self, rec: Recording, job: Job, now: int, rows: list[Interval]) -> None:
+        signature = rec.signature
         if not rec.clean or signature in self.memos:
             return
         moved = []
-        for s, (read, written, busy, touches) in zip(rec.servers, rec.before):
-            touched_by_others = s.touches - touches > 1 or (s.touches != touches and s.last_any is not job)
+        for s, seen, (read, written, busy, touches) in zip(rec.servers, rec.watches, rec.before):
+            touched_by_others = seen.touches - touches > 1 or (seen.touches != touches and seen.last_any is not job)
             if touched_by_others or not s.idle(now):
                 return
             moved.append((s.bytes_read - read, s.bytes_written - written, s.busy_ps - busy))
@@ -70,14 +76,13 @@ class Replay:
     def apply(self, memo: Memo, servers: list[Server], job: Job, start: int, op: str, layer: int) -> list[Interval]:
         """Account the remembered task as run now, on ``servers``; returns its rows shifted to
         ``start`` and moved onto this task's chip and resources."""
+        watches = self.watches
         for s, (read, written, busy) in zip(servers, memo.moved):
             s.bytes_read += read
             s.bytes_written += written
             s.busy_ps += busy
-            if (read or written or busy) and s.last_any is not job:
-                s.last_any, s.last_owner = job, job
-                s.touches += 1
-                s.switches += 1
+            if read or written or busy:
+                watches[s].replayed(job)
         chip = job.chip
         rows = self._moved_rows(memo, servers, chip)
         return [r.moved(start, chip, op, layer) for r in rows]

@@ -22,24 +22,38 @@ a whole chip's step.
 A level reached over a link (host DDR over PCIe, MemoryX over a wafer's I/O) holds the link
 for the same transfer, and the later of the two finishes it. A link named in a plan (a wafer's
 ``execution.fabric``) can be a transfer's source itself.
+
+A server keeps what a plain run reads: who holds it, its queue, its busy time and bytes, and its
+``horizon`` (when it would be free of demand and communication requests: the pipeline's stall
+causes read it, as ``free_at``). Who used it last and how often that changed, which only the
+shortcuts read, is kept by the ``watch`` they install (``engine/watch.py``); a plain run's
+servers have none. SimPy's internals are reached through ``engine/simpy_fast.py`` only.
 """
 from __future__ import annotations
 
 import bisect
 from collections.abc import Callable
-from heapq import heappush
 from itertools import count
+from typing import TYPE_CHECKING, Any, Protocol
 
 import simpy
-from simpy.events import NORMAL, PENDING, Event
-from simpy.resources.base import BaseResource, Put
+from simpy.events import Event
+from simpy.resources.base import BaseResource, Get
 
+from memsim.engine.simpy_fast import Environment, Request, Timer, succeed_at
+from memsim.engine.times import Times
 from memsim.hardware import rates
 from memsim.hardware.resource import LEVEL, SYSTEM, Ref, ResourceId
 from memsim.hardware.spec import ChipSpec, LinkSpec, MemoryLevel
+from memsim.mapping.plan import BRANCH, COMM, COMPUTE, COPY
+
+if TYPE_CHECKING:
+    from memsim.engine.pipeline import StepRun
 from memsim.units import transfer_ps
 
 DEMAND, COMMUNICATION, PREFETCH = 0, 1, 2  # request priorities, lowest first
+# The priority of each stream's requests (a stream a chip does not declare runs as compute).
+PRIORITY = {COMPUTE: DEMAND, BRANCH: DEMAND, COMM: COMMUNICATION, COPY: PREFETCH}
 
 
 class Job:
@@ -51,48 +65,62 @@ class Job:
         self.op, self.chip, self.stream = op, chip, stream
 
 
-def _order(use: Use) -> tuple[int, int]:
+class Watch(Protocol):
+    """What the shortcuts keep of a server's use (``engine/watch.py``): told of every request
+    (before it is served) and of every count of bytes, by their owner. A plain run has none."""
+
+    def request(self, owner: Job | None, priority: int) -> None: ...
+
+    def touch(self, owner: Job) -> None: ...
+
+
+def _order(use: Use) -> tuple[int, bool, int]:
     return use.order
 
 
-class _PriorityQueue(list):
+class _PriorityQueue(list["Use"]):
     """The put queue: highest priority (lowest number) first, FIFO within a priority."""
 
-    def append(self, use: Use) -> None:  # type: ignore[override]
+    def append(self, use: Use) -> None:
         if not self or self[-1].order < use.order:  # the usual case: it goes last
             list.append(self, use)
         else:
             bisect.insort(self, use, key=_order)
 
 
-class Use(Put):
+class Use(Request["Server"]):
     """A request to hold a server for ``duration_ps``. It is granted in queue order and
     succeeds when the hold ends; ``start``/``end`` are set when it is granted (``end`` is -1
     while it waits, and again while a preempted prefetch or store waits to resume). ``then`` is called
     with it when the hold ends; ``step`` tags it as a step's, so fast-forward can move it."""
 
+    # Fast-forward moves them (a request is compared by its status: queued, held or done).
+    TIMES = Times(moved=("requested", "start", "end"), unset=-1)
     _seq = count()
-    blocker = None  # the operator holding the server when the request arrived, if another one
+    blocker: Job | None = None  # the operator holding the server when the request arrived, if another one
     store = False  # a write: it yields to reads of its priority
+    order: tuple[int, bool, int]  # its place in the queue (``_PriorityQueue``)
+    # The one timer that may end a preemptible hold in service (an earlier one goes stale); None
+    # once it has ended it (the request has succeeded) or while the request waits.
+    timer: Timer | None = None
 
-    def __init__(self, server: Server, duration_ps: int, owner: object, priority: int,
-                 then: Callable[[Use], None] | None = None, step: object = None, store: bool = False) -> None:
-        # Event and Put initialisation, inlined: a request is the engine's most frequent event.
+    def __init__(self, server: Server, duration_ps: int, owner: Job | None, priority: int,
+                 then: Callable[[Use], None] | None = None, step: StepRun | None = None, store: bool = False) -> None:
+        # SimPy's Put initialisation is skipped (``simpy_fast.Request``): a request is the
+        # engine's most frequent event.
         self.resource = server
         self.duration = duration_ps
         self.owner = owner
         self.priority = priority
         self.step = step
-        self.requested = now = server._env._now
+        env = server.env
+        self.requested = now = env.now_ps
         if store:
             self.store = True
-        if owner is not server.last_any:
-            server.last_any = owner
-            server.touches += 1
+        watch = server.watch
+        if watch is not None:
+            watch.request(owner, priority)
         if priority < PREFETCH:  # prefetches never delay demand traffic: only the others count
-            if owner is not server.last_owner:
-                server.last_owner = owner
-                server.switches += 1
             horizon = server.horizon
             server.horizon = (now if now > horizon else horizon) + duration_ps
             if server.user is None and not server.put_queue and not store:
@@ -103,12 +131,9 @@ class Use(Put):
                 self.start = now
                 self.end = end = now + duration_ps
                 self.callbacks = [server._on_release, then] if then is not None else [server._on_release]
-                self._ok = True
-                self._value = None
-                heappush(server._queue, (end, NORMAL, next(server._eid), self))
+                succeed_at(env, self, end)
                 return
         self.callbacks = [then] if then is not None else []
-        self._value = PENDING
         self.start = self.end = -1
         user = server.user
         if user is None and not server.put_queue:
@@ -116,27 +141,43 @@ class Use(Put):
             return
         if user is not None and user.owner is not owner:
             self.blocker = user.owner
-        self.order = (priority, store, next(Use._seq))
-        if user is not None and (user.priority >= PREFETCH or user.store) and user._value is PENDING \
+        order = self.order = (priority, store, next(Use._seq))
+        if user is not None and (user.priority >= PREFETCH or user.store) and user.timer is not None \
                 and user.end > now and (priority, store) < (user.priority, user.store):
             # (a prefetch or store whose hold has just ended, its success scheduled or due now,
             # is not preempted)
             server._preempt(user)
             server._grant(self)
             return
-        server.put_queue.append(self)
+        queue = server.put_queue
+        if queue and order < queue[-1].order:
+            queue.append(self)  # into its place
+        else:
+            list.append(queue, self)  # last, the usual case (``_PriorityQueue.append``, inlined)
 
-    @property
-    def env(self) -> simpy.Environment:  # SimPy's ``Event.env``, read from the server
-        return self.resource._env
+    def _expired(self, timer: Event) -> None:
+        """A preemptible hold's timer went off: unless it went stale, the hold ends now."""
+        server = self.resource
+        if self.timer is not timer or server.user is not self:
+            return
+        self.timer = None
+        self.callbacks.insert(0, server._on_release)
+        env = server.env
+        succeed_at(env, self, env.now_ps)
 
 
-class Server(BaseResource):
+class Server(BaseResource[Use, Get[Any]]):
+    """A compute unit, memory level or link: SimPy's resource of capacity one, held a request
+    at a time (see the module's docstring). ``watch``: the shortcuts' bookkeeping, if installed."""
+
     PutQueue = _PriorityQueue
+    put_queue: _PriorityQueue
+    TIMES = Times(ahead=("horizon",))  # fast-forward moves it; a step's state holds the time left until it
 
-    def __init__(self, env: simpy.Environment, rid: ResourceId, channels: int = 1, bandwidth: int = 1,
+    def __init__(self, env: Environment, rid: ResourceId, channels: int = 1, bandwidth: int = 1,
                  latency_ps: int = 0, via: Server | None = None, energy_fj_per_bit: int = 0) -> None:
         super().__init__(env, 1)
+        self.env = env
         self.rid = rid
         self.energy_fj_per_bit = energy_fj_per_bit  # what each bit it moves costs (its transfer rows carry it)
         self.channels = channels
@@ -148,50 +189,37 @@ class Server(BaseResource):
         self.busy_ps = 0
         self.bytes_read = 0
         self.bytes_written = 0
-        self.last_owner: object = None
-        self.switches = 0  # how often a demand request came from another owner than the one before
-        self.last_any: object = None
-        self.touches = 0  # how often any request came from another owner than the one before
+        self.watch: Watch | None = None  # installed by the shortcuts only (``engine/watch.py``)
         self._on_release = self._release
-        self._queue = env._queue
-        self._eid = env._eid
 
     # -- SimPy's request/release protocol ----------------------------------------------
-    def request(self, duration_ps: int, owner: object = None, priority: int = DEMAND,
-                then: Callable[[Use], None] | None = None, step: object = None, store: bool = False) -> Use:
+    def request(self, duration_ps: int, owner: Job | None = None, priority: int = DEMAND,
+                then: Callable[[Use], None] | None = None, step: StepRun | None = None, store: bool = False) -> Use:
         return Use(self, duration_ps, owner, priority, then, step, store)
 
     def _grant(self, use: Use) -> None:
         self.user = use
-        now = self._env._now
+        env = self.env
+        now = env.now_ps
         if use.start < 0:
             use.start = now
         use.end = end = now + use.duration
         self.busy_ps += use.duration
         if use.priority >= PREFETCH or use.store:  # preemptible: a timer ends the hold unless it is preempted
-            self._timer(use, end)
+            use.timer = Timer(env, end, use._expired, use.step)
             return
         use.callbacks.insert(0, self._on_release)
-        use._ok, use._value = True, None
-        heappush(self._queue, (end, NORMAL, next(self._eid), use))  # Environment.schedule, inlined
-
-    def _timer(self, use: Use, end: int) -> None:
-        timer = Event(self._env)
-        timer.callbacks.append(self._expire)
-        timer.use = use  # it belongs to the step of its request (``Environment.shift``)
-        use.timer = timer  # the one timer that may end the hold; an earlier one goes stale
-        timer._ok, timer._value = True, None
-        heappush(self._queue, (end, NORMAL, next(self._eid), timer))
+        succeed_at(env, use, end)
 
     def postpone(self, use: Use, end: int) -> None:
         """A prefetch in service ends at ``end`` instead (fast-forward served it only the gaps
         of the cycles it skipped); its earlier timer goes stale."""
         use.end = end
-        self._timer(use, end)
+        use.timer = Timer(self.env, end, use._expired, use.step)
 
     def _preempt(self, use: Use) -> None:
         """Demand traffic takes the server from a prefetch, which resumes where it stopped."""
-        left = use.end - self._env._now
+        left = use.end - self.env.now_ps
         self.busy_ps -= left
         use.duration = left
         use.end = -1
@@ -200,29 +228,21 @@ class Server(BaseResource):
         self.user = None
         self.put_queue.append(use)
 
-    def _expire(self, timer: Event) -> None:
-        use = timer.use
-        if use.timer is not timer or self.user is not use:
-            return
-        use.callbacks.insert(0, self._on_release)
-        use._ok, use._value = True, None
-        heappush(self._queue, (self._env._now, NORMAL, next(self._eid), use))
-
     def _release(self, use: Use) -> None:
         self.user = None
         if self.put_queue:
             self._grant(self.put_queue.pop(0))
 
-    def _do_put(self, use: Use) -> bool:  # type: ignore[override]
+    def _do_put(self, use: Use) -> bool:
         if self.user is not None:
             return False
         self._grant(use)
         return True
 
-    def _do_get(self, event) -> None:  # nothing is ever taken out: a hold ends by itself
+    def _do_get(self, event: Get[Any]) -> None:  # nothing is ever taken out: a hold ends by itself
         return None
 
-    def _trigger_get(self, put_event) -> None:  # no get queue to serve
+    def _trigger_get(self, put_event: Use | None) -> None:  # no get queue to serve
         return None
 
     def idle(self, now: int) -> bool:
@@ -244,14 +264,14 @@ class Server(BaseResource):
             return transfer_ps(nbytes, self.bandwidth)
         return rates.duration_ps(nbytes, self.bandwidth, self.channels, share)
 
-    def count(self, nbytes: int, read: bool, owner: object = None) -> None:
+    def count(self, nbytes: int, read: bool, owner: Job | None = None) -> None:
         """Account moved bytes here and on the link this level is reached over. Counting is a
         touch by ``owner`` (replay must not remember another task's bytes as its own)."""
         server: Server | None = self
         while server is not None:
-            if owner is not None and owner is not server.last_any:
-                server.last_any = owner
-                server.touches += 1
+            watch = server.watch
+            if watch is not None and owner is not None:
+                watch.touch(owner)
             if read:
                 server.bytes_read += nbytes
             else:
@@ -266,7 +286,7 @@ class ChipResources:
     the ``local`` levels and links (its SRAM, its part of the fabric), and shares the chip's
     other levels and links with the chip's other regions (``shared``)."""
 
-    def __init__(self, env: simpy.Environment, chip: ChipSpec, index: int, staging_bytes: int = 0,
+    def __init__(self, env: Environment, chip: ChipSpec, index: int, staging_bytes: int = 0,
                  shared: ChipResources | None = None, local: frozenset[Ref] = frozenset()) -> None:
         self.spec = chip
         self.index = index
@@ -289,18 +309,18 @@ class ChipResources:
         return [self.compute, *self.ports.values()]
 
 
-def _level(env: simpy.Environment, spec: MemoryLevel, units: int, chip: int, via: Server | None) -> Server:
+def _level(env: Environment, spec: MemoryLevel, units: int, chip: int, via: Server | None) -> Server:
     bandwidth = spec.effective_bandwidth(units)
     return Server(env, Ref.level(spec.name).on(chip), spec.channels, bandwidth,
                   spec.latency_ps, via, spec.energy_fj_per_bit)
 
 
-def _link(env: simpy.Environment, spec: LinkSpec, chip: int, direction: tuple = (), rate: int = 0) -> Server:
+def _link(env: Environment, spec: LinkSpec, chip: int, direction: tuple = (), rate: int = 0) -> Server:
     return Server(env, Ref.link(spec.name).on(chip, direction), 1, rate or spec.effective_bandwidth,
                   spec.latency_ps, energy_fj_per_bit=spec.energy_fj_per_bit)
 
 
-def system_link(env: simpy.Environment, spec: LinkSpec, direction: tuple, rate: int = 0) -> Server:
+def system_link(env: Environment, spec: LinkSpec, direction: tuple, rate: int = 0) -> Server:
     """One direction (from, to) of a cable between chips (or regions) moving ``rate`` bytes/s (0:
     all of the chip's links)."""
     return _link(env, spec, SYSTEM, direction, rate)

@@ -15,13 +15,15 @@ ranks it has (``play``). Otherwise its transfers are requested one by one (``run
 """
 from __future__ import annotations
 
+from collections.abc import Generator
 from dataclasses import dataclass
 
-import simpy
+from simpy.events import Event
 
 from memsim.engine.records import Interval
 from memsim.engine.resources import COMMUNICATION, Job, Server, system_link
-from memsim.mapping.fabric import fabric
+from memsim.engine.simpy_fast import Environment
+from memsim.mapping.fabric import Edge, fabric
 from memsim.mapping.plan import OpTask, Plan
 from memsim.mapping.system import region_link
 
@@ -30,13 +32,14 @@ class SystemLinks:
     """The links between chips, and between the regions of a layer-pipelined chip. Transfers
     name units (``Plan.chip_of`` says which chip a unit is on)."""
 
-    def __init__(self, env: simpy.Environment, plan: Plan) -> None:
+    def __init__(self, env: Environment, plan: Plan) -> None:
         chip = plan.chip
         self.env, self.plan = env, plan
         self.fabric = fabric(chip, plan.chips) if plan.chips > 1 else None
-        link = chip.interconnect
-        self.ports = {(a, b): system_link(env, link, (a, b), rate)
-                      for (a, b), rate in self.fabric.rate.items()} if self.fabric is not None else {}
+        self.ports: dict[Edge, Server] = {}
+        if self.fabric is not None:
+            link = self.fabric.link
+            self.ports = {(a, b): system_link(env, link, (a, b), rate) for (a, b), rate in self.fabric.rate.items()}
         self._routes: dict[tuple[int, int], list[Server]] = {}
         self._latency: dict[tuple[int, int], int] = {}
         self._played: dict[int, tuple[object, Played]] = {}  # by id of the rounds (kept alive here)
@@ -144,19 +147,16 @@ class Played:
     links: tuple[tuple[Server, int, int, int, int, str, str, int], ...]
 
 
-def play(env: simpy.Environment, played: Played, task: OpTask, job: Job, rows: list[Interval]):
+def play(env: Environment, played: Played, task: OpTask, job: Job,
+         rows: list[Interval]) -> Generator[Event, object, None]:
     """A collective whose links are idle and used by no other stream, as one timeout: the
     links' accounts and rows are what ``run_collective`` would leave."""
-    now = env.now
+    now = env.now_ps
     for port, first, last, nbytes, n, src, dst, busy in played.links:
         port.busy_ps += busy
         port.bytes_read += nbytes
-        if job is not port.last_any:
-            port.last_any = job
-            port.touches += 1
-        if job is not port.last_owner:
-            port.last_owner = job
-            port.switches += 1
+        if port.watch is not None:  # as its requests would have
+            port.watch.request(job, COMMUNICATION)
         port.horizon = max(port.horizon, now + last)
         rows.append(Interval(start_ps=now + first, end_ps=now + last, chip=job.chip, resource=port.rid, kind="transfer",
                              op=task.op, op_kind=task.kind, layer=task.layer, bytes=nbytes, src=src, dst=dst, count=n,
@@ -165,7 +165,8 @@ def play(env: simpy.Environment, played: Played, task: OpTask, job: Job, rows: l
         yield env.timeout(played.duration)
 
 
-def run_collective(env: simpy.Environment, links: SystemLinks, task: OpTask, job: Job, rows: list[Interval]):
+def run_collective(env: Environment, links: SystemLinks, task: OpTask, job: Job,
+                   rows: list[Interval]) -> Generator[Event, object, None]:
     """Run a collective's rounds; its link transfers are aggregated into one row per link."""
     extent: dict[Server, list] = {}
     for transfers in task.rounds:
@@ -184,9 +185,9 @@ def run_collective(env: simpy.Environment, links: SystemLinks, task: OpTask, job
                 if (ext[4], ext[5]) != (f"chip{src}", f"chip{dst}"):  # several pairs share this link
                     ext[4] = ext[5] = ""
             sent.append((uses, links.latency_ps(src, dst)))
-        arrival = env.now
+        arrival = env.now_ps
         for uses, latency in sent:
-            end = env.now
+            end = env.now_ps
             for use in uses:
                 if use.callbacks is not None:
                     yield use
@@ -195,8 +196,8 @@ def run_collective(env: simpy.Environment, links: SystemLinks, task: OpTask, job
                 ext[1] = max(ext[1], use.end)
                 end = max(end, use.end)
             arrival = max(arrival, end + latency)
-        if arrival > env.now:
-            yield env.timeout(arrival - env.now)
+        if arrival > env.now_ps:
+            yield env.timeout(arrival - env.now_ps)
     for port, (first, last, nbytes, n, src, dst, busy) in extent.items():
         rows.append(Interval(start_ps=first, end_ps=last, chip=job.chip, resource=port.rid, kind="transfer", op=task.op,
                              op_kind=task.kind, layer=task.layer, bytes=nbytes, src=src, dst=dst, count=n, stream=job.stream,

@@ -6,8 +6,8 @@ from hypothesis import strategies as st
 
 from memsim import engine, hardware
 from memsim.engine.chunk import Port
-from memsim.engine.environment import Environment
 from memsim.engine.resources import ChipResources
+from memsim.engine.simpy_fast import Environment
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec, ComputeSpec, ExecutionSpec, LinkSpec, MemoryLevel
 from memsim.mapping.plan import OpTask, Plan, Step

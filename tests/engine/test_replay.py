@@ -1,25 +1,26 @@
 """Replay remembers a task only if nothing but the task touched its resources."""
 from __future__ import annotations
 
-import simpy
-
+from memsim.engine import watch
 from memsim.engine.replay import Recording, Replay
 from memsim.engine.resources import Job, Server
+from memsim.engine.simpy_fast import Environment
 from memsim.hardware.resource import LEVEL, ResourceId
 
 
 def _recorded(counted_by_other: bool) -> Replay:
-    env = simpy.Environment()
+    env = Environment()
     hbm = Server(env, ResourceId(LEVEL, 0, "hbm"), channels=1, bandwidth=10**12)
+    watches = watch.install([hbm])  # as the shortcuts do
     task, prefetch = Job("a", 0, "compute"), Job("prefetch.b", 0, "copy")
-    rec = Recording(0, [hbm])
+    rec = Recording(("a",), 0, [hbm], watches)
     hbm.request(1000, task)
     env.run()
     if counted_by_other:  # a prefetch whose transfers ended earlier finishes now and counts its bytes
         hbm.count(4096, True, prefetch)
     hbm.count(1000, True, task)
-    replay = Replay()
-    replay.remember(("a",), rec, task, env.now, [])
+    replay = Replay(watches)
+    replay.remember(rec, task, env.now_ps, [])
     return replay
 
 

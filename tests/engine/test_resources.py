@@ -1,9 +1,8 @@
 """Servers: priorities, preemption of prefetches, and the end of a prefetch's hold."""
 from __future__ import annotations
 
-import simpy
-
 from memsim.engine.resources import DEMAND, PREFETCH, Job, Server
+from memsim.engine.simpy_fast import Environment
 from memsim.hardware.resource import LEVEL, ResourceId
 
 
@@ -12,7 +11,7 @@ def _server(env):
 
 
 def test_demand_preempts_a_prefetch_which_resumes_where_it_stopped():
-    env = simpy.Environment()
+    env = Environment()
     hbm = _server(env)
     done = {}
     hbm.request(100, Job("p", 0, "copy"), PREFETCH, then=lambda u: done.setdefault("p", env.now))
@@ -25,7 +24,7 @@ def test_demand_preempts_a_prefetch_which_resumes_where_it_stopped():
 def test_a_prefetch_whose_hold_ends_as_demand_arrives_is_not_preempted():
     """Found by the concurrent properties: the prefetch was preempted after its hold had ended,
     released the server a second time and crashed the run."""
-    env = simpy.Environment()
+    env = Environment()
     hbm = _server(env)
     ends = []
     hbm.request(100, Job("p", 0, "copy"), PREFETCH, then=lambda u: ends.append(("p", env.now)))
@@ -41,7 +40,7 @@ def test_a_prefetch_whose_hold_ends_as_demand_arrives_is_not_preempted():
 
 def _ends(first: tuple, later: list[tuple]) -> dict[str, int]:
     """When each request ends: ``first`` (name, ps, priority, store) at 0, ``later`` at 40 ps."""
-    env = simpy.Environment()
+    env = Environment()
     server = _server(env)
     done: dict[str, int] = {}
 

@@ -7,8 +7,8 @@ from hypothesis import strategies as st
 
 from memsim import hardware, simulate
 from memsim.api import load_workload, resolve
-from memsim.engine.environment import Environment
 from memsim.engine.resources import ChipResources
+from memsim.engine.simpy_fast import Environment
 from memsim.hardware.rates import effective_bandwidth as bandwidth_of
 from memsim.hardware.resource import Ref
 from memsim.mapping import make_plan, tiling
