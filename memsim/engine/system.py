@@ -23,23 +23,24 @@ from simpy.events import Event
 from memsim.engine.records import Interval
 from memsim.engine.resources import COMMUNICATION, Job, Server, system_link
 from memsim.engine.simpy_fast import Environment
-from memsim.mapping.fabric import Edge, fabric
 from memsim.mapping.plan import OpTask, Plan
-from memsim.mapping.system import region_link
+from memsim.mapping.system import Direction, Routes, region_link
 
 
 class SystemLinks:
-    """The links between chips, and between the regions of a layer-pipelined chip. Transfers
+    """The links between chips, and between the regions of a layer-pipelined chip: a server for
+    each direction of the plan's routes (``Plan.routes``, ``mapping.system.Routes``). Transfers
     name units (``Plan.chip_of`` says which chip a unit is on)."""
 
     def __init__(self, env: Environment, plan: Plan) -> None:
-        chip = plan.chip
         self.env, self.plan = env, plan
-        self.fabric = fabric(chip, plan.chips) if plan.chips > 1 else None
-        self.ports: dict[Edge, Server] = {}
+        self.routes = plan.routes if plan.routes is not None else Routes(plan.chip, plan.chips, plan.regions, plan.tp)
+        self.fabric = self.routes.fabric
+        self.ports: dict[Direction, Server] = {}
         if self.fabric is not None:
             link = self.fabric.link
-            self.ports = {(a, b): system_link(env, link, (a, b), rate) for (a, b), rate in self.fabric.rate.items()}
+            self.ports = {(False, a, b): system_link(env, link, (a, b), rate)
+                          for (a, b), rate in self.fabric.rate.items()}
         self._routes: dict[tuple[int, int], list[Server]] = {}
         self._latency: dict[tuple[int, int], int] = {}
         self._played: dict[int, tuple[object, Played]] = {}  # by id of the rounds (kept alive here)
@@ -48,24 +49,21 @@ class SystemLinks:
     def route(self, src: int, dst: int) -> list[Server]:
         key = (src, dst)
         if key not in self._routes:
-            a, b = self.plan.chip_of(src), self.plan.chip_of(dst)
-            if a == b:  # neighbouring regions of a chip: one hop over its fabric
-                link = region_link(self.plan.chip)
-                port = system_link(self.env, link, (src, dst))
-                self.ports[key] = port
-                self._routes[key] = [port]
-            else:
-                assert self.fabric is not None
-                self._routes[key] = [self.ports[e] for e in self.fabric.route(a, b)]
+            self._routes[key] = [self._port(d) for d in self.routes.directions(src, dst)]
         return self._routes[key]
+
+    def _port(self, direction: Direction) -> Server:
+        port = self.ports.get(direction)
+        if port is None:  # a hop between neighbouring regions of a chip, over its fabric
+            port = self.ports[direction] = system_link(self.env, region_link(self.plan.chip), direction[1:])
+        return port
 
     def latency_ps(self, src: int, dst: int) -> int:
         """What a transfer pays besides its bytes: every hop's latency and, between chips, the
         protocol's step latency (regions of a chip hand over without a handshake)."""
         key = (src, dst)
         if key not in self._latency:
-            step = self.plan.chip.system.step_latency_ps if self.plan.chip_of(src) != self.plan.chip_of(dst) else 0
-            self._latency[key] = step + sum(p.latency_ps for p in self.route(src, dst))
+            self._latency[key] = self.routes.step_latency_ps(src, dst) + sum(p.latency_ps for p in self.route(src, dst))
         return self._latency[key]
 
     def servers(self, task: OpTask) -> list[Server]:

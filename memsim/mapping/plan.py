@@ -7,12 +7,16 @@ per-chunk sizes, rounded up, describe a chunk's buffer.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from memsim.hardware.rates import WHOLE, Share
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping.roofline import Bound
+
+if TYPE_CHECKING:
+    from memsim.mapping.system import Routes
 
 COMPUTE, COPY, COMM, BRANCH = "compute", "copy", "comm", "branch"  # the streams a task can be issued on
 
@@ -92,6 +96,9 @@ class Plan:
     clock: float = 1.0  # the fraction of its maximum clock ``chip`` runs at (below 1: lowered by the power cap)
     staging: tuple[int, ...] = ()  # per pipeline stage (chip or region): SRAM set aside for prefetched weights
     shares: tuple[Share, ...] = ()  # per pipeline stage: its share of its chip's compute and SRAM
+    # The routes of its transfers between units (``mapping.system.Routes``), worked out once for
+    # the roofline and the engine; None in a plan built by hand (the engine works them out).
+    routes: Routes | None = field(default=None, compare=False, repr=False)
 
     def staging_of(self, unit: int) -> int:
         """SRAM bytes a unit (a chip's rank, or a region) sets aside for prefetched weights."""
@@ -100,9 +107,14 @@ class Plan:
 
     def chip_of(self, unit: int) -> int:
         """The chip a task's unit (a chip, or a region of one) belongs to."""
-        return (unit // self.tp // self.regions) * self.tp + unit % self.tp
+        return unit_chip(unit, self.tp, self.regions)
 
     @property
     def units(self) -> int:
         """Chips, or regions of chips: what the engine gives compute units and SRAM of their own."""
         return self.chips * self.regions
+
+
+def unit_chip(unit: int, tp: int, regions: int) -> int:
+    """The chip a unit (a chip's tensor-parallel rank, or a region of it) belongs to."""
+    return (unit // tp // regions) * tp + unit % tp

@@ -73,14 +73,15 @@ def plan_with(graph: OpGraph, chip: ChipSpec, shape: Shaper, layout: Layout = La
                               (tp * pp, regions))
     split = [stage_graphs(g, stage_of, pp * regions) for g in micro]
     per_stage = [[parts[s] for parts in split] for s in range(pp * regions)]
-    links = system.link_bytes(tasks, chip, tp * pp, regions, tp)
-    hops = system.hop_seconds(tasks, chip, tp * pp, regions, tp)
-    comms = system.collective_seconds(tasks, chip, tp * pp, regions, tp)
+    routes = system.Routes(chip, tp * pp, regions, tp)
+    links = system.link_bytes(tasks, routes)
+    hops = system.hop_seconds(tasks, routes)
+    comms = system.collective_seconds(tasks, routes)
     shares = [compute_share * share for share in laid.shares]
     seconds, bound, need = staged_roofline(per_stage, chip, homes, links, regions, hops, comms, shares)
     return Plan(chip=chip, tasks=tuple(tasks), homes=tuple(sorted(homes.items())), roofline_s=seconds,
                 roofline_bound=bound, compulsory_bytes=tuple(sorted(need.items())), chips=tp * pp, tp=tp,
-                regions=regions, staging=laid.staging, shares=tuple(shares))
+                regions=regions, staging=laid.staging, shares=tuple(shares), routes=routes)
 
 
 def _micro_tasks(contexts: list[Context], shape: Shaper, stage_of: dict[str, int], tp: int, suffix: str,

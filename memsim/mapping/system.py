@@ -12,7 +12,7 @@ from memsim.hardware import topologies
 from memsim.hardware.resource import SYSTEM, Ref, ResourceId
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping import collectives, fabric, overlap
-from memsim.mapping.plan import COMM, OpTask
+from memsim.mapping.plan import COMM, OpTask, unit_chip
 from memsim.mapping.roofline import Bound
 from memsim.units import PS_PER_S
 from memsim.workload.graph import Op, OpGraph
@@ -110,7 +110,8 @@ def region_link(chip: ChipSpec):
 class Routes:
     """The routes of transfers between units (chips, or regions of chips) over the system's
     topology, and the least time a transfer takes on one. A route is the link directions it
-    crosses, each (between regions of one chip?, from, to)."""
+    crosses, each (between regions of one chip?, from, to). A plan's routes are worked out once
+    (``Plan.routes``): the roofline costs them and the engine gives each direction its link."""
 
     def __init__(self, chip: ChipSpec, chips: int, regions: int, tp: int) -> None:
         self.chip, self.regions, self.tp = chip, regions, tp
@@ -168,14 +169,13 @@ class Routes:
 Direction = tuple[bool, Hashable, Hashable]  # (between regions of one chip?, from, to)
 
 
-def link_bytes(tasks: list[OpTask], chip: ChipSpec, chips: int, regions: int = 1,
-               tp: int = 1) -> dict[Bound, tuple[int, int]]:
+def link_bytes(tasks: list[OpTask], routes: Routes) -> dict[Bound, tuple[int, int]]:
     """Every link direction's traffic for the roofline: (bytes, bandwidth) per direction of each
     link between chips (and between a chip's regions), and of each chip link a step moves bytes
     over (a wafer's fabric), for the chip that moves the most."""
+    chip = routes.chip
     out: dict[Bound, tuple[int, int]] = {}
     edges: dict[Direction, int] = {}
-    routes = Routes(chip, chips, regions, tp)
     for transfers, times in _counted(r for t in tasks for r in t.rounds):  # a round shared by tasks: walked once
         for src, dst, nbytes in transfers:
             for direction in routes.directions(src, dst):
@@ -194,9 +194,9 @@ def link_bytes(tasks: list[OpTask], chip: ChipSpec, chips: int, regions: int = 1
     return out
 
 
-def hop_seconds(tasks: list[OpTask], chip: ChipSpec, chips: int, regions: int, tp: int) -> dict[int, float]:
+def hop_seconds(tasks: list[OpTask], routes: Routes) -> dict[int, float]:
     """Per pipeline stage: the least time its send to the next stage takes."""
-    routes = Routes(chip, chips, regions, tp)
+    tp = routes.tp
     out: dict[int, float] = {}
     for t in tasks:
         if t.kind != "sendrecv":
@@ -207,14 +207,13 @@ def hop_seconds(tasks: list[OpTask], chip: ChipSpec, chips: int, regions: int, t
     return out
 
 
-def collective_seconds(tasks: list[OpTask], chip: ChipSpec, chips: int, regions: int,
-                       tp: int) -> dict[tuple[int, int], float]:
+def collective_seconds(tasks: list[OpTask], routes: Routes) -> dict[tuple[int, int], float]:
     """Per (pipeline stage, micro-batch): the least time of its collectives, one after another
     (each round as long as its slowest transfer). A collective cut into chunks counts as the
     whole: any schedule may run it uncut and pay its latencies once."""
-    if chip.interconnect is None:
+    if routes.chip.interconnect is None:
         return {}
-    routes = Routes(chip, chips, regions, tp)
+    tp = routes.tp
     out: dict[tuple[int, int], float] = {}
     least: dict[tuple[int, ...], float] = {}  # by the chunks' rounds: equal collectives are costed once
     shared: dict[int, tuple[tuple, float]] = {}  # by round tuple (kept): a repeated round is costed once
@@ -267,6 +266,3 @@ def _counted(rounds) -> list[tuple[tuple, int]]:
     return [(r, k) for r, k in seen.values()]
 
 
-def unit_chip(unit: int, tp: int, regions: int) -> int:
-    """The chip a unit (a chip's tensor-parallel rank, or a region of it) belongs to."""
-    return (unit // tp // regions) * tp + unit % tp
