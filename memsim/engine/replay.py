@@ -70,7 +70,7 @@ class Replay:
             if touched_by_others or not s.idle(now):
                 return
             moved.append((s.bytes_read - read, s.bytes_written - written, s.busy_ps - busy))
-        rel = tuple(dataclasses.replace(r, start_ps=r.start_ps - rec.start, end_ps=r.end_ps - rec.start) for r in rows)
+        rel = tuple(r.moved(-rec.start, r.chip, r.op, r.layer) for r in rows)
         self.memos[signature] = Memo(now - rec.start, rel, tuple(moved), tuple(s.rid for s in rec.servers))
 
     def apply(self, memo: Memo, servers: list[Server], job: Job, start: int, op: str, layer: int) -> list[Interval]:
@@ -99,5 +99,5 @@ class Replay:
                     return rids[rid]
                 return rid if rid.chip == SYSTEM else dataclasses.replace(rid, chip=chip)
 
-            rows = self.remapped[key] = tuple(dataclasses.replace(r, resource=moved(r.resource)) for r in memo.rows)
+            rows = self.remapped[key] = tuple(r.moved(0, r.chip, r.op, r.layer, moved(r.resource)) for r in memo.rows)
         return rows

@@ -16,7 +16,6 @@ record of its streams.
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING
 
 from memsim.engine import replay, watch
@@ -51,7 +50,7 @@ class Shortcuts:
         if not self.memoize:
             return None, None
         now = self.sim.env.now_ps
-        signature = replay.key(dataclasses.replace(task, chip=0).signature, servers)  # wherever it runs
+        signature = replay.key(task.signature_on(0), servers)  # wherever it runs
         memo = self.replay.lookup(signature, servers, now, self.neighbours.quiet_until(key, servers))
         if memo is None:
             return None, replay.Recording(signature, now, servers, self.watches)

@@ -52,10 +52,20 @@ class Ref:
     """A level or link of the chip a step runs on."""
     kind: ResourceKind  # LEVEL or LINK
     name: str
+    # Refs key a plan's steps and every lowering cache: their hash is worked out once (an enum's
+    # hash is a Python call).
+    _hash: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.kind not in (LEVEL, LINK):
             raise ValueError(f"a Ref names a level or a link, not {self.kind!r}")
+        object.__setattr__(self, "_hash", hash((self.kind, self.name)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self):  # rebuilt where unpickled: a string's hash differs between processes
+        return Ref, (self.kind, self.name)
 
     @classmethod
     def level(cls, name: str) -> Ref:

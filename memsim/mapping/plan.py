@@ -7,7 +7,7 @@ per-chunk sizes, rounded up, describe a chunk's buffer.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING
 
 from memsim.hardware.rates import WHOLE, Share
@@ -43,6 +43,26 @@ class Step:
     # When nonzero, the latency the step's loads pay once in place of their levels' and links' own: a
     # wafer fabric traversal's, which depends on its region and vector (``mapping.mesh``).
     latency_ps: int = 0
+    # Steps key the lowering caches and replay's memos: their hash (a share's is costly) is worked
+    # out the first time it is asked for, and kept.
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        h = self._hash
+        if h is None:
+            h = hash(tuple(getattr(self, name) for name in _STEP_FIELDS))
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __reduce__(self):  # rebuilt where unpickled: a string's hash differs between processes
+        return _step, (tuple((name, getattr(self, name)) for name in _STEP_FIELDS),)
+
+
+_STEP_FIELDS = tuple(f.name for f in fields(Step) if f.compare)
+
+
+def _step(values: tuple[tuple[str, object], ...]) -> Step:
+    return Step(**dict(values))  # type: ignore[arg-type]  # the fields of a Step, as __reduce__ gave them
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,7 +86,11 @@ class OpTask:
     @property
     def signature(self) -> tuple:
         """Everything that decides the task's timing; equal signatures simulate identically."""
-        return (self.overhead_ps, self.steps, self.chip, self.rounds, self.stream, self.acquires, self.releases)
+        return self.signature_on(self.chip)
+
+    def signature_on(self, chip: int) -> tuple:
+        """The signature of the same task run on ``chip``."""
+        return (self.overhead_ps, self.steps, chip, self.rounds, self.stream, self.acquires, self.releases)
 
     @property
     def bound_name(self) -> str:
