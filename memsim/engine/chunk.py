@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from simpy.events import Event
 
-from memsim.engine.records import POWER, TILE_BUFFER, UNPACK, WAIT, Cause
+from memsim.engine.records import POWER, TILE_BUFFER, UNPACK, Cause
 from memsim.engine.resources import Server, Use
 from memsim.engine.times import Times
 from memsim.hardware.rates import Share
@@ -43,8 +43,8 @@ class Port:
         self.hold = -(-server.duration(total, share) // count)
         self.via_hold = -(-via.duration(total) // count) if via is not None else 0
         self.name = str(server.rid)
-        self.key = Cause(WAIT, server.rid)  # the stall of waiting for it
-        self.via_key = Cause(WAIT, via.rid) if via is not None else self.key
+        self.key = server.waited()  # the stall of waiting for it
+        self.via_key = via.waited() if via is not None else self.key
         self.latency_ps = latency_ps or server.latency_ps  # a step may name its own (a fabric traversal)
 
 

@@ -31,7 +31,7 @@ from typing import Protocol
 from simpy.events import Event
 
 from memsim.engine.chunk import BUFFERS, THROTTLED, UNPACKING, Chunk, Port, Row, Stores, servers, widen
-from memsim.engine.records import WAIT, Cause
+from memsim.engine.records import Cause
 from memsim.engine.resources import ChipResources, Job, Server, Use
 from memsim.engine.simpy_fast import Environment, Signal, Timer
 from memsim.engine.times import Times
@@ -182,13 +182,13 @@ class StepRun:
         first = chunk.index == 0
         for use, via, idle, port in chunk.transfers:
             assert use is not None  # every load of a chunk that arrived was requested
-            end, limiter = use.end, port.key
+            end, limiter, last = use.end, port.key, use.resource
             if via is not None and via.end > end:  # the link it is reached over ended last
-                end, limiter = via.end, port.via_key
+                end, limiter, last = via.end, port.via_key, via.resource
             if end > chunk.landed:
                 # A load that queued behind another operator's transfer names it as the holder.
                 if use.blocker is not None:
-                    limiter = Cause(WAIT, limiter.on, use.blocker.op)
+                    limiter = last.waited(use.blocker.op)
                 chunk.landed, chunk.source, chunk.held = end, limiter, idle if idle > 0 else 0
         if first or chunk.index == self.count - 1:
             widen(self.row_begins, self.row_ends, [(use, via) for use, via, _, _ in chunk.transfers], True)
@@ -272,7 +272,7 @@ class StepRun:
         now = self.env.now_ps
         stall, step = self.chunk_stalls, self.step
         if use is not None and use.start > use.requested:  # another task held the compute units
-            key = Cause(WAIT, self.res.compute.rid, use.blocker.op if use.blocker is not None else "")
+            key = self.res.compute.waited(use.blocker.op if use.blocker is not None else "")
             stall[key] = stall.get(key, 0) + use.start - use.requested
         if step.throttle_ps:  # the part of the compute time the power cap added
             stall[THROTTLED] = stall.get(THROTTLED, 0) + step.throttle_ps

@@ -58,6 +58,11 @@ class Cause:
         return (self.kind.value, str(self.on) if self.on is not None else "", self.holder)
 
 
+# The causes of a kind alone, one object each: a stall's cause keys the engine's accounts and the
+# writers' tables, and a dictionary finds the very object it holds without comparing fields.
+BUBBLE_CAUSE, DEPENDENCY_CAUSE, OVERHEAD_CAUSE = (Cause(kind) for kind in (BUBBLE, DEPENDENCY, OVERHEAD))
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Usage:
     """What one level or link did over a run: the bytes it read and wrote and the time it was

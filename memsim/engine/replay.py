@@ -97,7 +97,7 @@ class Replay:
             def moved(rid: ResourceId) -> ResourceId:
                 if rid in rids:
                     return rids[rid]
-                return rid if rid.chip == SYSTEM else dataclasses.replace(rid, chip=chip)
+                return rid if rid.chip in (SYSTEM, chip) else dataclasses.replace(rid, chip=chip)
 
             rows = self.remapped[key] = tuple(r.moved(0, r.chip, r.op, r.layer, moved(r.resource)) for r in memo.rows)
         return rows

@@ -40,6 +40,7 @@ import simpy
 from simpy.events import Event
 from simpy.resources.base import BaseResource, Get
 
+from memsim.engine.records import WAIT, Cause
 from memsim.engine.simpy_fast import Environment, Request, Timer, succeed_at
 from memsim.engine.times import Times
 from memsim.hardware import rates
@@ -191,6 +192,15 @@ class Server(BaseResource[Use, Get[Any]]):
         self.bytes_written = 0
         self.watch: Watch | None = None  # installed by the shortcuts only (``engine/watch.py``)
         self._on_release = self._release
+        self._waits: dict[str, Cause] = {}  # holder -> the stall of waiting for this server behind it
+
+    def waited(self, holder: str = "") -> Cause:
+        """The stall of waiting for this server (behind ``holder``'s operator): one object each,
+        so the accounts and tables keyed by causes find it without comparing fields."""
+        cause = self._waits.get(holder)
+        if cause is None:
+            cause = self._waits[holder] = Cause(WAIT, self.rid, holder)
+        return cause
 
     # -- SimPy's request/release protocol ----------------------------------------------
     def request(self, duration_ps: int, owner: Job | None = None, priority: int = DEMAND,

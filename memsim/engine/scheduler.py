@@ -24,10 +24,10 @@ from simpy.events import Event
 
 from memsim.engine.pipeline import StepRun
 from memsim.engine.records import (
-    BUBBLE,
+    BUBBLE_CAUSE,
     COMPUTE,
-    DEPENDENCY,
-    OVERHEAD,
+    DEPENDENCY_CAUSE,
+    OVERHEAD_CAUSE,
     WAIT,
     Cause,
     Interval,
@@ -39,7 +39,7 @@ from memsim.engine.rows import step_rows
 from memsim.engine.shortcuts import Shortcuts
 from memsim.engine.simpy_fast import Environment
 from memsim.engine.system import SystemLinks, play, run_collective
-from memsim.hardware.resource import SYSTEM, Ref, ResourceId, ResourceKind
+from memsim.hardware.resource import SYSTEM, Ref, ResourceKind
 from memsim.mapping.plan import BRANCH, COPY, OpTask, Plan
 
 Key = tuple[int, str]  # a stream: (chip or region, stream name)
@@ -112,6 +112,7 @@ class Simulation:
         self.finish: dict[str, int] = {}
         self.rows: list[Interval] = []
         self.spans: list[tuple[str, int, int]] = []
+        self._waits: dict[tuple[Ref | None, int, str], Cause] = {}  # (on, chip, holder) -> its stall
         self.stats = {"simulated": 0, "replayed": 0}
         # Installed last, on every resource made: the plain engine's one seam.
         self.shortcuts = Shortcuts(self, fast_forward, memoize) if fast_forward or memoize else None
@@ -157,14 +158,23 @@ class Simulation:
         last = max(deps, key=lambda d: self.finish[d])
         dep = self.task_of[last]
         if dep.chip != chip:
-            return Cause(BUBBLE)
+            return BUBBLE_CAUSE
         if self.stream_of[last][1] != COMPUTE and dep.bound is not None:
-            return Cause(WAIT, dep.bound.on(chip), dep.op if self.stream_of[last][1] == COPY else "")
-        return Cause(DEPENDENCY)
+            return self._waiting(dep.bound, chip, dep.op if self.stream_of[last][1] == COPY else "")
+        return DEPENDENCY_CAUSE
+
+    def _waiting(self, on: Ref | None, chip: int, holder: str = "") -> Cause:
+        """The stall of waiting for ``on`` of ``chip`` (behind ``holder``), one object each (as
+        ``Server.waited``)."""
+        key = (on, chip, holder)
+        cause = self._waits.get(key)
+        if cause is None:
+            cause = self._waits[key] = Cause(WAIT, on.on(chip) if on is not None else None, holder)
+        return cause
 
     def _idle(self, chip: int, task: OpTask, start: int, cause: Cause, stream: str = COMPUTE) -> list[Interval]:
         """A compute (or branch) stream's idle interval from ``start`` to now, if it is not empty."""
-        row = Interval(start_ps=start, end_ps=self.env.now_ps, chip=chip, resource=ResourceId.compute(chip),
+        row = Interval(start_ps=start, end_ps=self.env.now_ps, chip=chip, resource=self.chips[chip].compute.rid,
                        kind="stall", op=task.op, op_kind=task.kind, layer=task.layer, cause=cause, stream=stream)
         return [row] if keep(row) else []
 
@@ -202,7 +212,7 @@ class Simulation:
         if task.overhead_ps:
             yield env.timeout(task.overhead_ps)
             if on_compute:
-                rows += self._idle(job.chip, task, start, Cause(OVERHEAD), key[1])
+                rows += self._idle(job.chip, task, start, OVERHEAD_CAUSE, key[1])
         if task.rounds:
             t0 = env.now_ps
             links = self.links
@@ -213,7 +223,7 @@ class Simulation:
             else:
                 yield from run_collective(env, links, task, job, rows)
             if on_compute:
-                rows += self._idle(job.chip, task, t0, Cause(WAIT, task.bound.on(job.chip) if task.bound else None),
+                rows += self._idle(job.chip, task, t0, self._waiting(task.bound, job.chip),
                                   key[1])
         for step in task.steps:
             observer = shortcuts.observer() if shortcuts is not None else None
