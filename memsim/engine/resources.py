@@ -124,13 +124,18 @@ class Use(Request["Server"]):
         if priority < PREFETCH:  # prefetches never delay demand traffic: only the others count
             horizon = server.horizon
             server.horizon = (now if now > horizon else horizon) + duration_ps
-            if server.user is None and not server.put_queue and not store:
-                # Granted at once, the usual case: ``Server._grant`` inlined, and the event is
-                # triggered as it is made (it succeeds, releasing the server, when the hold ends).
+            if server.user is None and not server.put_queue:
+                # Granted at once, the usual case: ``Server._grant`` inlined. A demand request is
+                # triggered as it is made (it succeeds, releasing the server, when the hold ends);
+                # a store's timer ends its hold unless a read preempts it.
                 server.user = self
                 server.busy_ps += duration_ps
                 self.start = now
                 self.end = end = now + duration_ps
+                if store:
+                    self.callbacks = [then] if then is not None else []
+                    self.timer = Timer(env, end, self._expired, step)
+                    return
                 self.callbacks = [server._on_release, then] if then is not None else [server._on_release]
                 succeed_at(env, self, end)
                 return
