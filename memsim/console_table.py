@@ -26,7 +26,10 @@ def _header(s: dict[str, Any]) -> Lines:
 
 
 def _levels(s: dict[str, Any]) -> Lines:
+    """Each level's bytes; where SRAM capacity added some (re-fetches), how many of them."""
     return [f"  {lvl:<16} read {human_bytes(b['read']):>14}  written {human_bytes(b['written']):>14}"
+            + (f"  ({b['capacity'] / b['total']:.0%} re-fetched: capacity {human_bytes(b['capacity'])})"
+               if b.get("capacity") else "")
             for lvl, b in s["bytes_per_level"].items() if b["total"]]
 
 

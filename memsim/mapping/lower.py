@@ -6,6 +6,7 @@ compute time per chunk (from FLOPs and the named efficiency parameters).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -334,6 +335,30 @@ def tile_floor(op: Op, graph: OpGraph, chip: ChipSpec) -> int:
 
 def lower(op: Op, cx: Context) -> tuple[Step, ...]:
     return LOWERINGS[op.kind](op, cx)
+
+
+# A scratchpad no operator outgrows: every tile the whole operator, every operand fetched once.
+UNLIMITED_SRAM = 1 << 62
+
+
+def level_bytes(steps: tuple[Step, ...]) -> dict[Ref, int]:
+    """Bytes the steps move at each level or link, loads and stores together."""
+    out: dict[Ref, int] = {}
+    for s in steps:
+        for where, b in (*s.total_loads, *s.total_stores):
+            out[where] = out.get(where, 0) + b
+    return out
+
+
+def capacity_bytes(op: Op, cx: Context, steps: tuple[Step, ...]) -> tuple[tuple[Ref, int], ...]:
+    """Of what the op's lowered ``steps`` move at each level, the bytes beyond what it would move
+    with unlimited SRAM (``UNLIMITED_SRAM``: each operand once, as its placement has it): the
+    re-fetches its tiles add because SRAM is finite, a cache's capacity misses. The rest of its
+    traffic is compulsory; that includes what its kernel moves whatever the SRAM (an unfused
+    attention's scores, through memory and back). Only levels with some, by name."""
+    unlimited = level_bytes(lower(op, dataclasses.replace(cx, room_bytes=UNLIMITED_SRAM)))
+    extra = ((where, b - unlimited.get(where, 0)) for where, b in level_bytes(steps).items())
+    return tuple(sorted(((where, b) for where, b in extra if b > 0), key=lambda kv: str(kv[0])))
 
 
 def lowering_key(op: Op, cx: Context) -> tuple:

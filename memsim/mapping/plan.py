@@ -82,6 +82,9 @@ class OpTask:
     microbatch: int = 0
     acquires: int = 0  # bytes of the chip's SRAM staging area a prefetch takes before it starts
     releases: int = 0  # bytes of it the operator that used the prefetched weights gives back when done
+    # Per level, the bytes of its lowering that SRAM capacity added (``lower.capacity_bytes``); the
+    # rest of what it moves is compulsory. A copy, send or collective moves each byte once: none.
+    capacity: tuple[tuple[Ref, int], ...] = ()
 
     @property
     def signature(self) -> tuple:
@@ -95,6 +98,17 @@ class OpTask:
     @property
     def bound_name(self) -> str:
         return "compute" if self.bound is None else str(self.bound)
+
+    def traffic(self) -> dict[Ref, tuple[int, int]]:
+        """Per level or link it uses: (compulsory, capacity) bytes, which add up to what it moves.
+        Its family may have moved some of its loads to another level (an RDU stages them into HBM):
+        capacity bytes are at most what it moves at each."""
+        capacity = dict(self.capacity)
+        out = {}
+        for where, (read, written) in self.bytes_by_level().items():
+            extra = min(capacity.get(where, 0), read + written)
+            out[where] = (read + written - extra, extra)
+        return out
 
     def bytes_by_level(self) -> dict[Ref, tuple[int, int]]:
         out: dict[Ref, list[int]] = {}

@@ -15,7 +15,7 @@ from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping import collectives, overlap, system
 from memsim.mapping.layout import Grid, Layout, branches, lay_out, stage_graphs
-from memsim.mapping.lower import Context, lower, lowering_key
+from memsim.mapping.lower import Context, capacity_bytes, lower, lowering_key
 from memsim.mapping.plan import BRANCH, COMPUTE, OpTask, Plan, Step
 from memsim.mapping.prefetch import Prefetcher
 from memsim.mapping.roofline import staged_roofline
@@ -127,6 +127,8 @@ def _micro_tasks(contexts: list[Context], shape: Shaper, stage_of: dict[str, int
         lowered = cache.get(key)
         if lowered is None:
             lowered = cache[key] = lower(op, op_cx)
+            cache[("capacity", key)] = capacity_bytes(op, op_cx, lowered)
+        capacity = cache[("capacity", key)]
         steps, overhead = shape(op, lowered, op_cx)
         if op_cx.compute_share < 1:  # a region: its share of each level's channels, whatever the family
             steps = tuple(s if s.share <= op_cx.compute_share else dataclasses.replace(s, share=op_cx.compute_share)
@@ -137,19 +139,20 @@ def _micro_tasks(contexts: list[Context], shape: Shaper, stage_of: dict[str, int
         releases = prefetch.acquires if prefetch is not None else 0
         stream = BRANCH if op.name in cache["branches"] else COMPUTE
         k = _overlap_chunks(op, graph, deps, chip, tp, steps, chips)
-        names, pieces, flops = [op.name + suffix], [steps], [op.flops]
+        names, pieces, flops, extra = [op.name + suffix], [steps], [op.flops], [capacity]
         if k > 1:
             # One kernel whose output tiles are signalled in k groups: launched once, and the last
             # group gives back the staged weights.
             names = parts[op.name] = [f"{op.name}/{i}{suffix}" for i in range(k)]
             pieces, flops = overlap.split_steps(steps, k), overlap.split(op.flops, k)
+            extra = [tuple((where, overlap.split(b, k)[i]) for where, b in capacity) for i in range(k)]
             done[op.name] = names[-1]
             prefetcher.finished_by(stage * tp, op.name + suffix, names[-1])
-        for i, (name, part, part_flops) in enumerate(zip(names, pieces, flops)):
+        for i, (name, part, part_flops, part_extra) in enumerate(zip(names, pieces, flops, extra)):
             tasks.append(OpTask(op=name, kind=op.kind, layer=op.layer, flops=part_flops,
                                 overhead_ps=overhead if i == 0 else 0, steps=part, deps=preds, bound=bound,
                                 chip=stage * tp, graph_op=op.name, microbatch=m, stream=stream,
-                                releases=releases if i == k - 1 else 0))
+                                releases=releases if i == k - 1 else 0, capacity=part_extra))
     return tasks
 
 

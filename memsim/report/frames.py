@@ -47,7 +47,7 @@ def ops(graph: OpGraph, plan: Plan, result: EngineResult) -> pd.DataFrame:
     for task in plan.tasks:
         op = graph.ops.get(task.graph_op)  # sends between pipeline stages exist only in the plan
         start, end = spans[task.op]
-        moved = task.bytes_by_level()
+        moved, traffic = task.bytes_by_level(), task.traffic()
         off_chip = sum(r + w for r, w in moved.values())
         row = {"op": task.op, "op_kind": task.kind, "layer": task.layer, "chip": f"chip{task.chip}",
                "start_s": start / PS_PER_S,
@@ -55,6 +55,7 @@ def ops(graph: OpGraph, plan: Plan, result: EngineResult) -> pd.DataFrame:
         for ref in levels:
             row[f"{ref}_read_bytes"] = moved.get(ref, (0, 0))[0]
             row[f"{ref}_written_bytes"] = moved.get(ref, (0, 0))[1]
+            row[f"{ref}_compulsory_bytes"], row[f"{ref}_capacity_bytes"] = traffic.get(ref, (0, 0))
         row["arithmetic_intensity"] = task.flops / off_chip if off_chip else float("inf")
         bounds: dict[str | Ref, float] = {
             "compute": task.flops / peak_rate(chip, op, graph) if op is not None and not task.rounds else 0.0}

@@ -4,8 +4,8 @@ from __future__ import annotations
 from typing import Any
 
 from memsim.engine import EngineResult
-from memsim.engine.records import Usage
-from memsim.hardware.resource import LINK, SYSTEM, Ref, link_label
+from memsim.engine.records import WAIT, Usage
+from memsim.hardware.resource import LEVEL, LINK, SYSTEM, Ref, link_label
 from memsim.mapping import Plan
 from memsim.mapping.plan import COMPUTE as COMPUTE_STREAM
 from memsim.mapping.roofline import op_dtype
@@ -24,6 +24,27 @@ def stall_seconds(result: EngineResult) -> dict[str, float]:
             cause = str(r.cause)
             out[cause] = out.get(cause, 0) + (r.end_ps - r.start_ps)
     return {k: v / PS_PER_S for k, v in sorted(out.items())}
+
+
+def capacity_bytes(plan: Plan) -> dict[str, int]:
+    """Per level, by name: the bytes of the step's traffic that SRAM capacity added (re-fetches
+    of operands its tiles could not hold; ``OpTask.traffic``), over the chips simulated."""
+    out: dict[str, int] = {}
+    for task in plan.tasks:
+        for where, (_, extra) in task.traffic().items():
+            if extra and not where.is_link:
+                out[where.name] = out.get(where.name, 0) + extra
+    return out
+
+
+def level_stalls(result: EngineResult) -> dict[str, int]:
+    """Per level, by name: picoseconds the compute streams waited for it, over the chips simulated."""
+    out: dict[str, int] = {}
+    for r in result.records:
+        if r.kind == "stall" and r.stream == COMPUTE_STREAM and r.cause is not None and r.cause.kind is WAIT \
+                and r.cause.on is not None and r.cause.on.kind is LEVEL:
+            out[r.cause.on.name] = out.get(r.cause.on.name, 0) + r.end_ps - r.start_ps
+    return out
 
 
 def owner(plan: Plan, usage: Usage) -> str:
@@ -92,9 +113,16 @@ def summarize(graph: OpGraph, plan: Plan, result: EngineResult, micro: tuple[OpG
     flops = sum(g.total_flops() for g in graphs)
     read, written = dict(result.bytes_read), dict(result.bytes_written)
     busy_ps = dict(result.busy_ps)
-    per_level = {lvl.name: {"read": read.get(n, 0), "written": written.get(n, 0),
-                            "total": read.get(n, 0) + written.get(n, 0), "busy_s": busy_ps.get(n, 0) / PS_PER_S}
-                 for lvl in chip.levels for n in [str(Ref.level(lvl.name))]}
+    capacity, waits = capacity_bytes(plan), level_stalls(result)
+    per_level, capacity_stalls = {}, {}
+    for lvl in chip.levels:
+        n = str(Ref.level(lvl.name))
+        total = read.get(n, 0) + written.get(n, 0)
+        extra = min(capacity.get(lvl.name, 0), total)
+        per_level[lvl.name] = {"read": read.get(n, 0), "written": written.get(n, 0), "total": total,
+                               "compulsory": total - extra, "capacity": extra, "busy_s": busy_ps.get(n, 0) / PS_PER_S}
+        if waits.get(lvl.name):
+            capacity_stalls[lvl.name] = waits[lvl.name] * extra / total / PS_PER_S if total else 0.0
     chips = per_chip(plan, result)
     links: dict[str, list[int]] = {}  # per link, and per direction of each link between chips
     for u in result.usage:
@@ -135,6 +163,7 @@ def summarize(graph: OpGraph, plan: Plan, result: EngineResult, micro: tuple[OpG
         kv_cache_bytes=kv_read,
         kv_cache_bytes_written=kv_written,
         stall_s=stalls,
+        capacity_stall_s=capacity_stalls,
         stall_total_s=sum(stalls.values()),
         exposed_comm_s=exposed_comm_seconds(plan, result),
         chips=plan.chips,

@@ -76,7 +76,9 @@ class Summary:
     bytes_per_level: dict = summary_field(
         "object", SUMMED,
         "per level: `read`, `written` and `total` bytes moved and `busy_s`, the time its channels were held, over"
-        " every chip")
+        " every chip. `total` splits into `compulsory` bytes (what each operator moves with unlimited SRAM: each "
+        "operand once) and `capacity` bytes (the re-fetches its tiles add because SRAM is finite, as a cache's "
+        "capacity misses)")
     compute_busy_s: float = summary_field(
         "s", SUMMED,
         "time the compute units were busy computing, summed over the chips simulated (one per pipeline stage). "
@@ -161,6 +163,10 @@ class Summary:
         "object", SUMMED,
         "seconds of compute idle time per cause, summed over the chips simulated: the rows of the `compute` "
         "stream (a `branch` stream's waits are not idle compute, the compute stream runs beside them)")
+    capacity_stall_s: dict = summary_field(
+        "object", SUMMED,
+        "per level the compute streams waited for: the part of that wait SRAM capacity caused, the level's stall "
+        "times its `capacity` bytes over its `total` (`bytes_per_level`)")
     stall_total_s: float = summary_field(
         "s", SUMMED,
         "sum of `stall_s`. A chip's compute and stall time add up to the step, whatever the weight format: on one"

@@ -163,3 +163,44 @@ def test_fp8_on_a_gpu_is_the_native_rule():
     assert fp8.chip.compute.native == ("fp8",)
     assert not (fp8.timeline.resource == "dequant").any()
     assert (int8.timeline.resource == "dequant").any()
+
+
+def _prefill_ops(sram: str):
+    from memsim import hardware
+    from memsim.api import load_workload, resolve
+
+    chip = hardware.load("h100-sxm", [("sram.capacity", sram)])
+    g = load_workload(resolve(model="llama-2-7b", phase="prefill", prompt=2048))
+    return chip, g, {t: "hbm" for t in g.tensors}
+
+
+def test_capacity_bytes_are_the_gemm_refetches_and_nothing_else():
+    """A GEMM's capacity bytes are what it moves beyond each operand once: with a small SRAM its
+    tiles fetch the operands again; an op that streams, or a GEMM whose tiles hold it whole, has none."""
+    from memsim.mapping.lower import Context, capacity_bytes, level_bytes, lower
+
+    chip, g, homes = _prefill_ops("256KiB")
+    cx = Context(chip, g, homes)
+    op = g.ops["L0.down"]
+    steps = lower(op, cx)
+    hbm = Ref.level("hbm")
+    once = sum(r.bytes for r in op.inputs) + sum(g.tensors[t].bytes for t in op.outputs)
+    assert dict(capacity_bytes(op, cx, steps)) == {hbm: level_bytes(steps)[hbm] - once}
+    assert level_bytes(steps)[hbm] > 2 * once  # the small SRAM re-fetches
+    norm = next(o for o in g.ops.values() if o.kind == "norm")
+    assert capacity_bytes(norm, cx, lower(norm, cx)) == ()
+    big_chip, _, _ = _prefill_ops("4GiB")
+    big = Context(big_chip, g, homes)
+    assert capacity_bytes(op, big, lower(op, big)) == ()
+
+
+def test_an_unfused_attentions_scores_are_compulsory():
+    """The scores an unfused attention writes and reads back move whatever the SRAM: compulsory."""
+    from memsim.mapping.lower import Context, capacity_bytes, lower
+
+    chip, g, homes = _prefill_ops("256KiB")
+    cx = Context(chip, g, homes, attention="unfused")
+    op = next(o for o in g.ops.values() if o.kind == "attention")
+    assert capacity_bytes(op, cx, lower(op, cx)) == ()
+    fused = Context(chip, g, homes)
+    assert dict(capacity_bytes(op, fused, lower(op, fused)))[Ref.level("hbm")] > 0  # K/V streamed again per pass
