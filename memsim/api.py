@@ -288,6 +288,24 @@ def _simulate(spec: RunSpec) -> Result:
                   prefill.plan, prefill.engine, prefill.moved.union(*(r.moved for r in decodes.values())))
 
 
+def explain(hw: str = RunSpec.hw, model: str | None = None, *, factors: tuple[float, ...] = (0.5, 2.0),
+            workers: int | None = None, **options: Any) -> pd.DataFrame:
+    """What would fix a run (``memsim.whatif``): every hardware quantity it depends on scaled by
+    each of ``factors``, one row each (explain.csv's columns), ranked by the best speed-up of each
+    quantity. The run is described as for ``simulate``; ``workers``: local processes for the
+    reruns (default: every core)."""
+    return explain_run(resolve(hw, model, **options), factors, workers)
+
+
+def explain_run(spec: RunSpec, factors: tuple[float, ...] = (0.5, 2.0), workers: int | None = None) -> pd.DataFrame:
+    """``explain`` for a resolved ``RunSpec`` (see ``resolve``)."""
+    from memsim import whatif
+
+    if not isinstance(spec, RunSpec):
+        raise ConfigError(f"expected a RunSpec (memsim.resolve), got {units.shown(spec)}", field="spec")
+    return whatif.explain(spec, factors, workers)
+
+
 def roofline_s(spec: RunSpec) -> float:
     """The least time ``spec``'s run can take, from its plans alone (no simulation): its step's
     roofline, or a generation's prefill plus ``generate`` decode steps at the shortest context.

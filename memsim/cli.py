@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from memsim import __version__, api, console_table, hardware, inputs, limits, report, runspec, workload
-from memsim.atomic import check_output_file
+from memsim.atomic import atomic_write_text, check_output_file
 from memsim.console import by_interrupt, interrupted
 from memsim.errors import FLAGS, MemsimError, MemsimWarning, flags_named, shown
 from memsim.runspec import RunSpec
@@ -115,6 +115,28 @@ def sweep(sets, sweep_file, out, workers, scheduler, keep, no_progress, **kwargs
         raise MemsimError(f"every point failed; the first: {failed[0]}", file=str(Path(out) / "results.csv"))
 
 
+@main.command()
+@_spec_options("explain")
+@click.option("--factor", "factors", multiple=True, type=float,
+              help="scale each quantity by this factor; repeatable (default: 0.5 and 2)")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="also write the table as this CSV (explain.csv)")
+@click.option("--workers", type=int, help="local worker processes (default: every core)")
+def explain(factors, output, workers, **kwargs):
+    """Rank the hardware changes that would speed a run up: each quantity scaled down and up."""
+    from memsim import whatif
+
+    if any(f <= 0 or f == 1 for f in factors):
+        raise MemsimError("a factor above 0 other than 1 (e.g. 0.5 or 2)", field="--factor")
+    spec = api.resolve(**_spec_values(kwargs))
+    if output:
+        check_output_file(Path(output), "--output", inputs.files(spec))
+    frame = api.explain_run(spec, tuple(factors) or whatif.FACTORS, workers)
+    click.echo(whatif.table(frame))
+    if output:
+        _writing("--output", output, lambda: atomic_write_text(Path(output), frame.to_csv(index=False)))
+        click.echo(f"wrote {output}")
+
+
 @main.group()
 def plot():
     """Figures from results (needs the plot extra: matplotlib)."""
@@ -130,6 +152,18 @@ def plot_sweep(results, x_field, output):
 
     check_output_file(Path(output or Path(results).with_suffix(".png")), "--output", [Path(results)])
     path = _writing("--output", output or results, lambda: draw(Path(results), x_field, Path(output) if output else None))
+    click.echo(f"wrote {path}")
+
+
+@plot.command("explain")
+@click.argument("table", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="figure file (default: beside TABLE)")
+def plot_explain(table, output):
+    """A tornado plot of memsim explain's CSV: the step time at each change, ranked."""
+    from memsim.report.plots import plot_explain as draw
+
+    check_output_file(Path(output or Path(table).with_suffix(".png")), "--output", [Path(table)])
+    path = _writing("--output", output or table, lambda: draw(Path(table), Path(output) if output else None))
     click.echo(f"wrote {path}")
 
 

@@ -184,8 +184,14 @@ class Speculation:
     cost: float | None
 
 
+# ``memsim explain`` takes ``memsim run``'s options but the estimates' reruns: it reruns the step itself.
+EXPLAIN_LEAVES = ("sensitivity",)
+
+
 def options(command: str) -> list:
     """The ``RunSpec`` fields that ``memsim COMMAND`` takes as options."""
+    if command == "explain":
+        return [f for f in options("run") if f.name not in EXPLAIN_LEAVES]
     return [f for f in fields(RunSpec) if command in f.metadata["commands"]]
 
 

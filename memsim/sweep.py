@@ -152,7 +152,7 @@ def run_sweep(base: dict[str, Any], sweeps: dict[str, list[str]], out: Path, wor
             if client is not None:
                 _run_dask(client, todo, results, bar)
             else:
-                _run_pool(_workers(workers, total), todo, results, bar, out)
+                _run_pool(pool_size(workers, total), todo, results, bar, out)
         finally:
             bar.close()
             results.write_csv()
@@ -266,7 +266,7 @@ def _available_memory() -> int:
         return 2**62  # unknown: cores alone cap the pool
 
 
-def _workers(requested: int | None, total: int) -> int:
+def pool_size(requested: int | None, total: int) -> int:
     cap = worker_cap()
     if requested is not None and requested > cap:
         warnings.warn(f"{run_field('workers')} {requested} is more than this machine holds: {cap} (a core each, "

@@ -18,6 +18,8 @@
 - the targets of the concurrent engine against their figures, including the event rate of a
   chunk-by-chunk run (shortcuts off) against plain SimPy timeouts in the same process (a
   yardstick of 1,000,000 events; target: at least 40% of its rate);
+- the wall time of ``memsim explain`` on a Llama-2-7B decode on h100-sxm (2 workers) against
+  ``memsim run`` of the same step, each a process of its own (target: at most 10x);
 - with ``--instructions`` (needs valgrind): the same comparison counted in machine instructions
   per event under callgrind, which no other load on the machine changes.
 """
@@ -113,6 +115,7 @@ def main() -> None:
     if args.long_sweep:
         long_sweep(args.long_sweep)
     layers_benchmark()
+    explain_benchmark()
     if args.limits:
         limits_benchmark()
     peak_memory()
@@ -234,6 +237,23 @@ def instructions_per_event() -> None:
           f"engine rate = {simpy_ir / engine_ir:.0%} of SimPy's at equal instructions per second")
 
 
+def explain_benchmark() -> None:
+    """``memsim explain`` against ``memsim run`` on the same step, each in a fresh process (imports
+    included, as a user waits for them), alternately, the median of three each."""
+    step = ["--hw", "h100-sxm", "--model", "llama-2-7b", "--context", "2048"]
+    runs: dict[str, list[float]] = {}
+    for _ in range(3):
+        for command in (["run", *step], ["explain", *step, "--workers", "2"]):
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-c", f"from memsim.cli import main; main({command!r})"],
+                           capture_output=True, text=True, check=True)
+            runs.setdefault(command[0], []).append(time.perf_counter() - t0)
+    run_s, explain_s = (statistics.median(runs[c]) for c in ("run", "explain"))
+    print("memsim explain, Llama-2-7B decode, context 2048, h100-sxm, 2 workers (median of 3, imports included)")
+    print(f"  memsim run {run_s:6.2f} s   memsim explain {explain_s:6.2f} s   "
+          f"{explain_s / run_s:.1f}x (target <= 10x)")
+
+
 # Run in a fresh process, so that its peak resident set size is the run's alone (``ru_maxrss`` is
 # in KiB on Linux). The time counts the imports, as a user of ``memsim run`` waits for them too.
 CHILD = """
@@ -294,7 +314,7 @@ def limits_benchmark() -> None:
         ]
         for what, args in cases:
             out = subprocess.run([sys.executable, "-c", CHILD.replace("ARGS", repr(["run", *args]))],
-                                 capture_output=True, text=True, check=False)
+                                 capture_output=True, text=True, check=True)
             if out.returncode:
                 print(f"  {what:<52} failed: {out.stderr.strip().splitlines()[-1:]}")
                 continue

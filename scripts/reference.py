@@ -8,9 +8,10 @@ import sys
 from pathlib import Path
 
 from memsim.report.summary_fields import reference as summary_reference
+from memsim.whatif import reference as explain_reference
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
-PAGES = {"summary.md": summary_reference}
+PAGES = {"summary.md": summary_reference, "explain.md": explain_reference}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -403,9 +403,9 @@ def test_the_product_is_walked_lazily_and_workers_are_capped(monkeypatch, tmp_pa
     assert [r["batch"] for r in ran] == ["1", "1"] and peak < 200 * 2**20
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        assert sweeping._workers(200, 4) == min(4, sweeping.worker_cap())
+        assert sweeping.pool_size(200, 4) == min(4, sweeping.worker_cap())
     assert any("workers 200 is more than this machine holds" in str(w.message) for w in caught)  # a Python caller: the keyword
-    assert sweeping._workers(None, 3) == min(3, sweeping.worker_cap())
+    assert sweeping.pool_size(None, 3) == min(3, sweeping.worker_cap())
 
 
 @pytest.mark.parametrize("address, needle", [("garbage", "expected a scheduler address"),

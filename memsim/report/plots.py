@@ -69,7 +69,50 @@ def plot_sweep(results: Path, x_field: str | None = None, output: Path | None = 
     if others:
         ax_t.legend(fontsize=8)
     fig.tight_layout()
-    output = output or results.with_suffix(".png")
+    return _save(fig, output or results.with_suffix(".png"))
+
+
+def plot_explain(table: Path, output: Path | None = None, top: int = 12) -> Path:
+    """A tornado plot of ``memsim explain``'s explain.csv: for each quantity (the ``top`` ranked
+    first, the first at the top), a bar from the run's step time to the step time at each factor;
+    speed-ups to the left of the run, slow-downs to the right."""
+    df = read_table(table, "explain.csv", ("rank", "quantity", "factor", "step_time_s", "speedup"),
+                    ("rank", "factor", "step_time_s", "speedup"))
+    ok = df[df["step_time_s"].notna() & df["speedup"].notna() & (df["speedup"] > 0)]
+    if ok.empty:
+        raise ConfigError("no change in the explain.csv ran: nothing to plot", file=str(table))
+    base = float((ok["step_time_s"] * ok["speedup"]).median())  # each row's run step time, the same for all
+    ranked = sorted(ok["quantity"].unique(), key=lambda q: ok.loc[ok["quantity"] == q, "rank"].min())[:top]
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ConfigError("plots need matplotlib (pip install '.[plot]')", field="plot") from None
+    fig, ax = plt.subplots(figsize=(9, 0.45 * len(ranked) + 1.5))
+    colours: dict[str, str] = {}
+    for y, quantity in enumerate(reversed(ranked)):
+        for _, row in ok[ok["quantity"] == quantity].iterrows():
+            label = f"x{row['factor']:g}"
+            colour = colours.setdefault(label, f"C{len(colours)}")
+            t = row["step_time_s"] * 1e3
+            ax.barh(y, t - base * 1e3, left=base * 1e3, color=colour, alpha=0.8,
+                    label=label if label not in ax.get_legend_handles_labels()[1] else None)
+    ax.axvline(base * 1e3, color="black", linewidth=1)
+    ax.set_yticks(range(len(ranked)), list(reversed(ranked)), fontsize=8)
+    ax.set_xlabel("step time (ms); the vertical line is the run as given")
+    ax.set_title("what would change the step time (memsim explain)")
+    ax.legend(fontsize=8, loc="lower right")
+    ax.grid(True, axis="x", alpha=0.3)
+    fig.tight_layout()
+    return _save(fig, output or table.with_suffix(".png"))
+
+
+def _save(fig, output: Path) -> Path:
+    """Write the figure to ``output`` whole: to a temporary file beside it, then renamed."""
+    import matplotlib.pyplot as plt
+
     tmp = output.with_name(f".{output.name}.tmp.png")
     fig.savefig(tmp, dpi=110)
     plt.close(fig)
