@@ -99,7 +99,7 @@ RENDER: dict[str, Callable[[dict[str, Any]], Lines]] = {
     "energy_j": _energy,
     "avg_power_w": _power,
     "power_limited": _clock,
-    "estimates": lambda s: sensitivity.lines(s["estimates"]),
+    "estimates": lambda s: sensitivity.lines(s["estimates"], s.get("step_time_s", 0.0)),
 }
 
 

@@ -156,11 +156,16 @@ def report(summary: dict, found: tuple[Estimate, ...], moved: Moved, top: int = 
                                           "step_swing": swing_s, "energy_swing": swing_j}))
     rows.sort(key=lambda r: r[0], reverse=True)
     out["sensitive"] = [row for _, row in rows[:top]]
+    every = [base_s, *(t for _, row in rows for t in row["step_time_s"])]
+    out["band_s"] = [min(every), max(every)]  # over every estimate used, each alone at the ends of its range
     return out
 
 
-def lines(estimates: dict[str, Any]) -> list[str]:
-    """The console lines for a summary's ``estimates`` key."""
+BAND_SHOWN = 0.1  # the console names the band of the estimates when it is wider than this share of the step
+
+
+def lines(estimates: dict[str, Any], step_s: float = 0.0) -> list[str]:
+    """The console lines for a summary's ``estimates`` key (``step_s``: the run's step time)."""
     if not estimates or not estimates.get("used"):
         return []
     out = [f"  estimates        the result rests on {len(estimates['used'])} estimated preset values "
@@ -170,6 +175,10 @@ def lines(estimates: dict[str, Any]) -> list[str]:
         span = f"{lo * 1e3:.4g} to {hi * 1e3:.4g} ms" if row["step_swing"] else "step time unchanged"
         out.append(f"    {row['field']:<28} {row['value']} [{row['range'][0]} .. {row['range'][1]}]: {span}, "
                    f"energy {row['energy_j'][0]:.4g} to {row['energy_j'][1]:.4g} J")
+    low, high = estimates.get("band_s", (0.0, 0.0))
+    if step_s > 0 and high - low > BAND_SHOWN * step_s:
+        out.append(f"    the step time lies between {low * 1e3:.4g} and {high * 1e3:.4g} ms across these ranges (each "
+                   f"estimate alone): {(high - low) / step_s:.0%} of the step rests on estimates")
     if estimates.get("not_rerun"):
         out.append(f"    (not rerun by default: the run took {estimates['not_rerun']:,} engine events, records and "
                    f"transfers, over {AUTO_WORK:,}; --sensitivity N reruns it at the ends of their ranges)")

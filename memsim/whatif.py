@@ -22,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from memsim import console_table, units
+from memsim import console_table, sensitivity, units
 from memsim.errors import MemsimError
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
@@ -32,13 +32,15 @@ from memsim.runspec import RunSpec
 FACTORS = (0.5, 2.0)
 # The columns of explain.csv, in order, and what each holds (docs/explain.md is written from them).
 COLUMNS = {
-    "rank": "the quantity's place, by the best speed-up any of its factors gives (1: the most)",
+    "rank": "the quantity's place, by the best speed-up any of its factors gives (1: the most); empty for an "
+            "estimate",
     "quantity": "the hardware quantity changed, as the hardware YAML names it (`levels[hbm].bandwidth`, "
                 "`compute.peak.bf16`, `execution.power_cap`, `tp` for the grid's tensor-parallel ranks)",
-    "kind": "what it is: `bandwidth`, `latency`, `capacity`, `peak`, `overhead`, `power` or `chips`",
+    "kind": "what it is: `bandwidth`, `latency`, `capacity`, `peak`, `overhead`, `power` or `chips`; `estimate` for"
+            " an estimated preset value the step time can depend on, at an end of its range (its rows come last)",
     "set": "the change as `memsim run` takes it: `--set PATH=VALUE`, or `--tp N`",
     "value": "the quantity in the run, as its YAML writes it",
-    "factor": "what it was scaled by",
+    "factor": "what it was scaled by (an estimate: the end of its range over its value)",
     "new_value": "the scaled value (whole units: a count or a time rounds to the nearest)",
     "step_time_s": "the step time with the change (empty where the run failed: `error` says why)",
     "energy_j": "the energy with the change",
@@ -145,6 +147,19 @@ def outcome(spec: RunSpec) -> dict[str, Any]:
 NOTICE = 1e-3  # a stall that moves by less than this share of the step is not named as relieved or created
 
 
+def _row(base: dict[str, Any], got: dict[str, Any], capacity: bool, ratio: float, **row: Any) -> dict[str, Any]:
+    """A row of explain.csv: the change (``row``), and what the rerun gave (``got``: its outcome or
+    its error) against the run (``base``); ``ratio``: the new value over the old, for the elasticity."""
+    if "error" in got:
+        return {**row, "error": got["error"]}
+    t, t0 = got["step_time_s"], base["step_time_s"]
+    relieves, creates = _stall_shift(base["stall_s"], got["stall_s"], t0)
+    elastic = math.log(t / t0) / math.log(ratio) if t and t0 and ratio > 0 and ratio == ratio else math.nan
+    return {**row, "step_time_s": t, "energy_j": got["energy_j"], "speedup": t0 / t if t else math.inf,
+            "elasticity": elastic, "relieves": relieves, "creates": creates,
+            "moves": _moves(base, got) if capacity else "", "error": ""}
+
+
 def _why(exc: MemsimError) -> str:
     """Why a changed run failed: its field and message (the hardware file it names is the run's own)."""
     return f"{exc.field}: {exc.message}" if exc.field else exc.message
@@ -207,31 +222,40 @@ def explain(spec: RunSpec, factors: tuple[float, ...] = FACTORS, workers: int | 
                 continue
             jobs.setdefault(todo)
             planned.append((q, f, value, todo))
+    # The estimated preset values the step time can depend on, each at both ends of its range.
+    ends = []
+    for e in api.estimates(spec.hw, spec.set, spec.system):
+        if sensitivity.affects_time(e, result.summary, result.moved):
+            for end, text in ((e.low, e.written[1]), (e.high, e.written[2])):
+                if end != e.value:
+                    todo = dataclasses.replace(spec, set=(*spec.set, (e.set_path, text)))
+                    jobs.setdefault(todo)
+                    ends.append((e, end, text, todo))
     outcomes = dict(zip(jobs, _run_all(list(jobs), workers)))
-    rows = []
     t0 = base["step_time_s"]
-    for q, f, value, job in planned:
-        got = job if isinstance(job, dict) else outcomes[job]  # (an error, or what the rerun gave)
-        row: dict[str, Any] = {"quantity": q.name, "kind": q.kind,
-                               "set": f"--tp {value}" if q.kind == "chips" else f"--set {q.path}={q.written(value)}",
-                               "value": q.written(q.value), "factor": f, "new_value": q.written(value)}
-        if "error" in got:
-            rows.append({**row, "error": got["error"]})
-            continue
-        t = got["step_time_s"]
-        relieves, creates = _stall_shift(base["stall_s"], got["stall_s"], t0)
-        rows.append({**row, "step_time_s": t, "energy_j": got["energy_j"], "speedup": t0 / t if t else math.inf,
-                     "elasticity": math.log(t / t0) / math.log(value / q.value) if t and t0 else 0.0,
-                     "relieves": relieves, "creates": creates,
-                     "moves": _moves(base, got) if q.kind == "capacity" else "", "error": ""})
+    rows = [_row(base, job if isinstance(job, dict) else outcomes[job], q.kind == "capacity", value / q.value,
+                 quantity=q.name, kind=q.kind, value=q.written(q.value), factor=f, new_value=q.written(value),
+                 set=f"--tp {value}" if q.kind == "chips" else f"--set {q.path}={q.written(value)}")
+            for q, f, value, job in planned]
+    ranked = len(rows)
+    rows += [_row(base, outcomes[todo], False, end / e.value if e.value else math.nan, quantity=e.path,
+                  kind="estimate", value=e.written[0], factor=end / e.value if e.value else math.nan, new_value=text,
+                  set=f"--set {e.set_path}={text}")
+             for e, end, text, todo in ends]
     frame = pd.DataFrame(rows, columns=[c for c in COLUMNS if c != "rank"])
-    text = ["relieves", "creates", "moves", "error"]
-    frame[text] = frame[text].fillna("")
-    best = frame.groupby("quantity", sort=False)["speedup"].max().fillna(0.0)
+    said = ["relieves", "creates", "moves", "error"]
+    frame[said] = frame[said].fillna("")
+    changes = frame.iloc[:ranked]
+    best = changes.groupby("quantity", sort=False)["speedup"].max().fillna(0.0)
     order = best.sort_values(ascending=False, kind="stable")
-    frame.insert(0, "rank", frame["quantity"].map({q: i + 1 for i, q in enumerate(order.index)}))
-    frame = frame.sort_values(["rank", "factor"], kind="stable").reset_index(drop=True)
-    frame.attrs.update(step_time_s=t0, energy_j=base["energy_j"], bound=bound_sentence(result.summary),
+    frame.insert(0, "rank", [order.index.get_loc(q) + 1 if i < ranked else pd.NA
+                             for i, q in enumerate(frame["quantity"])])
+    frame["rank"] = frame["rank"].astype("Int64")
+    frame = frame.sort_values(["rank", "quantity", "factor"], kind="stable", na_position="last").reset_index(drop=True)
+    estimated = [t for t in frame.loc[frame["kind"] == "estimate", "step_time_s"] if t == t]
+    band = (min([t0, *estimated]), max([t0, *estimated]))
+    frame.attrs.update(step_time_s=t0, energy_j=base["energy_j"], bound=bound_sentence(result.summary), band_s=band,
+                       estimates=len({e.path for e, *_ in ends}),
                        header=console_table.table(result.summary).splitlines()[0])
     return frame
 
@@ -277,7 +301,8 @@ def table(frame: pd.DataFrame) -> str:
     t0 = frame.attrs.get("step_time_s", 0.0)
     lines = [frame.attrs.get("header", ""), f"  step time {t0 * 1e3:.4f} ms; {frame.attrs.get('bound', '')}",
              f"  {'rank':>4}  {'quantity':<32} {'value':>14}  change"]
-    for (rank, name), rows in frame.groupby(["rank", "quantity"], sort=True):
+    changes = frame[frame["kind"] != "estimate"]
+    for (rank, name), rows in changes.groupby(["rank", "quantity"], sort=True):
         parts = []
         for _, r in rows.iterrows():
             if r["error"]:
@@ -289,6 +314,15 @@ def table(frame: pd.DataFrame) -> str:
                 moved = f"; moves {r['moves']}" if r["moves"] else ""
                 parts.append(f"x{r['factor']:g}: {r['step_time_s'] * 1e3:.4g} ms ({r['speedup']:.2f}x{extra}{moved})")
         lines.append(f"  {rank:>4}  {name:<32} {rows['value'].iloc[0]:>14}  " + "   ".join(parts))
+    count, (low, high) = frame.attrs.get("estimates", 0), frame.attrs.get("band_s", (t0, t0))
+    if count:
+        lines.append(f"  estimates: the step time rests on {count} estimated preset values; each alone at the ends "
+                     f"of its range puts it between {low * 1e3:.4g} and {high * 1e3:.4g} ms "
+                     f"({(high - low) / t0:.0%} of the step)" if t0 else "")
+        for name, rows in frame[frame["kind"] == "estimate"].groupby("quantity", sort=False):
+            ends = ", ".join(f"{r['new_value']}: {r['step_time_s'] * 1e3:.4g} ms" if not r["error"]
+                             else f"{r['new_value']}: fails" for _, r in rows.iterrows())
+            lines.append(f"        {name:<32} {rows['value'].iloc[0]:>14}  {ends}")
     return "\n".join(lines)
 
 

@@ -158,3 +158,21 @@ def test_the_work_of_a_multi_chip_run_counts_its_collectives_distinct_transfers(
     assert counts["transfers"] == sum(map(len, distinct.values())) > 4 * 3
     assert sensitivity.work(r.summary) == counts["events"] + counts["records"] + counts["transfers"]
     assert simulate("h100-sxm", "gpt2", context=64, sensitivity=0).summary["engine"]["transfers"] == 0
+
+
+def test_the_band_of_the_estimates_is_named_when_wider_than_a_tenth_of_the_step():
+    """sn40l's HBM efficiency is an estimate (0.65 to 0.92): its 8B decode's step time moves by a third
+    across that range, and the console names the band; h100-sxm's Llama-2-7B decode rests on
+    estimates that move it 2%, and the console says nothing of a band."""
+    from memsim import console_table, simulate
+
+    wide = simulate("sn40l", "llama-3.1-8b", context=1024, sensitivity=3).summary
+    low, high = wide["estimates"]["band_s"]
+    ends = [t for row in wide["estimates"]["sensitive"] for t in row["step_time_s"]]
+    assert low == min([*ends, wide["step_time_s"]]) and high >= max(ends)
+    assert high - low > 0.1 * wide["step_time_s"]
+    assert "rests on estimates" in console_table.table(wide)
+    narrow = simulate("h100-sxm", "llama-2-7b", context=2048, sensitivity=3).summary
+    low, high = narrow["estimates"]["band_s"]
+    assert 0 < high - low < 0.1 * narrow["step_time_s"]
+    assert "rests on estimates" not in console_table.table(narrow)

@@ -41,7 +41,7 @@ def test_only_what_can_matter_is_tried(decode):
     """Host DDR and PCIe hold nothing in this run, so they are not tried; the scratchpad's capacity
     is (its tiles fill it), its bandwidth is not (no byte lands in a GPU's shared memory here);
     one chip has no grid and no system latency to change."""
-    tried = set(decode["quantity"])
+    tried = set(decode.loc[decode["kind"] != "estimate", "quantity"])
     assert not {q for q in tried if "ddr" in q or "pcie" in q or "nvlink" in q}
     assert "levels[sram].capacity" in tried and "levels[sram].bandwidth" not in tried
     assert {"tp", "system.step_latency"}.isdisjoint(tried)
@@ -100,3 +100,19 @@ def test_sn40l_at_tp_16_is_fixed_by_hbm_bandwidth():
     frame = memsim.explain("sn40l", "llama-3.1-70b", context=2048, tp=16)
     assert set(rows(frame, "levels[hbm].bandwidth")["rank"]) == {1}
     assert "tp" in set(frame["quantity"])
+
+
+def test_the_estimates_band_is_every_estimate_at_both_ends(decode):
+    """explain's estimate rows: each estimate the step time can depend on, alone at each end of its
+    range; the band spans them and the run; an estimate is not ranked among the changes."""
+    est = decode[decode["kind"] == "estimate"]
+    assert len(est) >= 2 and est["rank"].isna().all()
+    assert "levels[hbm].latency" in set(est["quantity"])  # an estimate: 600 ns [400 ns .. 900 ns]
+    low, high = decode.attrs["band_s"]
+    assert low == min([*est["step_time_s"], decode.attrs["step_time_s"]])
+    assert high == max([*est["step_time_s"], decode.attrs["step_time_s"]])
+    assert decode.index[decode["kind"] == "estimate"].min() > decode.index[decode["kind"] != "estimate"].max()
+    hbm = est[est["quantity"] == "levels[hbm].latency"].set_index("new_value")
+    plain = memsim.simulate("h100-sxm", "llama-2-7b", context=2048, sensitivity=0,
+                            set={"levels.hbm.latency": "900 ns"}).summary["step_time_s"]
+    assert hbm.loc["900 ns", "step_time_s"] == plain
