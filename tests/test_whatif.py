@@ -116,3 +116,23 @@ def test_the_estimates_band_is_every_estimate_at_both_ends(decode):
     plain = memsim.simulate("h100-sxm", "llama-2-7b", context=2048, sensitivity=0,
                             set={"levels.hbm.latency": "900 ns"}).summary["step_time_s"]
     assert hbm.loc["900 ns", "step_time_s"] == plain
+
+
+def test_the_explain_page_is_current():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    assert (root / "docs" / "explain.md").read_text() == whatif.reference(), "python scripts/reference.py --write"
+
+
+@pytest.mark.slow
+def test_the_worked_examples_are_current():
+    """docs/explain-examples.md: each family's worked example, from a run of this commit."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "explain_examples.py"
+    spec = importlib.util.spec_from_file_location("explain_examples", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main([]) == 0, "python scripts/explain_examples.py --write"
