@@ -125,8 +125,7 @@ def explain(factors, output, workers, **kwargs):
     """Rank the hardware changes that would speed a run up: each quantity scaled down and up."""
     from memsim import whatif
 
-    if any(f <= 0 or f == 1 for f in factors):
-        raise MemsimError("a factor above 0 other than 1 (e.g. 0.5 or 2)", field="--factor")
+    whatif.check_factors(tuple(factors) or whatif.FACTORS, "--factor")
     spec = api.resolve(**_spec_values(kwargs))
     if output:
         check_output_file(Path(output), "--output", inputs.files(spec))

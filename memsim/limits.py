@@ -18,6 +18,7 @@ MAX_OPS = 150_000  # operators in one step's graph (a trace, an import, a built 
 MAX_TASKS = 150_000  # operators times the micro-batches (or prompt chunks) a step flows through
 MAX_RANKS = 256  # chips one collective spans: --tp, a trace's tp, an op's ranks, an import's --ranks
 MAX_CHIPS = 576  # chips in a run: --tp x --pp, --chips
+MAX_FACTORS = 8  # memsim explain's factors: each is a rerun for every quantity the run depends on
 # A file read whole (a trace, a config, a Chakra trace): memsim's own trace of MAX_OPS ops takes
 # about 125 MB; parsing 128 MiB of JSON takes about 10 s and 1 GiB before anything is checked.
 MAX_FILE_BYTES = 128 * 2**20

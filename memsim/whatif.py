@@ -22,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from memsim import console_table, sensitivity, units
+from memsim import console_table, limits, sensitivity, units
 from memsim.errors import MemsimError
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
@@ -197,9 +197,8 @@ def explain(spec: RunSpec, factors: tuple[float, ...] = FACTORS, workers: int | 
     bounds it (``bound``, a sentence)."""
     from memsim import api
 
-    factors = tuple(f for f in factors if f > 0 and f != 1)
-    if not factors:
-        raise MemsimError("explain needs a factor above 0 other than 1 (e.g. 0.5 or 2)", field="factors")
+    check_factors(factors, "factors")
+    factors = tuple(dict.fromkeys(factors))
     spec = dataclasses.replace(spec, sensitivity=0)  # the estimates' reruns are not explain's
     result = api.run(spec)
     if "grid_search" in result.summary:  # the changes keep the grid the search chose
@@ -258,6 +257,17 @@ def explain(spec: RunSpec, factors: tuple[float, ...] = FACTORS, workers: int | 
                        estimates=len({e.path for e, *_ in ends}),
                        header=console_table.table(result.summary).splitlines()[0])
     return frame
+
+
+def check_factors(factors: tuple[float, ...], field: str) -> None:
+    """Refuse factors explain cannot scale by (``field`` names them in the error)."""
+    if not factors:
+        raise MemsimError("explain needs a factor (e.g. 0.5 or 2)", field=field)
+    limits.check(len(factors), limits.MAX_FACTORS, "factors", field)
+    for f in factors:
+        if isinstance(f, bool) or not isinstance(f, (int, float)) or not math.isfinite(f) or f <= 0 or f == 1:
+            raise MemsimError(f"{units.shown(f)}: a factor is a finite number above 0 other than 1 (e.g. 0.5 or 2)",
+                              field=field)
 
 
 def _run_all(specs: list[RunSpec], workers: int | None) -> list[dict[str, Any]]:

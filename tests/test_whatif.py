@@ -136,3 +136,11 @@ def test_the_worked_examples_are_current():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert module.main([]) == 0, "python scripts/explain_examples.py --write"
+
+
+@pytest.mark.parametrize("factors", [(), (float("nan"),), (float("inf"),), (0.0,), (-2.0,), (1,), (True,),
+                                     tuple(range(2, 12))])
+def test_factors_explain_cannot_scale_by_are_refused_before_any_run(factors):
+    with pytest.raises(memsim.MemsimError) as caught:
+        memsim.explain("no-such-chip", "gpt2", factors=factors)  # refused before the chip is read
+    assert caught.value.field == "factors"
