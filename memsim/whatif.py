@@ -255,7 +255,8 @@ def explain(spec: RunSpec, factors: tuple[float, ...] = FACTORS, workers: int | 
     band = (min([t0, *estimated]), max([t0, *estimated]))
     frame.attrs.update(step_time_s=t0, energy_j=base["energy_j"], bound=bound_sentence(result.summary), band_s=band,
                        estimates=len({e.path for e, *_ in ends}),
-                       header=console_table.table(result.summary).splitlines()[0])
+                       header=console_table.table(result.summary).splitlines()[0],
+                       label="time of the generation" if spec.phase == "generate" else "step time")
     return frame
 
 
@@ -309,7 +310,8 @@ def bound_sentence(summary: dict[str, Any]) -> str:
 def table(frame: pd.DataFrame) -> str:
     """The console's table: a line per quantity, the factors side by side."""
     t0 = frame.attrs.get("step_time_s", 0.0)
-    lines = [frame.attrs.get("header", ""), f"  step time {t0 * 1e3:.4f} ms; {frame.attrs.get('bound', '')}",
+    lines = [frame.attrs.get("header", ""),
+             f"  {frame.attrs.get('label', 'step time')} {t0 * 1e3:.4f} ms; {frame.attrs.get('bound', '')}",
              f"  {'rank':>4}  {'quantity':<32} {'value':>14}  change"]
     changes = frame[frame["kind"] != "estimate"]
     for (rank, name), rows in changes.groupby(["rank", "quantity"], sort=True):
