@@ -37,14 +37,24 @@ def capacity_bytes(plan: Plan) -> dict[str, int]:
     return out
 
 
-def level_stalls(result: EngineResult) -> dict[str, int]:
-    """Per level, by name: picoseconds the compute streams waited for it, over the chips simulated."""
-    out: dict[str, int] = {}
+def level_stalls(plan: Plan, result: EngineResult) -> tuple[dict[str, int], dict[str, float]]:
+    """Per level, by name, over the chips simulated: picoseconds the compute streams waited for it,
+    and the part of each wait that SRAM capacity caused. A wait is split as the traffic it waited
+    for splits: that of the operator holding the level if another held it, else the waiting
+    operator's own (its capacity bytes at the level over all it moves there)."""
+    traffic = {task.op: task.traffic() for task in plan.tasks}
+    waits: dict[str, int] = {}
+    capacity: dict[str, float] = {}
     for r in result.records:
-        if r.kind == "stall" and r.stream == COMPUTE_STREAM and r.cause is not None and r.cause.kind is WAIT \
-                and r.cause.on is not None and r.cause.on.kind is LEVEL:
-            out[r.cause.on.name] = out.get(r.cause.on.name, 0) + r.end_ps - r.start_ps
-    return out
+        if r.kind != "stall" or r.stream != COMPUTE_STREAM or r.cause is None or r.cause.kind is not WAIT \
+                or r.cause.on is None or r.cause.on.kind is not LEVEL:
+            continue
+        name, ps = r.cause.on.name, r.end_ps - r.start_ps
+        waits[name] = waits.get(name, 0) + ps
+        compulsory, extra = traffic.get(r.cause.holder or r.op, {}).get(Ref.level(name), (0, 0))
+        if extra:
+            capacity[name] = capacity.get(name, 0.0) + ps * extra / (compulsory + extra)
+    return waits, capacity
 
 
 def owner(plan: Plan, usage: Usage) -> str:
@@ -113,7 +123,7 @@ def summarize(graph: OpGraph, plan: Plan, result: EngineResult, micro: tuple[OpG
     flops = sum(g.total_flops() for g in graphs)
     read, written = dict(result.bytes_read), dict(result.bytes_written)
     busy_ps = dict(result.busy_ps)
-    capacity, waits = capacity_bytes(plan), level_stalls(result)
+    capacity, (waits, refetched) = capacity_bytes(plan), level_stalls(plan, result)
     per_level, capacity_stalls = {}, {}
     for lvl in chip.levels:
         n = str(Ref.level(lvl.name))
@@ -122,7 +132,7 @@ def summarize(graph: OpGraph, plan: Plan, result: EngineResult, micro: tuple[OpG
         per_level[lvl.name] = {"read": read.get(n, 0), "written": written.get(n, 0), "total": total,
                                "compulsory": total - extra, "capacity": extra, "busy_s": busy_ps.get(n, 0) / PS_PER_S}
         if waits.get(lvl.name):
-            capacity_stalls[lvl.name] = waits[lvl.name] * extra / total / PS_PER_S if total else 0.0
+            capacity_stalls[lvl.name] = refetched.get(lvl.name, 0.0) / PS_PER_S
     chips = per_chip(plan, result)
     links: dict[str, list[int]] = {}  # per link, and per direction of each link between chips
     for u in result.usage:

@@ -165,8 +165,9 @@ class Summary:
         "stream (a `branch` stream's waits are not idle compute, the compute stream runs beside them)")
     capacity_stall_s: dict = summary_field(
         "object", SUMMED,
-        "per level the compute streams waited for: the part of that wait SRAM capacity caused, the level's stall "
-        "times its `capacity` bytes over its `total` (`bytes_per_level`)")
+        "per level the compute streams waited for: the part of that wait SRAM capacity caused. Each wait is split "
+        "as the traffic it waited for: the operator holding the level (or else the waiting one's own), its capacity"
+        " bytes at the level over all it moves there")
     stall_total_s: float = summary_field(
         "s", SUMMED,
         "sum of `stall_s`. A chip's compute and stall time add up to the step, whatever the weight format: on one"

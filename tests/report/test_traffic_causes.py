@@ -75,11 +75,19 @@ def test_a_small_sram_shows_as_capacity_bytes_and_a_large_one_does_not():
     """Llama-2-7B prefill of 2048 tokens on h100-sxm (issue 22's acceptance): at 256 KiB of SRAM,
     capacity bytes are at least half of HBM's; at 64 MiB under 10%; a batch-1 decode has none (its
     step streams the weights once, which no tile changes). The HBM stall splits in proportion."""
-    summary = run("h100-sxm", "llama-2-7b", "prefill", 256, prompt=2048).summary
+    result = run("h100-sxm", "llama-2-7b", "prefill", 256, prompt=2048)
+    summary = result.summary
     small = summary["bytes_per_level"]["hbm"]
     assert small["capacity"] >= small["total"] / 2
-    assert summary["capacity_stall_s"]["hbm"] == pytest.approx(
-        summary["stall_s"]["hbm"] * small["capacity"] / small["total"])
+    # each wait on HBM splits as the traffic it waited for: the holder's, or the waiting operator's own
+    ops = result.ops.set_index("op")
+    share = ops["hbm_capacity_bytes"] / (ops["hbm_compulsory_bytes"] + ops["hbm_capacity_bytes"])
+    tl = result.timeline
+    waits = tl[(tl["kind"] == "stall") & (tl["stream"] == "compute") & (tl["cause"] == "hbm")]
+    whose = waits["holder"].where(waits["holder"] != "", waits["op"])
+    expected = ((waits["end_s"] - waits["start_s"]) * whose.map(share).fillna(0.0)).sum()
+    assert summary["capacity_stall_s"]["hbm"] == pytest.approx(expected, rel=1e-6)
+    assert 0 < summary["capacity_stall_s"]["hbm"] < summary["stall_s"]["hbm"]
     hbm_line = next(line for line in console_table.table(summary).splitlines() if line.strip().startswith("hbm"))
     assert f"{small['capacity'] / small['total']:.0%} re-fetched" in hbm_line
     large = run("h100-sxm", "llama-2-7b", "prefill", 64 * 1024, prompt=2048).summary["bytes_per_level"]["hbm"]
