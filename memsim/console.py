@@ -2,11 +2,42 @@
 libraries load, is one line and exit code 130 (``memsim.cli`` does the rest)."""
 from __future__ import annotations
 
+import os
 import signal
 import sys
 
 
+def exit_on_lost_interrupt(unraisable) -> None:
+    """``sys.unraisablehook``: a Ctrl-C that lands where Python cannot raise it (in a weakref
+    callback, as importlib's module locks have, or a ``__del__``) would be printed and lost, and
+    the command would run on to the end. It ends the command here, as a Ctrl-C raised anywhere
+    else would: one line, exit code 130, at once (an output folder is swapped in with the
+    signals deferred, so none is left half-written; a temporary one the next run removes).
+    Anything else is reported as Python does."""
+    if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
+        try:
+            sys.stderr.write("memsim: interrupted\n")
+            sys.stderr.flush()
+        finally:
+            os._exit(130)
+    sys.__unraisablehook__(unraisable)
+
+
+_SEEN: list[int] = []  # the Ctrl-Cs this process received (``_on_interrupt``)
+
+
+def _on_interrupt(signum: int, frame: object) -> None:
+    """Python's own SIGINT handler (raise ``KeyboardInterrupt``), which also notes that one came:
+    a library that turns it into an error of its own (pandas, when it lands while numpy loads:
+    "Unable to import required dependency numpy") loses the chain back to it."""
+    _SEEN.append(signum)
+    raise KeyboardInterrupt
+
+
 def entry() -> None:
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # (not where Ctrl-C is ignored)
+        signal.signal(signal.SIGINT, _on_interrupt)
+    sys.unraisablehook = exit_on_lost_interrupt
     try:
         try:
             from memsim.cli import entry as run
@@ -24,7 +55,10 @@ def entry() -> None:
 
 def by_interrupt(exc: BaseException) -> bool:
     """Whether ``exc`` was raised while handling a Ctrl-C, or because of one (Python wraps an
-    exception raised in ``__set_name__``, a ``KeyboardInterrupt`` included, in a ``RuntimeError``)."""
+    exception raised in ``__set_name__``, a ``KeyboardInterrupt`` included, in a ``RuntimeError``),
+    or came after one this process received (a library may raise an error of its own instead)."""
+    if _SEEN:
+        return True
     seen: set[int] = set()
     cur: BaseException | None = exc
     while cur is not None and id(cur) not in seen:
