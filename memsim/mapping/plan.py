@@ -8,6 +8,7 @@ per-chunk sizes, rounded up, describe a chunk's buffer.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from memsim.hardware.rates import WHOLE, Share
@@ -103,12 +104,7 @@ class OpTask:
         """Per level or link it uses: (compulsory, capacity) bytes, which add up to what it moves.
         Its family may have moved some of its loads to another level (an RDU stages them into HBM):
         capacity bytes are at most what it moves at each."""
-        capacity = dict(self.capacity)
-        out = {}
-        for where, (read, written) in self.bytes_by_level().items():
-            extra = min(capacity.get(where, 0), read + written)
-            out[where] = (read + written - extra, extra)
-        return out
+        return dict(_traffic(self.steps, self.capacity))
 
     def bytes_by_level(self) -> dict[Ref, tuple[int, int]]:
         out: dict[Ref, list[int]] = {}
@@ -118,6 +114,18 @@ class OpTask:
             for lvl, b in s.total_stores:
                 out.setdefault(lvl, [0, 0])[1] += b
         return {k: (v[0], v[1]) for k, v in out.items()}
+
+
+@lru_cache(maxsize=4096)
+def _traffic(steps: tuple[Step, ...], capacity: tuple[tuple[Ref, int], ...]) -> tuple[tuple[Ref, tuple[int, int]], ...]:
+    """``OpTask.traffic`` of steps and capacity bytes, worked out once for the tasks that share them
+    (the same operator in every layer)."""
+    extras = dict(capacity)
+    moved: dict[Ref, int] = {}
+    for s in steps:
+        for where, b in (*s.total_loads, *s.total_stores):
+            moved[where] = moved.get(where, 0) + b
+    return tuple((where, (b - min(extras.get(where, 0), b), min(extras.get(where, 0), b))) for where, b in moved.items())
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

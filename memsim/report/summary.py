@@ -42,7 +42,7 @@ def level_stalls(plan: Plan, result: EngineResult) -> tuple[dict[str, int], dict
     and the part of each wait that SRAM capacity caused. A wait is split as the traffic it waited
     for splits: that of the operator holding the level if another held it, else the waiting
     operator's own (its capacity bytes at the level over all it moves there)."""
-    traffic = {task.op: task.traffic() for task in plan.tasks}
+    tasks = {task.op: task for task in plan.tasks}
     waits: dict[str, int] = {}
     capacity: dict[str, float] = {}
     for r in result.records:
@@ -51,7 +51,8 @@ def level_stalls(plan: Plan, result: EngineResult) -> tuple[dict[str, int], dict
             continue
         name, ps = r.cause.on.name, r.end_ps - r.start_ps
         waits[name] = waits.get(name, 0) + ps
-        compulsory, extra = traffic.get(r.cause.holder or r.op, {}).get(Ref.level(name), (0, 0))
+        task = tasks.get(r.cause.holder or r.op)
+        compulsory, extra = task.traffic().get(Ref.level(name), (0, 0)) if task is not None else (0, 0)
         if extra:
             capacity[name] = capacity.get(name, 0.0) + ps * extra / (compulsory + extra)
     return waits, capacity
