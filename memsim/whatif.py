@@ -24,6 +24,7 @@ import pandas as pd
 
 from memsim import console_table, limits, sensitivity, units
 from memsim.errors import MemsimError
+from memsim.hardware.estimates import set_path
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping.roofline import MATRIX_KINDS, op_dtype
@@ -65,7 +66,7 @@ class Quantity:
     @property
     def path(self) -> str:
         """The ``--set`` path (list entries by name: ``levels.hbm.bandwidth``)."""
-        return self.name.replace("[", ".").replace("]", "")
+        return set_path(self.name)
 
     def scaled(self, factor: float) -> int | None:
         """The value scaled by ``factor``, in whole base units; None where that is no change or no

@@ -33,8 +33,8 @@ class Estimate:
 
     @property
     def set_path(self) -> str:
-        """The path ``--set`` takes for this field (list entries by name: ``levels.hbm.latency``)."""
-        return self.path.replace("[", ".").replace("]", "")
+        """The path ``--set`` takes for this field (``set_path``)."""
+        return set_path(self.path)
 
     @property
     def section(self) -> str:
@@ -51,6 +51,12 @@ class Estimate:
 
 
 TABLE_FIELDS = ("peak", "energy", "dtype_efficiency", "dequant")
+
+
+def set_path(path: str) -> str:
+    """A YAML path (``levels[hbm].latency``) as ``--set`` takes it: list entries by name
+    (``levels.hbm.latency``)."""
+    return path.replace("[", ".").replace("]", "")
 
 
 def is_estimate(raw: Any) -> bool:

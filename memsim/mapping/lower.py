@@ -16,7 +16,7 @@ from memsim.hardware import rates
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping import tiling
-from memsim.mapping.plan import Step
+from memsim.mapping.plan import Step, level_bytes
 from memsim.registry import Registry
 from memsim.units import compute_ps, transfer_ps
 from memsim.workload.dtypes import BITS
@@ -339,15 +339,6 @@ def lower(op: Op, cx: Context) -> tuple[Step, ...]:
 
 # A scratchpad no operator outgrows: every tile the whole operator, every operand fetched once.
 UNLIMITED_SRAM = 1 << 62
-
-
-def level_bytes(steps: tuple[Step, ...]) -> dict[Ref, int]:
-    """Bytes the steps move at each level or link, loads and stores together."""
-    out: dict[Ref, int] = {}
-    for s in steps:
-        for where, b in (*s.total_loads, *s.total_stores):
-            out[where] = out.get(where, 0) + b
-    return out
 
 
 def capacity_bytes(op: Op, cx: Context, steps: tuple[Step, ...]) -> tuple[tuple[Ref, int], ...]:

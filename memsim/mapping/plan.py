@@ -121,11 +121,17 @@ def _traffic(steps: tuple[Step, ...], capacity: tuple[tuple[Ref, int], ...]) -> 
     """``OpTask.traffic`` of steps and capacity bytes, worked out once for the tasks that share them
     (the same operator in every layer)."""
     extras = dict(capacity)
-    moved: dict[Ref, int] = {}
+    return tuple((where, (b - min(extras.get(where, 0), b), min(extras.get(where, 0), b)))
+                 for where, b in level_bytes(steps).items())
+
+
+def level_bytes(steps: tuple[Step, ...]) -> dict[Ref, int]:
+    """Bytes the steps move at each level or link, loads and stores together."""
+    out: dict[Ref, int] = {}
     for s in steps:
         for where, b in (*s.total_loads, *s.total_stores):
-            moved[where] = moved.get(where, 0) + b
-    return tuple((where, (b - min(extras.get(where, 0), b), min(extras.get(where, 0), b))) for where, b in moved.items())
+            out[where] = out.get(where, 0) + b
+    return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

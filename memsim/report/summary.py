@@ -26,7 +26,7 @@ def stall_seconds(result: EngineResult) -> dict[str, float]:
     return {k: v / PS_PER_S for k, v in sorted(out.items())}
 
 
-def capacity_bytes(plan: Plan) -> dict[str, int]:
+def capacity_by_level(plan: Plan) -> dict[str, int]:
     """Per level, by name: the bytes of the step's traffic that SRAM capacity added (re-fetches
     of operands its tiles could not hold; ``OpTask.traffic``), over the chips simulated."""
     out: dict[str, int] = {}
@@ -124,7 +124,7 @@ def summarize(graph: OpGraph, plan: Plan, result: EngineResult, micro: tuple[OpG
     flops = sum(g.total_flops() for g in graphs)
     read, written = dict(result.bytes_read), dict(result.bytes_written)
     busy_ps = dict(result.busy_ps)
-    capacity, (waits, refetched) = capacity_bytes(plan), level_stalls(plan, result)
+    capacity, (waits, refetched) = capacity_by_level(plan), level_stalls(plan, result)
     per_level, capacity_stalls = {}, {}
     for lvl in chip.levels:
         n = str(Ref.level(lvl.name))

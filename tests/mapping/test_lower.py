@@ -177,7 +177,8 @@ def _prefill_ops(sram: str):
 def test_capacity_bytes_are_the_gemm_refetches_and_nothing_else():
     """A GEMM's capacity bytes are what it moves beyond each operand once: with a small SRAM its
     tiles fetch the operands again; an op that streams, or a GEMM whose tiles hold it whole, has none."""
-    from memsim.mapping.lower import Context, capacity_bytes, level_bytes, lower
+    from memsim.mapping.lower import Context, capacity_bytes, lower
+    from memsim.mapping.plan import level_bytes
 
     chip, g, homes = _prefill_ops("256KiB")
     cx = Context(chip, g, homes)
