@@ -6,9 +6,10 @@ latency and capacity, each link's bandwidth and latency, the peak FLOP/s of the 
 operators compute in (and the vector peak, where vector operators run), the launch overhead,
 the power cap and, on a grid of chips, its tensor-parallel ranks. A quantity that provably
 cannot matter is skipped, not simulated: a level or link the run moved no byte through (except
-the scratchpad's capacity, which its tiles fill), a peak no operator runs at, the system's
-figures on one chip. ``explain`` reruns the step with each quantity scaled by each factor (by
-default x0.5 and x2; the others as they were) through the ordinary pipeline, on a local pool of
+the scratchpad's capacity, which its tiles fill, and its bandwidth where the matrix units read
+their operands from it), a peak no operator runs at, the system's figures on one chip.
+``explain`` reruns the step with each quantity scaled by each factor (by default x0.5 and x2;
+the others as they were) through the ordinary pipeline, on a local pool of
 the sweep's workers, and returns one row per quantity and factor (``COLUMNS``), the quantities
 ranked by the best speed-up any of their factors gives. Orchestration only: every rerun is a
 plain run with one ``--set`` more, as ``memsim run`` would make it.
@@ -27,6 +28,7 @@ from memsim.errors import MemsimError
 from memsim.hardware.estimates import set_path
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
+from memsim.mapping.lower import feeds_from_sram
 from memsim.mapping.roofline import MATRIX_KINDS, op_dtype
 from memsim.runspec import RunSpec
 
@@ -86,12 +88,16 @@ def quantities(chip: ChipSpec, spec: RunSpec, summary: dict[str, Any], moved: fr
     and links it moved bytes through; ``graph_dtypes``: the dtypes its matrix operators compute in,
     and whether vector operators run."""
     out: list[Quantity] = []
+    matrix, vector = graph_dtypes
     for lvl in chip.levels:
         used = Ref.level(lvl.name) in moved
         where = f"levels[{lvl.name}]"
+        # The matrix units read their operands from a scratchpad that stages tiles (``lower.feed_ps``).
+        if used or (lvl.is_scratchpad and matrix and feeds_from_sram(chip)):
+            out.append(Quantity(name=f"{where}.bandwidth", kind="bandwidth", unit="bandwidth",
+                                value=lvl.bandwidth_bytes_per_s))
         if used:
-            out += [Quantity(name=f"{where}.bandwidth", kind="bandwidth", unit="bandwidth", value=lvl.bandwidth_bytes_per_s),
-                    Quantity(name=f"{where}.latency", kind="latency", unit="time", value=lvl.latency_ps)]
+            out.append(Quantity(name=f"{where}.latency", kind="latency", unit="time", value=lvl.latency_ps))
         if used or lvl.is_scratchpad:  # a scratchpad's tiles fill it whether or not bytes land there
             out.append(Quantity(name=f"{where}.capacity", kind="capacity", unit="bytes", value=lvl.capacity_bytes))
     for link in chip.links:
@@ -101,7 +107,6 @@ def quantities(chip: ChipSpec, spec: RunSpec, summary: dict[str, Any], moved: fr
                     Quantity(name=f"links[{link.name}].latency", kind="latency", unit="time", value=link.latency_ps)]
     if summary.get("chips", 1) > 1:
         out.append(Quantity(name="system.step_latency", kind="latency", unit="time", value=chip.system.step_latency_ps))
-    matrix, vector = graph_dtypes
     peaks = dict(chip.compute.peak_flops_per_s)
     out += [Quantity(name=f"compute.peak.{d}", kind="peak", unit="flops", value=peaks[d]) for d in sorted(matrix)
             if d in peaks]

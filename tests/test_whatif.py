@@ -39,11 +39,11 @@ def test_a_batch_1_decode_is_fixed_by_hbm_bandwidth_and_not_by_sram(decode):
 
 def test_only_what_can_matter_is_tried(decode):
     """Host DDR and PCIe hold nothing in this run, so they are not tried; the scratchpad's capacity
-    is (its tiles fill it), its bandwidth is not (no byte lands in a GPU's shared memory here);
-    one chip has no grid and no system latency to change."""
+    is (its tiles fill it), and its bandwidth (the matrix units read their operands from it), but
+    not its latency (no load waits on it); one chip has no grid and no system latency to change."""
     tried = set(decode.loc[decode["kind"] != "estimate", "quantity"])
     assert not {q for q in tried if "ddr" in q or "pcie" in q or "nvlink" in q}
-    assert "levels[sram].capacity" in tried and "levels[sram].bandwidth" not in tried
+    assert {"levels[sram].capacity", "levels[sram].bandwidth"} <= tried and "levels[sram].latency" not in tried
     assert {"tp", "system.step_latency"}.isdisjoint(tried)
     assert {"compute.peak.bf16", "execution.op_overhead", "execution.power_cap"} <= tried
     assert list(decode.columns) == list(whatif.COLUMNS)
@@ -100,6 +100,26 @@ def test_sn40l_at_tp_16_is_fixed_by_hbm_bandwidth():
     frame = memsim.explain("sn40l", "llama-3.1-70b", context=2048, tp=16)
     assert set(rows(frame, "levels[hbm].bandwidth")["rank"]) == {1}
     assert "tp" in set(frame["quantity"])
+
+
+@pytest.mark.slow
+def test_a_prefill_on_a_small_sram_is_fixed_by_the_sram():
+    """Llama-2-7B prefill of 2048 tokens on h100-sxm with 256 KiB of SRAM: each SM's tile shrinks
+    to 15 x 15, the tensor cores wait for shared memory, and the SRAM's capacity is among the two
+    changes that gain most (its bandwidth the other); the matrix peak gains next to nothing."""
+    frame = memsim.explain("h100-sxm", "llama-2-7b", phase="prefill", prompt=2048, set={"sram.capacity": "256KiB"})
+    assert set(rows(frame, "levels[sram].capacity")["rank"]) <= {1, 2}
+    assert rows(frame, "levels[sram].capacity").loc[2.0, "speedup"] > 1.3
+    assert rows(frame, "compute.peak.bf16").loc[2.0, "speedup"] < 1.05
+
+
+@pytest.mark.slow
+def test_groq_on_576_chips_is_fixed_by_the_chip_to_chip_latency():
+    """A batch-1 decode moves kilobytes per hop and per all-reduce: rounds of link latency, not bytes."""
+    frame = memsim.explain("groq-lpu", "llama-2-70b", weight_dtype="int8", context=2048, tp=16, pp=36)
+    changes = frame[frame["kind"] != "estimate"]  # the latency is an estimate: its range's rows are unranked
+    assert set(rows(changes, "links[c2c].latency")["rank"]) == {1}
+    assert set(rows(changes, "links[c2c].bandwidth")["rank"]) == {2}
 
 
 def test_the_estimates_band_is_every_estimate_at_both_ends(decode):

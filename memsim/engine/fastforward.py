@@ -164,7 +164,7 @@ def _account(run: StepRun, cycles: int, q: int, stalls: list[dict]) -> None:
     for chunk in stalls:
         for key, ps in chunk.items():
             run.stalls[key] = run.stalls.get(key, 0) + ps * cycles
-    run.busy_ps += (step.compute_ps - step.throttle_ps) * n
+    run.busy_ps += (step.compute_ps - step.throttle_ps - step.feed_ps) * n
     run.unpack_ps += step.unpack_ps * n
     run.res.compute.busy_ps += step.compute_ps * n
     for port in run.loads + run.stores:

@@ -35,6 +35,7 @@ from memsim.engine.records import Cause
 from memsim.engine.resources import ChipResources, Job, Server, Use
 from memsim.engine.simpy_fast import Environment, Signal, Timer
 from memsim.engine.times import Times
+from memsim.hardware.resource import Ref
 from memsim.mapping.plan import OpTask, Step
 
 
@@ -276,11 +277,14 @@ class StepRun:
             stall[key] = stall.get(key, 0) + use.start - use.requested
         if step.throttle_ps:  # the part of the compute time the power cap added
             stall[THROTTLED] = stall.get(THROTTLED, 0) + step.throttle_ps
+        if step.feed_ps:  # the part the matrix units waited for operands from SRAM
+            feeding = self.res.ports[Ref.level(self.res.spec.sram.name)].waited()
+            stall[feeding] = stall.get(feeding, 0) + step.feed_ps
         stalls = self.stalls
         if stall is not stalls:
             for key, ps in stall.items():
                 stalls[key] = stalls.get(key, 0) + ps
-        self.busy_ps += step.compute_ps - step.throttle_ps
+        self.busy_ps += step.compute_ps - step.throttle_ps - step.feed_ps
         self.computing = False
         self._store(now)
         self.consumed += 1

@@ -103,15 +103,16 @@ def _ordered(d: dict[Ref, int]) -> tuple[tuple[Ref, int], ...]:
 
 def make_step(label: str, loads: dict[Ref, int], stores: dict[Ref, int], busy_ps: int, flops: int,
               depth: int, sram_bytes: int, tile: dict[str, int] | None = None, unpack_ps: int = 0, *,
-              energy_fj: int = 0, unpack_fj: int = 0) -> Step:
+              energy_fj: int = 0, unpack_fj: int = 0, feed_ps: int = 0) -> Step:
     """Cut a step's totals into ``tiling.CHUNKS`` identical chunks (sizes rounded up, so no byte is lost);
-    ``energy_fj`` and ``unpack_fj`` are the dynamic energies of its FLOPs and of unpacking its weights."""
+    ``energy_fj`` and ``unpack_fj`` are the dynamic energies of its FLOPs and of unpacking its weights,
+    ``feed_ps`` the part of ``busy_ps`` its matrix units wait for operands from SRAM."""
     n = tiling.CHUNKS
     per = lambda d: tuple((k, -(-v // n)) for k, v in _ordered(d))
     return Step(label=label, count=n, loads=per(loads), stores=per(stores), compute_ps=-(-busy_ps // n), flops=flops,
                 depth=depth, sram_bytes=sram_bytes, total_loads=_ordered(loads), total_stores=_ordered(stores),
                 tile=tuple(sorted((tile or {}).items())), unpack_ps=-(-unpack_ps // n), compute_fj=energy_fj,
-                unpack_fj=unpack_fj)
+                unpack_fj=unpack_fj, feed_ps=min(-(-busy_ps // n), -(-feed_ps // n)))
 
 
 def wave_factor(m: int, n: int, groups: int, units: int, unit_tile: int) -> float:
@@ -136,11 +137,44 @@ def _gemm(m, n, k, a_bits, b_bits, c_bits, acc, sram, depth, name):
 
 def gemm_compute_ps(op: Op, cx: Context) -> int:
     """Picoseconds a GEMM keeps the matrix units busy: its FLOPs at the rate of the dtype it
-    computes in, stretched by the waves of unit tiles."""
+    computes in (``peak_ps``), and no less than the time its operands take to reach the units
+    from SRAM (``feed_ps``)."""
+    return max(peak_ps(op, cx), feed_ps(op, cx))
+
+
+def peak_ps(op: Op, cx: Context) -> int:
+    """Picoseconds a GEMM's FLOPs take at the matrix rate of its dtype, stretched by the waves of unit tiles."""
     dtype = cx.chip.compute.matmul_dtype(op.dtype, cx.graph.tensors[op.inputs[1].tensor].dtype)
     stretch = wave_factor(op.dim("m"), op.dim("n"), op.dim("groups", 1), cx.chip.compute.units,
                           cx.chip.execution.unit_tile)
     return math.ceil(compute_ps(op.flops, cx.matrix_rate(dtype)) * stretch)
+
+
+def feeds_from_sram(chip: ChipSpec) -> bool:
+    """Whether a GEMM's operands reach the matrix units in a read from SRAM that no load counts
+    (``feed_ps``): units that compute output tiles, and weights that do not live in SRAM (where
+    they do, as on Groq, their stream from it is the GEMM's load)."""
+    return chip.execution.unit_tile > 0 and not chip.sram.home_for("weight")
+
+
+def feed_ps(op: Op, cx: Context) -> int:
+    """Picoseconds the operands of a GEMM take from SRAM to the matrix units, on a chip whose
+    units each compute an output tile (``execution.unit_tile`` > 0) from their own share of the
+    SRAM, where the SRAM stages tiles that loads bring in from another level. A unit's tile is the
+    largest that share holds (``tiling.unit_edge``), and the tile sets how often each operand
+    element is read (``tiling.feed_bytes``): a GPU's SMs read their operands from shared memory
+    at its bandwidth (128 B per clock per SM on Hopper, microbench.csv row 44). At the presets'
+    SRAM the feed of a large GEMM is faster than the matrix units; a small SRAM starves them.
+    Where the weights live in SRAM (Groq), their stream from it is the GEMM's load already."""
+    ex = cx.chip.execution
+    if not feeds_from_sram(cx.chip):
+        return 0
+    units = max(1, math.floor(cx.chip.compute.units * cx.compute_share))
+    a_bits, b_bits = cx.bits(op.inputs[0].tensor), cx.bits(op.inputs[1].tensor)  # as SRAM holds them
+    edge = tiling.unit_edge(cx.sram_bytes // units, a_bits, b_bits, ex.accumulator_bytes, cx.depth, ex.unit_tile)
+    nbytes = tiling.feed_bytes(op.flops, op.dim("m"), op.dim("n"), edge, a_bits, b_bits)
+    rate = rates.shared(rates.effective_bandwidth(cx.chip, Ref.level(cx.chip.sram.name)), cx.compute_share)
+    return transfer_ps(nbytes, rate)
 
 
 @register("matmul")
@@ -170,7 +204,8 @@ def lower_matmul(op: Op, cx: Context) -> tuple[Step, ...]:
     ex = cx.chip.execution
     w_dtype = cx.graph.tensors[b].dtype
     dtype = cx.chip.compute.matmul_dtype(op.dtype, w_dtype)
-    busy = gemm_compute_ps(op, cx)
+    peak, feed = peak_ps(op, cx), feed_ps(op, cx)
+    busy = max(peak, feed)
     energy, unpack, unpack_fj = cx.matrix_energy(op.flops, dtype), 0, 0
     if dtype != w_dtype and ex.dequant(w_dtype):
         weight = cx.graph.tensors[b]
@@ -179,9 +214,10 @@ def lower_matmul(op: Op, cx: Context) -> tuple[Step, ...]:
         ops = math.ceil(elements * ex.dequant(w_dtype))
         unpack, unpack_fj = compute_ps(ops, cx.vector_rate()), cx.vector_energy(ops)
         if ex.dequant_kernel == "fused":  # unpacking runs beside the multiply, as the next weights stream in
-            busy, unpack, energy, unpack_fj = max(busy, unpack), 0, energy + unpack_fj, 0
+            busy, peak, unpack, energy, unpack_fj = max(busy, unpack), max(peak, unpack), 0, energy + unpack_fj, 0
     return (make_step("gemm", loads, stores, busy, op.flops, cx.depth, cx.sram_bytes,
-                      {"tm": tile.tm, "tn": tile.tn}, unpack, energy_fj=energy, unpack_fj=unpack_fj),)
+                      {"tm": tile.tm, "tn": tile.tn}, unpack, energy_fj=energy, unpack_fj=unpack_fj,
+                      feed_ps=busy - peak),)
 
 
 def _streams(op: Op, cx: Context) -> tuple[dict[Ref, int], dict[Ref, int]]:

@@ -71,6 +71,7 @@ def _part(step: Step, i: int, parts: int) -> Step:
         step, count=count, loads=tuple((r, -(-b // count)) for r, b in loads),
         stores=tuple((r, -(-b // count)) for r, b in stores),
         compute_ps=compute, throttle_ps=min(compute, -(-share(step.throttle_ps * step.count) // count)),
+        feed_ps=min(compute, -(-share(step.feed_ps * step.count) // count)),
         flops=share(step.flops), total_loads=loads,
         total_stores=stores, unpack_ps=-(-share(step.unpack_ps * step.count) // count),
         compute_fj=share(step.compute_fj), unpack_fj=share(step.unpack_fj))

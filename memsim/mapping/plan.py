@@ -41,6 +41,7 @@ class Step:
     compute_fj: int = 0  # total over all chunks: the dynamic energy of the step's FLOPs (femtojoules)
     unpack_fj: int = 0  # total over all chunks: the dynamic energy of dequantising its weights
     throttle_ps: int = 0  # per chunk: the part of ``compute_ps`` the clock lowered under the power cap adds (``mapping.power``)
+    feed_ps: int = 0  # per chunk: the part of ``compute_ps`` the matrix units wait for operands from SRAM (``lower.feed_ps``)
     # When nonzero, the latency the step's loads pay once in place of their levels' and links' own: a
     # wafer fabric traversal's, which depends on its region and vector (``mapping.mesh``).
     latency_ps: int = 0

@@ -109,7 +109,8 @@ def throttled(plan: Plan, f: Fraction) -> Plan:
 
     def slow(step: Step) -> Step:
         if step not in slowed:
-            full = math.ceil(step.compute_ps * f)
+            # A step its operands' feed from SRAM paces is as long at full clock (the feed keeps its bandwidth).
+            full = max(math.ceil((step.compute_ps - step.feed_ps) * f), step.compute_ps if step.feed_ps else 0)
             slowed[step] = dataclasses.replace(step, throttle_ps=step.compute_ps - full) if step.compute_ps else step
         return slowed[step]
 

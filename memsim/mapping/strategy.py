@@ -104,7 +104,8 @@ def _micro_tasks(contexts: list[Context], shape: Shaper, stage_of: dict[str, int
         if n and stage != stage_of[order[n - 1].name]:
             prev = stage_of[order[n - 1].name]
             last = order[n - 1].name
-            send = system.send_task(order[n - 1], graph, chip, prev, stage, tp, done.get(last, last + suffix), suffix)
+            send = system.send_task(order[n - 1], graph, chip, prev, stage, tp, done.get(last, last + suffix), suffix,
+                                    chips if regions == 1 else 0)
             tasks.append(send)
             into[stage] = send.op
         # A predecessor on another stage arrives through the send into this one.

@@ -6,12 +6,14 @@ of point-to-point transfers among all ranks, which the engine routes over the to
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Hashable, Sequence
 
 from memsim.hardware import topologies
 from memsim.hardware.resource import SYSTEM, Ref, ResourceId
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping import collectives, fabric, overlap
+from memsim.mapping.collectives import Round, scatter_gather
 from memsim.mapping.plan import COMM, OpTask, unit_chip
 from memsim.mapping.roofline import Bound
 from memsim.units import PS_PER_S
@@ -91,13 +93,33 @@ def overlap_chunks(op: Op, chip: ChipSpec, tp: int, gemm_s: float, chips: int) -
 
 
 def send_task(last: Op, graph: OpGraph, chip: ChipSpec, src: int, dst: int, tp: int, dep: str,
-              suffix: str = "") -> OpTask:
-    """Each rank of stage ``src`` sends the activation to its counterpart in stage ``dst``."""
+              suffix: str = "", chips: int = 0) -> OpTask:
+    """The activation from stage ``src`` to stage ``dst``: each rank sends it whole to its
+    counterpart, or (tensor-parallel stages of whole chips) its slice, which the next stage
+    all-gathers (``collectives.scatter_gather``), whichever the system of ``chips`` chips
+    carries sooner."""
     link = _link(chip)
-    nbytes = graph.tensors[last.outputs[0]].bytes
-    transfers = tuple((src * tp + r, dst * tp + r, nbytes) for r in range(tp))
     return OpTask(op=f"send.stage{src}-{dst}{suffix}", kind="sendrecv", layer=last.layer, flops=0, overhead_ps=0,
-                  steps=(), deps=(dep,), bound=Ref.link(link.name), chip=src * tp, rounds=(transfers,), stream=COMM)
+                  steps=(), deps=(dep,), bound=Ref.link(link.name), chip=src * tp,
+                  rounds=hop_rounds(chip, chips, src, dst, tp, graph.tensors[last.outputs[0]].bytes), stream=COMM)
+
+
+@functools.lru_cache(maxsize=256)
+def hop_rounds(chip: ChipSpec, chips: int, src: int, dst: int, tp: int, nbytes: int) -> tuple[Round, ...]:
+    """The rounds of the hop from stage ``src`` to stage ``dst`` (``send_task``); on a tie the
+    whole sends (fewest rounds). One tuple for the same arguments: the engine plays it once."""
+    a, b = [src * tp + r for r in range(tp)], [dst * tp + r for r in range(tp)]
+    best = scatter_gather.whole(a, b, nbytes)
+    if tp < 2 or chips < 2 or chip.interconnect is None:
+        return best
+    system = fabric.fabric(chip, chips)
+    least = system.seconds(best, launch=False)
+    for moves in scatter_gather.gathers(tp, system.shape(b)).values():
+        rounds = scatter_gather.scatter_gather(a, b, nbytes, moves)
+        seconds = system.seconds(rounds, launch=False)
+        if seconds < least:
+            best, least = rounds, seconds
+    return best
 
 
 def region_link(chip: ChipSpec):
@@ -201,9 +223,9 @@ def hop_seconds(tasks: list[OpTask], routes: Routes) -> dict[int, float]:
     for t in tasks:
         if t.kind != "sendrecv":
             continue
-        for src, dst, nbytes in t.rounds[0][:1]:
-            stage = src // tp
-            out[stage] = max(out.get(stage, 0.0), routes.seconds(src, dst, nbytes))
+        stage = t.rounds[0][0][0] // tp
+        seconds = sum(max(routes.seconds(a, b, n) for a, b, n in r) for r in t.rounds if r)
+        out[stage] = max(out.get(stage, 0.0), seconds)
     return out
 
 

@@ -80,6 +80,27 @@ def gemm_floor(m: int, n: int, a_bits: int, b_bits: int, acc_bytes: int, depth: 
     return m * n * acc_bytes + depth * (bits_bytes(m * MIN_TK, a_bits) + bits_bytes(MIN_TK * n, b_bits))
 
 
+def unit_edge(share_bytes: int, a_bits: int, b_bits: int, acc_bytes: int, depth: int, most: int) -> int:
+    """The edge of the largest square output tile, at most ``most``, that one compute unit holds in
+    its ``share_bytes`` of SRAM: the tile's accumulators and ``depth`` K-steps of both operands
+    (as ``gemm_tile`` counts a tile). At least 1."""
+    fits = lambda t: t * t * acc_bytes + depth * (bits_bytes(t * MIN_TK, a_bits) + bits_bytes(MIN_TK * t, b_bits)) \
+        <= share_bytes
+    lo, hi = 1, max(1, most)
+    while lo < hi:  # fits() only turns false as t grows
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+    return lo
+
+
+def feed_bytes(flops: int, m: int, n: int, edge: int, a_bits: int, b_bits: int) -> int:
+    """The operand bytes the matrix units read from SRAM for ``flops`` of a GEMM of ``m`` x ``n``
+    outputs computed in tiles of at most ``edge`` x ``edge``: every K-step, a tm x tn tile reads tm
+    elements of A and tn of B for its 2 tm tn FLOPs, so a unit's tile sets its operands' reuse."""
+    tm, tn = min(m, edge), min(n, edge)
+    return -(-flops * (tm * a_bits + tn * b_bits) // (16 * tm * tn))
+
+
 @dataclass(frozen=True, slots=True)
 class AttentionTile:
     block_rows: int  # query rows held in SRAM per pass (per KV head)

@@ -205,3 +205,33 @@ def test_an_unfused_attentions_scores_are_compulsory():
     assert capacity_bytes(op, cx, lower(op, cx)) == ()
     fused = Context(chip, g, homes)
     assert dict(capacity_bytes(op, fused, lower(op, fused)))[Ref.level("hbm")] > 0  # K/V streamed again per pass
+
+
+def test_the_matrix_units_wait_for_operands_only_when_a_small_sram_shrinks_their_tiles():
+    """On h100-sxm's 228 KiB per SM a unit holds a 128 x 128 tile and its operands reach it faster
+    than the tensor cores use them; at 256 KiB for all 132 SMs a unit holds a 15 x 15 tile, reads
+    each operand ~8.5x as often, and its GEMMs wait for shared memory (``Step.feed_ps``)."""
+    from memsim.mapping.lower import Context, feed_ps, lower, peak_ps
+
+    for sram, starved in (("30096KiB", False), ("256KiB", True)):
+        chip, g, homes = _prefill_ops(sram)
+        cx = Context(chip, g, homes)
+        op = g.ops["L0.down"]
+        (step,) = lower(op, cx)
+        assert (feed_ps(op, cx) > peak_ps(op, cx)) is starved
+        assert step.feed_ps * step.count == pytest.approx(max(0, feed_ps(op, cx) - peak_ps(op, cx)), abs=step.count)
+        assert step.compute_ps * step.count >= max(feed_ps(op, cx), peak_ps(op, cx))
+
+
+def test_a_starved_run_names_the_sram_and_keeps_its_accounts():
+    """The feed's wait is a stall on the SRAM, not compute: busy time is the FLOPs' alone, and
+    every chip's busy time and stalls still add up to the step."""
+    from memsim import simulate
+
+    small = simulate("h100-sxm", "llama-2-7b", phase="prefill", prompt=512, set={"sram.capacity": "256KiB"})
+    whole = simulate("h100-sxm", "llama-2-7b", phase="prefill", prompt=512)
+    s, w = small.summary, whole.summary
+    assert s["stall_s"]["sram"] > s["step_time_s"] / 4
+    assert s["compute_busy_s"] == pytest.approx(w["compute_busy_s"], rel=1e-3)
+    assert s["compute_busy_s"] + s["stall_total_s"] == pytest.approx(s["step_time_s"], rel=1e-9)
+    assert s["step_time_s"] > w["step_time_s"]

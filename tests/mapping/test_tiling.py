@@ -13,8 +13,10 @@ from memsim.mapping.tiling import (
     attention_floor,
     attention_tile,
     bits_bytes,
+    feed_bytes,
     gemm_floor,
     gemm_tile,
+    unit_edge,
 )
 
 DIMS = st.integers(min_value=1, max_value=5000)
@@ -197,3 +199,25 @@ def test_the_attention_floor_streams_kv_once(q_rows, kv_len, head_dim, kv_bits, 
     assert tile.passes == 1 and tile.kv_traffic == once
     if q_rows > 1:
         assert attention_tile(q_rows, kv_len, head_dim, 16, kv_bits, ACC, floor - 1, depth, once, causal).passes > 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(share=st.integers(0, 2**20), more=st.integers(0, 2**20), bits=st.sampled_from([4, 8, 16]),
+       acc=st.sampled_from([2, 4]), depth=st.integers(1, 4), most=st.integers(1, 512))
+def test_a_units_tile_is_the_largest_that_its_share_holds(share, more, bits, acc, depth, most):
+    t = unit_edge(share, bits, bits, acc, depth, most)
+    need = lambda e: e * e * acc + depth * 2 * bits_bytes(e * MIN_TK, bits)
+    assert 1 <= t <= most
+    assert t == 1 or need(t) <= share  # it fits (an edge of 1 is the least a unit computes)
+    assert t == most or need(t + 1) > share  # and one more does not
+    assert unit_edge(share + more, bits, bits, acc, depth, most) >= t  # more SRAM, no smaller tile
+
+
+def test_the_feed_reads_each_operand_once_per_tile_it_meets():
+    """A t x t tile reads t elements of A and t of B per K-step for its 2 t^2 FLOPs: a GEMM of
+    m x n x k in bf16 reads 4 m n k / t bytes; a GEMV (m = 1) reads its weights once."""
+    m, n, k = 4096, 4096, 4096
+    assert feed_bytes(2 * m * n * k, m, n, 128, 16, 16) == 4 * m * n * k // 128
+    assert feed_bytes(2 * m * n * k, m, n, 16, 16, 16) == 4 * m * n * k // 16
+    gemv = feed_bytes(2 * n * k, 1, n, 128, 16, 16)
+    assert 2 * n * k < gemv < 2 * n * k * 1.01  # the weights, and the activation once per tile

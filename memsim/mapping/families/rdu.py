@@ -37,7 +37,7 @@ def stage_through(steps: tuple[Step, ...], slow: set[Ref], fast: Ref) -> tuple[S
         loads[fast] = loads.get(fast, 0) + moved
         remade = make_step(step.label, loads, dict(step.total_stores), step.compute_ps * step.count, step.flops,
                            step.depth, step.sram_bytes, dict(step.tile), step.unpack_ps * step.count,
-                           energy_fj=step.compute_fj, unpack_fj=step.unpack_fj)
+                           energy_fj=step.compute_fj, unpack_fj=step.unpack_fj, feed_ps=step.feed_ps * step.count)
         out.append(dataclasses.replace(remade, share=step.share))
     return tuple(out)
 
