@@ -35,7 +35,6 @@ from memsim.engine.records import Cause
 from memsim.engine.resources import ChipResources, Job, Server, Use
 from memsim.engine.simpy_fast import Environment, Signal, Timer
 from memsim.engine.times import Times
-from memsim.hardware.resource import Ref
 from memsim.mapping.plan import OpTask, Step
 
 
@@ -278,8 +277,7 @@ class StepRun:
         if step.throttle_ps:  # the part of the compute time the power cap added
             stall[THROTTLED] = stall.get(THROTTLED, 0) + step.throttle_ps
         if step.feed_ps:  # the part the matrix units waited for operands from SRAM
-            feeding = self.res.ports[Ref.level(self.res.spec.sram.name)].waited()
-            stall[feeding] = stall.get(feeding, 0) + step.feed_ps
+            stall[self.res.feeding] = stall.get(self.res.feeding, 0) + step.feed_ps
         stalls = self.stalls
         if stall is not stalls:
             for key, ps in stall.items():
