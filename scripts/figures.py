@@ -155,8 +155,9 @@ def shows() -> str:
         "  | HBM bytes (GB) | " + " | ".join(gb(s["bytes_per_level"]["hbm"]["total"]) for s in sweep) + " |",
         "  | step time (ms) | " + " | ".join(ms(s["step_time_s"]) for s in sweep) + " |",
         "",
-        "  Small tiles re-fetch the GEMMs' operands: more SRAM cuts the traffic, and the time while",
-        "  the step is memory-bound; once it is compute-bound, more SRAM cuts traffic but not time.",
+        "  Small tiles re-fetch the GEMMs' operands: more SRAM cuts the traffic at every size. Below",
+        "  about 1 MiB (a few KiB per SM) each SM's tile is so small that shared memory cannot feed",
+        "  its tensor cores, and more SRAM cuts the time too; above, the step is compute-bound.",
         "- **A wafer keeps an 8B model on chip.** Llama-3.1-8B on `wse-3`:",
         f"  - A decode step at context 2048 takes {ms(wafer['step_time_s'])} ms and moves {gb(off_wafer)} GB "
         "off the wafer. Each layer runs in a region of its own; the token passes through the 32",

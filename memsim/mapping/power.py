@@ -109,9 +109,10 @@ def throttled(plan: Plan, f: Fraction) -> Plan:
 
     def slow(step: Step) -> Step:
         if step not in slowed:
-            # A step its operands' feed from SRAM paces is as long at full clock (the feed keeps its bandwidth).
-            full = max(math.ceil((step.compute_ps - step.feed_ps) * f), step.compute_ps if step.feed_ps else 0)
-            slowed[step] = dataclasses.replace(step, throttle_ps=step.compute_ps - full) if step.compute_ps else step
+            full = math.ceil(step.compute_ps * f)
+            # The SRAM feeds the units at the clock too (``at_clock``): the feed's wait at full clock stays its own.
+            slowed[step] = dataclasses.replace(step, throttle_ps=step.compute_ps - full,
+                                               feed_ps=min(full, math.ceil(step.feed_ps * f))) if step.compute_ps else step
         return slowed[step]
 
     tasks = tuple(dataclasses.replace(t, steps=tuple(slow(s) for s in t.steps)) for t in plan.tasks)

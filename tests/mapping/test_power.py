@@ -86,6 +86,7 @@ def test_a_throttled_plan_marks_the_compute_time_its_clock_added(k):
     for fast_task, task in zip(full.tasks, slow.tasks):
         for fast, step in zip(fast_task.steps, task.steps):
             assert step.compute_ps - step.throttle_ps == math.ceil(step.compute_ps * f)
+            assert step.compute_ps - step.throttle_ps - step.feed_ps >= 0  # the busy part: what neither clock nor feed added
             assert step.compute_ps >= fast.compute_ps  # a lower clock never computes faster
     assert power.throttled(full, Fraction(1)) is full
 
