@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memsim import hardware, simulate
+from memsim.validation import report
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 TOLERANCE = 0.01
@@ -190,8 +191,20 @@ def shows() -> str:
     ])
 
 
+def validate_calibration() -> str:
+    """The calibration table (``memsim.validation.report``; ``scripts/validate.py`` prints it)."""
+    return report.calibration_markdown(report.calibrate())
+
+
+def validate_microbench() -> str:
+    """The microbenchmark table (``memsim.validation.report``; ``scripts/validate.py`` prints it)."""
+    return report.microbench_markdown(report.microbenchmarks())
+
+
 BLOCKS: dict[str, Callable[[], str]] = {"every-preset": every_preset, "deployments": deployments,
-                                        "power-cap": power_cap, "shows": shows}
+                                        "power-cap": power_cap, "shows": shows,
+                                        "validate-calibration": validate_calibration,
+                                        "validate-microbench": validate_microbench}
 
 
 def markers(name: str) -> tuple[str, str]:

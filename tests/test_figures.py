@@ -22,7 +22,8 @@ def test_differences_compare_numbers_within_one_percent_and_words_exactly():
     assert figures.differences("x1.2 a", "x1.2 a b") != []
 
 
-SLOW = {"shows", "deployments", "every-preset"}  # the blocks that simulate large models on many presets
+# The blocks that simulate large models on many presets, or every validation row.
+SLOW = {"shows", "deployments", "every-preset", "validate-calibration", "validate-microbench"}
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n

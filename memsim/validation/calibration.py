@@ -17,7 +17,9 @@ from memsim import api
 # The sources the presets' calibrated parameters are fitted on (README, Calibration). Rows of
 # other sources load and simulate, but are not yet part of the fit.
 FITTED_ON = ("pytorch-labs/gpt-fast", "NVIDIA/TensorRT-LLM")
-MODELS = {"Llama-2-7B": "llama-2-7b", "Llama-3.1-8B": "llama-3.1-8b", "GPT-J-6B": "gpt-j-6b"}
+MODELS = {"Llama-2-7B": "llama-2-7b", "Llama-2-13B": "llama-2-13b", "Llama-2-70B": "llama-2-70b",
+          "Llama-3.1-8B": "llama-3.1-8b", "GPT-J-6B": "gpt-j-6b", "GPT-3-175B (FT GPT-175B)": "gpt-3-175b",
+          "GPT-20B (FT GPT-20B)": "gpt-20b-ft", "GPT-6.7B (FT GPT-6.7B)": "gpt-3-6.7b"}
 CHIPS = {"A100": "a100-80gb-sxm", "H100": "h100-sxm"}
 
 
@@ -66,8 +68,15 @@ def system_of(notes: str) -> tuple[tuple[str, str], ...]:
     return HYBRID_CUBE_MESH if "hybrid cube mesh" in notes.lower() else ()
 
 
+def whole(row: dict) -> bool:
+    """Whether a row times a whole generation (a prefill and its decode steps), not one step."""
+    return row["phase"].startswith("end-to-end")
+
+
 def measured_ms(row: dict) -> float:
-    if row["derived_ms_per_decode_step"]:
+    """What the row measured, in ms: a decode step (derived where the row gives a total), a
+    prefill, or a whole generation as published."""
+    if row["derived_ms_per_decode_step"] and not whole(row):
         return float(row["derived_ms_per_decode_step"])
     scale = {"ms": 1.0, "s": 1e3}.get(row["unit"])
     if scale is None:
@@ -83,7 +92,8 @@ def source_of(row: dict) -> str:
 def case(row: dict) -> Case:
     model, chip = MODELS.get(row["model"]), chip_of(row["accelerator"])
     dtype, group = weight_format(row["weight_precision"])
-    label = f"{row['model']} {row['phase']} {row['weight_precision'].split()[0]}"
+    name = row["model"].split(" (")[0]  # "GPT-3-175B (FT GPT-175B)" -> "GPT-3-175B"
+    label = f"{name} {'generation' if whole(row) else row['phase']} {row['weight_precision'].split()[0]}"
     base = Case(row["id"], source_of(row), label, measured_ms(row), None, "",
                 power_cap(row["accelerator"]) + system_of(row.get("notes", "")))
     tp = re.fullmatch(r"TP(\d+)", row["parallelism"].strip())
@@ -96,14 +106,23 @@ def case(row: dict) -> Case:
     prompt = int(row["prompt_len"])
     if tp.group(1) != "1":
         label += f", TP {tp.group(1)}"
-    if row["phase"] == "decode":
-        # gpt-fast attends over its whole static cache: prompt plus the generated tokens.
-        generated = re.search(r"\d+", row["output_len_or_kv_ctx"])
+    if int(row["batch_size"]) > 1:
+        label += f", batch {row['batch_size']}"
+    generated = re.search(r"\d+", row["output_len_or_kv_ctx"])
+    if row["phase"] == "decode" or whole(row):
         if generated is None:
             raise ValueError(f"row {row['id']}: output_len_or_kv_ctx {row['output_len_or_kv_ctx']!r} gives no length")
         new = int(generated.group())
-        return Case(base.id, base.source, label, base.measured_ms,
-                    {**kwargs, "phase": "decode", "context": prompt + new}, "decode step", base.settings)
+    if whole(row):  # the prompt's prefill, then every generated token's decode step
+        return Case(base.id, base.source, f"{label} {prompt}+{new}", base.measured_ms,
+                    {**kwargs, "phase": "generate", "prompt": prompt, "generate": new}, "generation", base.settings)
+    if row["phase"] == "decode":
+        # A median over steps whose KV cache grows ("KV 2..129"): the step at the middle length.
+        # gpt-fast attends over its whole static cache: prompt plus the generated tokens.
+        kv = re.search(r"KV (\d+)\.\.(\d+)", row["output_len_or_kv_ctx"])
+        context = (int(kv.group(1)) + int(kv.group(2))) // 2 if kv else prompt + new
+        return Case(base.id, base.source, f"{label}, KV {context}" if kv else label, base.measured_ms,
+                    {**kwargs, "phase": "decode", "context": context}, "decode step", base.settings)
     return Case(base.id, base.source, f"{label} {prompt}", base.measured_ms,
                 {**kwargs, "phase": "prefill", "prompt": prompt}, "prefill", base.settings)
 

@@ -1,0 +1,117 @@
+"""The validation tables: calibration rows in and out of sample, and microbenchmarks as single
+operators, as data and as the Markdown the README shows (``scripts/validate.py`` prints them,
+``scripts/figures.py`` writes them into the README, ``tests/test_figures.py`` keeps them current).
+
+Calibration rows come in two kinds. The rows of the sources the presets are fitted on
+(``calibration.FITTED_ON``) are fitted (in sample) and predicted leaving their source out (out
+of sample). The rows of every other source were never fitted on: they are predicted with the
+parameters the fitted sources give, which is out of sample by construction.
+"""
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from memsim.validation import calibration, fit, microbench
+from memsim.validation.calibration import Case
+
+MICROBENCH = Path(__file__).resolve().parent / "data" / "microbench.csv"
+
+
+@dataclass(frozen=True)
+class Calibration:
+    full: tuple[float, ...]  # the parameters fitted on every row of the fitted sources
+    outcomes: tuple[fit.Outcome, ...]  # the fitted sources' rows, in and out of sample
+    predicted: tuple[tuple[Case, float], ...]  # the other sources' rows and their step times (ms) at ``full``
+    skipped: tuple[Case, ...]  # rows memsim cannot simulate, with the reason
+
+
+def calibrate(path: Path = calibration.DATA) -> Calibration:
+    every = calibration.load(path)
+    cases = calibration.fitted(every)
+    full, outcomes = fit.validate(fit.table(cases))
+    settings = fit.overrides(fit.PARAMS, full)
+    others = [c for c in every if c not in cases]
+    predicted = tuple((c, calibration.simulate_ms(c, settings)) for c in others if c.kwargs is not None)
+    return Calibration(full, tuple(outcomes), predicted, tuple(c for c in every if c.kwargs is None))
+
+
+def spread(errors: Sequence[float]) -> tuple[float, float]:
+    """Median and largest |error|."""
+    size = [abs(e) for e in errors]
+    return statistics.median(size), max(size)
+
+
+def by_source(pairs: Sequence[tuple[Case, float]]) -> dict[str, tuple[int, float, float]]:
+    """Per source: (rows, median |error|, max |error|) of (case, error) pairs."""
+    out: dict[str, list[float]] = {}
+    for case, error in pairs:
+        out.setdefault(short(case.source), []).append(error)
+    return {s: (len(e), *spread(e)) for s, e in out.items()}
+
+
+def short(source: str) -> str:
+    """A source as the tables name it: its GitHub repository, else its address."""
+    parts = source.split("github.com/")
+    return "/".join(parts[1].split("/")[:2]) if len(parts) > 1 else source
+
+
+def held_out(r: Calibration) -> list[tuple[Case, float]]:
+    """Every row predicted without its source: the fitted sources' out of sample, the others' at the fit."""
+    return [(o.case, o.error("out")) for o in r.outcomes] + \
+        [(c, ms / c.measured_ms - 1) for c, ms in r.predicted]
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:+.1f}%"
+
+
+def calibration_markdown(r: Calibration) -> str:
+    params = ", ".join(f"`{p.path}` = {p.text(v)}" for p, v in zip(fit.PARAMS, r.full))
+    lines = [f"Fitted on the {len(r.outcomes)} rows of {', '.join(calibration.FITTED_ON)}: {params}.", "",
+             "| row | workload (A100-80GB) | measured | in sample | error | out of sample | error | held-out fit |",
+             "|---|---|---|---|---|---|---|---|"]
+    for o in r.outcomes:
+        held = ", ".join(f"{v:.3g}" for v in o.held_out_fit)
+        lines.append(f"| {o.case.id} | {o.case.label} | {o.case.measured_ms:.2f} ms | {o.in_sample_ms:.2f} ms | "
+                     f"{_pct(o.error('in'))} | {o.out_of_sample_ms:.2f} ms | {_pct(o.error('out'))} | {held} |")
+    inside = spread([o.error("in") for o in r.outcomes])
+    outside = spread([o.error("out") for o in r.outcomes])
+    lines += ["", f"In sample (a fit): median |error| {inside[0] * 100:.1f}%, max {inside[1] * 100:.1f}%. "
+              f"Out of sample (leave one source out): median |error| {outside[0] * 100:.1f}%, "
+              f"max {outside[1] * 100:.1f}%.", "",
+              "Rows of the sources never fitted on, predicted with the fit above:", "",
+              "| row | workload (A100-80GB) | measured | memsim | error |", "|---|---|---|---|---|"]
+    for c, ms in r.predicted:
+        lines.append(f"| {c.id} | {c.label} | {c.measured_ms:.2f} ms | {ms:.2f} ms | {_pct(ms / c.measured_ms - 1)} |")
+    lines += ["", "Every row predicted without its source, by source:", "",
+              "| source | rows | median \\|error\\| | max \\|error\\| |", "|---|---|---|---|"]
+    pairs = held_out(r)
+    for source, (n, median, worst) in by_source(pairs).items():
+        lines.append(f"| {source} | {n} | {median * 100:.1f}% | {worst * 100:.1f}% |")
+    every = spread([e for _, e in pairs])
+    lines.append(f"| all | {len(pairs)} | {every[0] * 100:.1f}% | {every[1] * 100:.1f}% |")
+    return "\n".join(lines)
+
+
+def microbenchmarks(path: Path = MICROBENCH) -> list[tuple[microbench.Bench, float | None]]:
+    """Every row, with memsim's figure in the row's unit (None: skipped, ``Bench.why`` says why)."""
+    return [(b, microbench.simulate(b) if b.hw is not None else None) for b in microbench.load(path)]
+
+
+def microbench_markdown(rows: list[tuple[microbench.Bench, float | None]]) -> str:
+    lines = ["| row | chip | row | measured | memsim | error |", "|---|---|---|---|---|---|"]
+    errors = []
+    for b, sim in rows:
+        if sim is None:
+            continue
+        errors.append(sim / b.measured - 1)
+        lines.append(f"| {b.id} | `{b.hw}` | {b.label} | {b.measured:g} {b.unit} | {sim:.1f} {b.unit} | "
+                     f"{_pct(sim / b.measured - 1)} |")
+    median, worst = spread(errors)
+    within = sum(abs(e) <= 0.10 for e in errors)
+    lines += ["", f"{len(errors)} rows simulated, {within} within 10%, median |error| {median * 100:.1f}%, "
+              f"max {worst * 100:.1f}%."]
+    return "\n".join(lines)
