@@ -45,6 +45,9 @@ def test_every_row_of_the_four_sources_becomes_a_run():
     assert ft.kwargs["phase"] == "generate" and (ft.kwargs["prompt"], ft.kwargs["generate"]) == (200, 200)
     assert ft.measured_ms == pytest.approx(5648.0)
     assert cases["212"].kwargs["tp"] == 4 and cases["225"].kwargs["tp"] == 8
+    # FasterTransformer and TurboMind all-reduce with NCCL, a ring inside the node; gpt-fast keeps the preset's
+    assert ("system.collective", "ring") in cases["225"].settings and ("system.collective", "ring") in cases["210"].settings
+    assert not any(k == "system.collective" and v == "ring" for k, v in cases["10"].settings)
 
 
 def _toy_table(slope: float, base: float) -> fit.Table:
@@ -98,7 +101,7 @@ def test_calibration_in_and_out_of_sample():
     # bound memsim reaches (README, Calibration), so that a change that worsens it fails.
     held = [abs(e) for _, e in report.held_out(r)]
     assert len(held) == len(every)
-    assert statistics.median(held) <= 0.12 and max(held) <= 0.42, held
+    assert statistics.median(held) <= 0.10 and max(held) <= 0.41, held
 
 
 def test_microbench_rows_simulated_as_single_operators():

@@ -63,6 +63,20 @@ HYBRID_CUBE_MESH = (("system.topology", "dragonfly"), ("system.group", "4"), ("s
                     ("system.links_per_peer", "3"), ("system.collective", "hierarchical"))
 
 
+# What a row's serving stack does differently from the preset's default, where a source says so.
+# FasterTransformer's ParallelGpt and LMDeploy's TurboMind (derived from it; its build needs
+# NCCL, InternLM/lmdeploy docs build.md, 2023) all-reduce with NCCL, which inside one NVSwitch
+# node runs a ring (microbench.csv rows 46-50 time it: ~44 us for 1 to 32 KiB over 8 A100s;
+# tests/mapping/test_collectives.py holds the ring to them). The preset's ``auto`` would pick a
+# one-shot custom kernel, as TensorRT-LLM's and vLLM's own all-reduce are.
+STACKS = {"FasterTransformer": (("system.collective", "ring"),), "TurboMind": (("system.collective", "ring"),)}
+
+
+def stack_of(software: str) -> tuple[tuple[str, str], ...]:
+    """The hardware fields a row's serving stack sets (``()``: the preset's own)."""
+    return next((fields for name, fields in STACKS.items() if name in software), ())
+
+
 def system_of(notes: str) -> tuple[tuple[str, str], ...]:
     """The system fields of the machine a row's notes name (``()``: the preset's own)."""
     return HYBRID_CUBE_MESH if "hybrid cube mesh" in notes.lower() else ()
@@ -95,7 +109,7 @@ def case(row: dict) -> Case:
     name = row["model"].split(" (")[0]  # "GPT-3-175B (FT GPT-175B)" -> "GPT-3-175B"
     label = f"{name} {'generation' if whole(row) else row['phase']} {row['weight_precision'].split()[0]}"
     base = Case(row["id"], source_of(row), label, measured_ms(row), None, "",
-                power_cap(row["accelerator"]) + system_of(row.get("notes", "")))
+                power_cap(row["accelerator"]) + system_of(row.get("notes", "")) + stack_of(row.get("software_stack", "")))
     tp = re.fullmatch(r"TP(\d+)", row["parallelism"].strip())
     if tp is None or int(tp.group(1)) != int(row["n_accelerators"]):
         return _skip(base, f"parallelism {row['parallelism']} on {row['n_accelerators']} chips is not modelled")

@@ -83,9 +83,11 @@ def calibration_markdown(r: Calibration) -> str:
               f"Out of sample (leave one source out): median |error| {outside[0] * 100:.1f}%, "
               f"max {outside[1] * 100:.1f}%.", "",
               "Rows of the sources never fitted on, predicted with the fit above:", "",
-              "| row | workload (A100-80GB) | measured | memsim | error |", "|---|---|---|---|---|"]
+              "| row | workload (A100-80GB) | runs with | measured | memsim | error |", "|---|---|---|---|---|---|"]
     for c, ms in r.predicted:
-        lines.append(f"| {c.id} | {c.label} | {c.measured_ms:.2f} ms | {ms:.2f} ms | {_pct(ms / c.measured_ms - 1)} |")
+        fields = ", ".join(f"`{k}={v}`" for k, v in c.settings) or "the preset"
+        lines.append(f"| {c.id} | {c.label} | {fields} | {c.measured_ms:.2f} ms | {ms:.2f} ms | "
+                     f"{_pct(ms / c.measured_ms - 1)} |")
     lines += ["", "Every row predicted without its source, by source:", "",
               "| source | rows | median \\|error\\| | max \\|error\\| |", "|---|---|---|---|"]
     pairs = held_out(r)
