@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memsim import hardware, simulate
-from memsim.validation import report
+from memsim.validation import llmcompass, report
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 TOLERANCE = 0.01
@@ -201,10 +201,16 @@ def validate_microbench() -> str:
     return report.microbench_markdown(report.microbenchmarks())
 
 
+def validate_llmcompass() -> str:
+    """LLMCompass's GPT-3 layer case (``memsim.validation.report``)."""
+    return report.llmcompass_markdown(llmcompass.rows())
+
+
 BLOCKS: dict[str, Callable[[], str]] = {"every-preset": every_preset, "deployments": deployments,
                                         "power-cap": power_cap, "shows": shows,
                                         "validate-calibration": validate_calibration,
-                                        "validate-microbench": validate_microbench}
+                                        "validate-microbench": validate_microbench,
+                                        "validate-llmcompass": validate_llmcompass}
 
 
 def markers(name: str) -> tuple[str, str]:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from memsim import hardware
-from memsim.validation import calibration, fit, microbench, report
+from memsim.validation import calibration, fit, llmcompass, microbench, report
 
 CALIBRATION = calibration.DATA  # shipped in the repository
 MICROBENCH = Path(microbench.__file__).resolve().parent / "data" / "microbench.csv"  # shipped in the repository
@@ -111,3 +111,20 @@ def test_microbench_rows_simulated_as_single_operators():
     within = [i for i, e in errors.items() if abs(e) <= 0.10]
     # every bandwidth row and all but the rows named in the README's Calibration section
     assert set(errors) - set(within) <= {"16", "19", "22", "24", "25"}, errors
+
+
+def test_llmcompass_gpt3_layer_case():
+    """LLMCompass's own validation case, run as it was measured. The data sum to the totals its
+    repository's plot reports (66.748 ms and 1.111 ms); each measured operator finds memsim's.
+    Bounds memsim reaches: the prefill layer within 2% (LLMCompass: -2.1%), its GEMMs within 8%;
+    the decode layer within 30% (LLMCompass: -12.4%; issue 23 asks 10%)."""
+    real = llmcompass.measured()
+    assert sum(v for (p, _), v in real.items() if p == "prefill") == pytest.approx(0.066748, abs=1e-6)
+    assert sum(v for (p, _), v in real.items() if p == "decode") == pytest.approx(0.0011109, abs=1e-7)
+    rows = llmcompass.rows()
+    assert {(r.phase, r.operator) for r in rows} == {(p, o) for p in llmcompass.PHASES for o in llmcompass.OPERATORS}
+    layer = llmcompass.totals(rows)
+    assert layer["prefill"].measured_s == pytest.approx(0.066748, abs=1e-6)
+    assert abs(layer["prefill"].error) <= 0.02 and abs(layer["decode"].error) <= 0.30
+    gemms = [r for r in rows if r.phase == "prefill" and r.operator.endswith(("_proj", "Q_K_V"))]
+    assert len(gemms) == 4 and all(abs(r.error) <= 0.08 for r in gemms)

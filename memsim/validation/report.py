@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from memsim.validation import calibration, fit, microbench
+from memsim.validation import calibration, fit, llmcompass, microbench
 from memsim.validation.calibration import Case
 
 MICROBENCH = Path(__file__).resolve().parent / "data" / "microbench.csv"
@@ -116,4 +116,16 @@ def microbench_markdown(rows: list[tuple[microbench.Bench, float | None]]) -> st
     within = sum(abs(e) <= 0.10 for e in errors)
     lines += ["", f"{len(errors)} rows simulated, {within} within 10%, median |error| {median * 100:.1f}%, "
               f"max {worst * 100:.1f}%."]
+    return "\n".join(lines)
+
+
+def llmcompass_markdown(rows: list[llmcompass.Row]) -> str:
+    """LLMCompass's GPT-3 layer case (``memsim.validation.llmcompass``): per operator and per layer."""
+    lines = ["| phase | operator | measured | memsim | error |", "|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r.phase} | {r.operator} | {r.measured_s * 1e3:.4g} ms | {r.memsim_s * 1e3:.4g} ms | "
+                     f"{_pct(r.error)} |")
+    for phase, t in llmcompass.totals(rows).items():
+        lines.append(f"| {phase} | **the layer** | {t.measured_s * 1e3:.4g} ms | {t.memsim_s * 1e3:.4g} ms | "
+                     f"{_pct(t.error)} (LLMCompass: {_pct(llmcompass.LLMCOMPASS_ERROR[phase])}) |")
     return "\n".join(lines)
