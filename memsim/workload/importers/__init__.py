@@ -23,14 +23,30 @@ class ImportReport:
     mapped: dict[str, int] = field(default_factory=dict)  # source op type -> count mapped
     dropped: dict[str, int] = field(default_factory=dict)  # no-ops (shape and layout changes)
     unmapped: dict[str, int] = field(default_factory=dict)  # ops memsim has no kind for: skipped
+    fused: tuple[int, int] = (0, 0)  # operators before and after ``memsim.workload.fusion`` (0, 0: not fused)
 
     def note(self, table: dict[str, int], op_type: str) -> None:
         table[op_type] = table.get(op_type, 0) + 1
 
     def lines(self) -> list[str]:
         fmt = lambda d: ", ".join(f"{k} x{v}" for k, v in sorted(d.items())) or "none"
-        return [f"mapped: {fmt(self.mapped)}", f"dropped as no-ops: {fmt(self.dropped)}",
-                f"skipped (not mapped): {fmt(self.unmapped)}"]
+        out = [f"mapped: {fmt(self.mapped)}", f"dropped as no-ops: {fmt(self.dropped)}",
+               f"skipped (not mapped): {fmt(self.unmapped)}"]
+        if self.fused != (0, 0):
+            out.append(f"fused: {self.fused[0]} operators into {self.fused[1]} kernels (pointwise chains and "
+                       "siblings, GEMMs that share their input: memsim.workload.fusion)")
+        return out
+
+
+def fused(graph: OpGraph, report: ImportReport) -> tuple[OpGraph, ImportReport]:
+    """``graph`` fused as a serving stack's compiler would (``memsim.workload.fusion``), the
+    counts noted in ``report``."""
+    from memsim.workload.fusion import fuse
+
+    out, before = fuse(graph)
+    out.validate()
+    report.fused = (before, len(out.ops))
+    return out, report
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

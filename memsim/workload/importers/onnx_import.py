@@ -16,7 +16,7 @@ from memsim.errors import ConfigError, about_file, run_field
 from memsim.files import check_file
 from memsim.workload.dtypes import nbytes
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
-from memsim.workload.importers import IMPORTERS, OUTPUT, Importer, ImportReport, Option
+from memsim.workload.importers import IMPORTERS, OUTPUT, Importer, ImportReport, Option, fused
 from memsim.workload.meta import StepMeta
 
 ELEMENTWISE = {"Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Erf", "Tanh", "Relu", "Gelu", "FastGelu", "Sigmoid",
@@ -46,7 +46,7 @@ def import_onnx(path: Path, dims: dict[str, int] | None = None) -> tuple[OpGraph
         raise ConfigError(f"not a readable ONNX model: {exc}", file=str(path)) from None
     with about_file(str(path)):  # an op or tensor that memsim's own checks refuse
         try:
-            return _convert(model, str(path), dims or {})
+            return fused(*_convert(model, str(path), dims or {}))
         except (IndexError, KeyError) as exc:  # a node without the inputs, outputs or shapes its op has
             raise ConfigError(f"malformed graph: a node lacks an input, output or shape ({exc})",
                               file=str(path)) from None

@@ -18,7 +18,7 @@ from pathlib import Path
 from memsim.errors import ConfigError, about_file
 from memsim.files import check_file
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
-from memsim.workload.importers import IMPORTERS, OUTPUT, Importer, ImportReport, Option
+from memsim.workload.importers import IMPORTERS, OUTPUT, Importer, ImportReport, Option, fused
 from memsim.workload.meta import StepMeta
 
 NO_OPS = {"view", "reshape", "_unsafe_view", "transpose", "t", "permute", "unsqueeze", "squeeze", "expand", "slice",
@@ -61,7 +61,7 @@ def export(config_path: Path, tokens: int = 8):
 def import_torch(config_path: Path, tokens: int = 8) -> tuple[OpGraph, ImportReport]:
     ep, tied = export(config_path, tokens)
     with about_file(str(config_path)):  # an op or tensor that memsim's own checks refuse
-        return convert(ep, Path(config_path).stem, tokens, tied)
+        return fused(*convert(ep, Path(config_path).stem, tokens, tied))
 
 
 def convert(ep, name: str, tokens: int, tied: dict[str, str] | None = None) -> tuple[OpGraph, ImportReport]:

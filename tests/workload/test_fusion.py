@@ -1,0 +1,65 @@
+"""Fusing an imported graph as a serving stack's compiler does (memsim.workload.fusion)."""
+from __future__ import annotations
+
+from memsim.workload.fusion import fuse
+from memsim.workload.graph import Op, OpGraph, Read, Tensor
+
+
+def _graph(*ops: Op, tensors: dict[str, tuple[str, int]]) -> OpGraph:
+    g = OpGraph()
+    for name, (klass, nbytes) in tensors.items():
+        g.add_tensor(Tensor(name, (nbytes // 2,), "bf16", klass, nbytes))
+    for op in ops:
+        g.add_op(op)
+    g.validate()
+    return g
+
+
+def pw(name: str, reads: list[tuple[str, int]], out: str, flops: int = 10) -> Op:
+    return Op(name, "elementwise", 0, "bf16", flops, tuple(Read(t, b) for t, b in reads), (out,), (("elements", 5),))
+
+
+def mm(name: str, x: str, w: str, out: str, n: int = 4) -> Op:
+    return Op(name, "matmul", 0, "bf16", 2 * 8 * n * 4, (Read(x, 64), Read(w, 32 * n // 4)), (out,),
+              (("k", 4), ("m", 8), ("n", n)))
+
+
+TENSORS = {"x": ("activation", 64), "w": ("weight", 8), "p": ("activation", 64), "m": ("activation", 16),
+           "r": ("activation", 16), "y": ("activation", 64), "z": ("activation", 64), "wq": ("weight", 32),
+           "q": ("activation", 64)}
+
+
+def test_an_rmsnorm_chain_is_one_kernel_reading_each_input_once():
+    """pow, mean, rsqrt, x * rsqrt, * weight: x is read by two members, once by the kernel."""
+    g = _graph(pw("pow", [("x", 64)], "p"), pw("mean", [("p", 64)], "m"), pw("rsqrt", [("m", 16)], "r"),
+               pw("mul", [("x", 64), ("r", 16)], "y"), pw("mulw", [("y", 64), ("w", 8)], "z"),
+               mm("qproj", "z", "wq", "q"), tensors=TENSORS)
+    fused, before = fuse(g)
+    assert before == 6 and len(fused.ops) == 2
+    norm = fused.ops["pow"]
+    assert {(r.tensor, r.bytes) for r in norm.inputs} == {("x", 64), ("w", 8)} and norm.outputs == ("z",)
+    assert fused.total_flops() == g.total_flops()
+    assert set(fused.tensors) == {"x", "w", "z", "wq", "q"}  # the intermediates are gone
+
+
+def test_a_merge_that_would_close_a_cycle_is_not_made():
+    """a feeds a GEMM and b; the GEMM feeds b too: a and b in one kernel would wait on itself."""
+    t = {"x": ("activation", 64), "a": ("activation", 64), "wq": ("weight", 32), "q": ("activation", 64),
+         "b": ("activation", 64)}
+    g = _graph(pw("a", [("x", 64)], "a"), mm("gemm", "a", "wq", "q"), pw("b", [("a", 64), ("q", 64)], "b"),
+               tensors=t)
+    fused, _ = fuse(g)
+    assert set(fused.ops) == {"a", "gemm", "b"}
+    fused.validate()
+
+
+def test_gemms_that_share_their_input_are_one_over_concatenated_weights():
+    t = {"x": ("activation", 64), "wq": ("weight", 32), "wk": ("weight", 16), "q": ("activation", 64),
+         "k": ("activation", 32)}
+    g = _graph(mm("q", "x", "wq", "q"), mm("k", "x", "wk", "k", n=2), tensors=t)
+    fused, _ = fuse(g)
+    (op,) = fused.ops.values()
+    assert op.dim("n") == 6 and op.flops == g.total_flops() and op.outputs == ("q", "k")
+    weight = fused.tensors[op.inputs[1].tensor]
+    assert weight.klass == "weight" and weight.bytes == 48 and op.inputs[1].bytes == 32 + 16
+    assert set(g.ops) == {"q", "k"}  # the input graph is left as it was
