@@ -50,3 +50,22 @@ def test_an_imported_llama_runs_within_5_percent_of_the_native_one():
     mine = simulate_graph("h100-sxm", graph).summary["step_time_s"]
     theirs = simulate_graph("h100-sxm", native).summary["step_time_s"]
     assert mine == pytest.approx(theirs, rel=0.05)
+
+
+def test_a_decode_step_exports_with_its_kv_cache_and_runs_within_5_percent_of_the_native_one():
+    """``--context N`` exports one decode step whose KV cache is an input: the cache is read as
+    kv, each layer's append writes only the new token's K and V (the cache grows in place, as a
+    serving stack's does), and the step takes what the native model's does."""
+    graph, report = import_torch(config_dir("models") / "llama-3.2-1b.json", context=256)
+    assert graph.meta.phase == "decode" and graph.meta.context == 256
+    assert report.mapped["cat (KV cache append)"] == 2 * 2 * 16  # filling each layer's cache, then the append
+    caches = [t for t in graph.tensors.values() if t.klass == "kv" and t.shape[-2:] == (256, 64)]
+    assert len(caches) == 2 * 16
+    appended = [t for t in graph.tensors.values() if t.klass == "kv" and t.name.endswith(".new")]
+    assert appended and all(t.bytes == 8 * 64 * 2 for t in appended)  # 8 KV heads x 64 x bf16: one token
+    attn = next(op for op in graph if op.kind == "attention")
+    assert attn.dim("kv_len") == 257 and attn.dim("q_len") == 1
+    native = workload.build_step(workload.model_config("llama-3.2-1b"), workload.StepSpec.make("decode", context=256))
+    mine = simulate_graph("h100-sxm", graph).summary["step_time_s"]
+    theirs = simulate_graph("h100-sxm", native).summary["step_time_s"]
+    assert mine == pytest.approx(theirs, rel=0.05)

@@ -2,7 +2,9 @@
 
 The model is instantiated from ``config.json`` with transformers on the meta device (no
 weights are downloaded or allocated), exported with ``torch.export`` for a prefill of
-``tokens`` tokens (logits for the last position only), and its ATen graph is mapped:
+``tokens`` tokens (logits for the last position only) or one decode step after ``context``
+tokens (the KV cache passed in as tensors of class ``kv``; a ``cat`` onto it is the cache
+growing in place: it writes the new token's K and V only), and its ATen graph is mapped:
 ``linear``/``addmm``/``mm``/``bmm`` and ``_grouped_mm`` (MoE experts) to ``matmul``,
 ``scaled_dot_product_attention`` to ``attention``, ``embedding`` to ``embedding``, and other
 tensor ops to ``elementwise``. Views, casts, expands (grouped-query attention's K/V
@@ -34,7 +36,9 @@ def _short(target) -> str:
     return name.split(".")[0]
 
 
-def export(config_path: Path, tokens: int = 8):
+def export(config_path: Path, tokens: int = 8, context: int = 0):
+    """The exported program of a prefill of ``tokens`` tokens or, with ``context`` > 0, of one
+    decode step after ``context`` tokens (its KV cache given as inputs), and the tied parameters."""
     try:
         import torch
         from transformers import AutoConfig, AutoModelForCausalLM
@@ -48,8 +52,11 @@ def export(config_path: Path, tokens: int = 8):
         raise ConfigError(f"transformers cannot build this config: {exc}", file=str(config_path)) from None
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16).eval()
-    ids = torch.zeros((1, tokens), dtype=torch.long, device="meta")
-    ep = torch.export.export(model, (ids,), kwargs={"use_cache": False, "logits_to_keep": 1}, strict=False)
+    if context:
+        ep = torch.export.export(_DecodeStep(model, config), _decode_inputs(torch, config, context), strict=False)
+    else:
+        ids = torch.zeros((1, tokens), dtype=torch.long, device="meta")
+        ep = torch.export.export(model, (ids,), kwargs={"use_cache": False, "logits_to_keep": 1}, strict=False)
     # Tied parameters (GPT-2's LM head is its embedding table) are one tensor, stored once.
     first: dict[int, str] = {}
     tied = {}
@@ -58,16 +65,52 @@ def export(config_path: Path, tokens: int = 8):
     return ep, tied
 
 
-def import_torch(config_path: Path, tokens: int = 8) -> tuple[OpGraph, ImportReport]:
-    ep, tied = export(config_path, tokens)
+def _decode_inputs(torch, config, context: int) -> tuple:
+    """One new token at position ``context``, and every layer's K and V cache of ``context`` tokens."""
+    heads = config.num_attention_heads
+    kv_heads = getattr(config, "num_key_value_heads", None) or heads
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
+    cache = [torch.zeros((1, kv_heads, context, head_dim), dtype=torch.bfloat16, device="meta")
+             for _ in range(config.num_hidden_layers)]
+    ids = torch.zeros((1, 1), dtype=torch.long, device="meta")
+    return ids, torch.full((1, 1), context, device="meta"), cache, [c.clone() for c in cache]
+
+
+def _DecodeStep(model, config):
+    """The model's decode step with its KV cache passed in as tensors (export takes no cache object)."""
+    import torch
+    from transformers import DynamicCache
+
+    class DecodeStep(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, ids, pos, keys, values):
+            cache = DynamicCache(config=config)
+            for layer, (k, v) in enumerate(zip(keys, values)):
+                cache.update(k, v, layer)
+            return self.model(ids, position_ids=pos, past_key_values=cache, use_cache=True, logits_to_keep=1).logits
+
+    return DecodeStep()
+
+
+def import_torch(config_path: Path, tokens: int = 8, context: int = 0) -> tuple[OpGraph, ImportReport]:
+    ep, tied = export(config_path, tokens, context)
     with about_file(str(config_path)):  # an op or tensor that memsim's own checks refuse
-        return fused(*convert(ep, Path(config_path).stem, tokens, tied))
+        return fused(*convert(ep, Path(config_path).stem, tokens, tied, context))
 
 
-def convert(ep, name: str, tokens: int, tied: dict[str, str] | None = None) -> tuple[OpGraph, ImportReport]:
-    g = OpGraph(meta=StepMeta(model=name, phase="prefill", batch=1, tokens=tokens, context=0, source="torch.export"))
+def convert(ep, name: str, tokens: int, tied: dict[str, str] | None = None,
+            context: int = 0) -> tuple[OpGraph, ImportReport]:
+    """The graph of an exported prefill or (``context`` > 0) decode step, whose user inputs after
+    the token ids and positions are the KV cache (class ``kv``)."""
+    meta = StepMeta(model=name, phase="decode", batch=1, tokens=1, context=context, source="torch.export") \
+        if context else StepMeta(model=name, phase="prefill", batch=1, tokens=tokens, context=0, source="torch.export")
+    g = OpGraph(meta=meta)
     report = ImportReport()
     sig = ep.graph_signature
+    cache = set(sig.user_inputs[2:]) if context else set()
     weights = {**sig.inputs_to_parameters, **sig.inputs_to_buffers}
     alias: dict[str, str] = {}
 
@@ -117,7 +160,7 @@ def convert(ep, name: str, tokens: int, tied: dict[str, str] | None = None) -> t
             if kept in owner and owner[kept] != node.name:
                 alias[node.name] = owner[kept]  # a tied parameter: read the tensor it shares
                 continue
-            tensor(node, "weight" if node.name in weights else "activation")
+            tensor(node, "weight" if node.name in weights else "kv" if node.name in cache else "activation")
             continue
         if node.op != "call_function":
             continue
@@ -128,6 +171,18 @@ def convert(ep, name: str, tokens: int, tied: dict[str, str] | None = None) -> t
             if args and hasattr(args[0], "name"):
                 alias[node.name] = alias.get(args[0].name, args[0].name)
             report.note(report.dropped, op)
+            continue
+        if op == "cat" and _appends(g, args, tensor):  # the KV cache grows in place, as a serving stack's does
+            kept = next(t for n in args[0] if (t := tensor(n)) and g.tensors[t].klass == "kv")
+            alias[node.name] = kept
+            new = tuple(r for r in reads(args) if r.tensor != kept and r.bytes)
+            if new:
+                v0 = g.tensors[new[0].tensor]
+                nbytes = sum(r.bytes for r in new)
+                g.add_tensor(Tensor(node.name + ".new", v0.shape, v0.dtype, "kv", nbytes))
+                g.add_op(Op(node.name, "elementwise", -1, v0.dtype, 0, new, (node.name + ".new",),
+                            (("elements", nbytes // max(1, v0.bytes // max(1, math.prod(v0.shape)))),)))
+            report.note(report.mapped, "cat (KV cache append)")
             continue
         out = held(node)  # a value with a shape, checked above
         shape = tuple(int(d) for d in out_val.shape)
@@ -169,10 +224,18 @@ def convert(ep, name: str, tokens: int, tied: dict[str, str] | None = None) -> t
     return g, report
 
 
+def _appends(g: OpGraph, args, tensor) -> bool:
+    """Whether a ``cat`` appends to a KV cache: one of its inputs is a cache tensor."""
+    parts = args[0] if args and isinstance(args[0], (list, tuple)) else ()
+    return any((t := tensor(n)) and g.tensors[t].klass == "kv" for n in parts if hasattr(n, "meta"))
+
+
 IMPORTERS.add("torch", Importer(
     help="Build the model on the meta device, export it with torch.export and import the graph.",
     options=(Option(name="config_path", flag="--config", kind=Path, required=True,
                     help="Hugging Face config.json (e.g. configs/models/llama-2-7b.json)"),
              Option(name="tokens", flag="--tokens", kind=int, default=8, least=1, help="prefill length to export"),
+             Option(name="context", flag="--context", kind=int, default=0, least=0,
+                    help="export one decode step after this many tokens instead (0: a prefill of --tokens)"),
              OUTPUT),
     reads="config_path", run=import_torch))
