@@ -28,15 +28,20 @@ import networkx as nx
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
 
 POINTWISE = ("elementwise", "norm")
+SIBLINGS = 4  # earlier readers of a tensor a pointwise kernel tries to join: its own layer's are the nearest
 
 
 class _Groups:
     """Ops merged into groups on the graph of groups, refusing a merge that closes a cycle."""
 
-    def __init__(self, graph: OpGraph) -> None:
+    def __init__(self, graph: OpGraph, exact: bool = False) -> None:
+        self.exact = exact
         self.dag = graph.graph()
         self.members: dict[str, list[str]] = {name: [name] for name in graph.ops}
         self.of: dict[str, str] = {name: name for name in graph.ops}
+        index = {op.name: i for i, op in enumerate(graph.order())}
+        self.first = dict(index)  # a group's earliest member in a topological order of the ops
+        self.last = dict(index)  # and its latest
 
     def merge(self, a: str, b: str) -> bool:
         """Join the groups of ``a`` and ``b``, unless a path between them runs through another op."""
@@ -49,17 +54,25 @@ class _Groups:
         for name in self.members.pop(b):
             self.of[name] = a
             self.members[a].append(name)
+        self.first[a], self.last[a] = min(self.first[a], self.first.pop(b)), max(self.last[a], self.last.pop(b))
         return True
 
     def _detour(self, x: str, y: str) -> bool:
-        """Whether a path from group ``x`` to group ``y`` passes through another group."""
-        if not self.dag.has_edge(x, y):
-            return nx.has_path(self.dag, x, y)
-        self.dag.remove_edge(x, y)
-        try:
-            return nx.has_path(self.dag, x, y)
-        finally:
-            self.dag.add_edge(x, y)
+        """Whether a path from group ``x`` to group ``y`` passes through another group. The search
+        skips groups whose first member comes after ``y``'s last (unless ``exact``): on a path of
+        single ops none does; a group spread wide could, which ``fuse`` checks afterwards."""
+        bound = len(self.of) if self.exact else self.last[y]
+        seen = {x}
+        todo = [z for z in self.dag.successors(x) if z != y]
+        while todo:
+            z = todo.pop()
+            if z in seen or self.first[z] > bound:
+                continue
+            if self.dag.has_edge(z, y):
+                return True
+            seen.add(z)
+            todo.extend(self.dag.successors(z))
+        return False
 
 
 def fuse(graph: OpGraph) -> tuple[OpGraph, int]:
@@ -67,7 +80,15 @@ def fuse(graph: OpGraph) -> tuple[OpGraph, int]:
     operators it had before."""
     before = len(graph.ops)
     graph = _gemms(graph)
-    groups = _Groups(graph)
+    groups = _grouped(graph, exact=False)
+    if not nx.is_directed_acyclic_graph(groups.dag):  # the quick search missed a path: search it all
+        groups = _grouped(graph, exact=True)
+    return _rebuild(graph, groups), before
+
+
+def _grouped(graph: OpGraph, exact: bool) -> _Groups:
+    """The pointwise chains and siblings of ``graph`` as groups."""
+    groups = _Groups(graph, exact)
     producer = graph.producers()
     pointwise = {name for name, op in graph.ops.items() if op.kind in POINTWISE}
     for op in graph.order():
@@ -84,8 +105,8 @@ def fuse(graph: OpGraph) -> tuple[OpGraph, int]:
                 readers[r.tensor].append(name)
     for names in readers.values():
         for i, name in enumerate(names):  # the nearest earlier reader it can join (the same layer's)
-            any(groups.merge(prev, name) for prev in reversed(names[:i]))
-    return _rebuild(graph, groups), before
+            any(groups.merge(prev, name) for prev in reversed(names[max(0, i - SIBLINGS):i]))
+    return groups
 
 
 def _rebuild(graph: OpGraph, groups: _Groups) -> OpGraph:

@@ -1,6 +1,9 @@
 """Fusing an imported graph as a serving stack's compiler does (memsim.workload.fusion)."""
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from memsim.workload.fusion import fuse
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
 
@@ -63,3 +66,28 @@ def test_gemms_that_share_their_input_are_one_over_concatenated_weights():
     weight = fused.tensors[op.inputs[1].tensor]
     assert weight.klass == "weight" and weight.bytes == 48 and op.inputs[1].bytes == 32 + 16
     assert set(g.ops) == {"q", "k"}  # the input graph is left as it was
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.lists(st.integers(0, 30), min_size=1, max_size=3)), min_size=1, max_size=25))
+def test_fusing_any_graph_keeps_it_acyclic_its_flops_and_its_weights(spec):
+    """A random DAG of pointwise ops and GEMMs (each reads one to three earlier outputs, or the
+    input): the fused graph validates (no cycle, every read produced), keeps every FLOP and
+    every weight byte, and never has more operators."""
+    g = OpGraph()
+    g.add_tensor(Tensor("in", (32,), "bf16", "activation", 64))
+    for i, (is_gemm, picks) in enumerate(spec):
+        sources = ["in"] + [f"t{j}" for j in range(i)]
+        reads = list(dict.fromkeys(sources[p % len(sources)] for p in picks))
+        g.add_tensor(Tensor(f"t{i}", (32,), "bf16", "activation", 64))
+        if is_gemm:
+            g.add_tensor(Tensor(f"w{i}", (16,), "bf16", "weight", 32))
+            g.add_op(mm(f"op{i}", reads[0], f"w{i}", f"t{i}"))
+        else:
+            g.add_op(pw(f"op{i}", [(t, 64) for t in reads], f"t{i}"))
+    g.validate()
+    fused, before = fuse(g)
+    fused.validate()
+    assert before == len(g.ops) >= len(fused.ops)
+    assert fused.total_flops() == g.total_flops()
+    assert fused.bytes_of("weight") == g.bytes_of("weight")
