@@ -68,15 +68,21 @@ def _pct(x: float) -> str:
     return f"{x * 100:+.1f}%"
 
 
+def _settings(c: Case) -> str:
+    """The hardware fields a row runs with beyond its preset (its power cap, system, stack)."""
+    return ", ".join(f"`{k}={v}`" for k, v in c.settings) or "the preset"
+
+
 def calibration_markdown(r: Calibration) -> str:
     params = ", ".join(f"`{p.path}` = {p.text(v)}" for p, v in zip(fit.PARAMS, r.full))
     lines = [f"Fitted on the {len(r.outcomes)} rows of {', '.join(calibration.FITTED_ON)}: {params}.", "",
-             "| row | workload (A100-80GB) | measured | in sample | error | out of sample | error | held-out fit |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| row | workload (A100-80GB) | runs with | measured | in sample | error | out of sample | error | "
+             "held-out fit |", "|---|---|---|---|---|---|---|---|---|"]
     for o in r.outcomes:
         held = ", ".join(f"{v:.3g}" for v in o.held_out_fit)
-        lines.append(f"| {o.case.id} | {o.case.label} | {o.case.measured_ms:.2f} ms | {o.in_sample_ms:.2f} ms | "
-                     f"{_pct(o.error('in'))} | {o.out_of_sample_ms:.2f} ms | {_pct(o.error('out'))} | {held} |")
+        lines.append(f"| {o.case.id} | {o.case.label} | {_settings(o.case)} | {o.case.measured_ms:.2f} ms | "
+                     f"{o.in_sample_ms:.2f} ms | {_pct(o.error('in'))} | {o.out_of_sample_ms:.2f} ms | "
+                     f"{_pct(o.error('out'))} | {held} |")
     inside = spread([o.error("in") for o in r.outcomes])
     outside = spread([o.error("out") for o in r.outcomes])
     lines += ["", f"In sample (a fit): median |error| {inside[0] * 100:.1f}%, max {inside[1] * 100:.1f}%. "
@@ -85,16 +91,20 @@ def calibration_markdown(r: Calibration) -> str:
               "Rows of the sources never fitted on, predicted with the fit above:", "",
               "| row | workload (A100-80GB) | runs with | measured | memsim | error |", "|---|---|---|---|---|---|"]
     for c, ms in r.predicted:
-        fields = ", ".join(f"`{k}={v}`" for k, v in c.settings) or "the preset"
-        lines.append(f"| {c.id} | {c.label} | {fields} | {c.measured_ms:.2f} ms | {ms:.2f} ms | "
+        lines.append(f"| {c.id} | {c.label} | {_settings(c)} | {c.measured_ms:.2f} ms | {ms:.2f} ms | "
                      f"{_pct(ms / c.measured_ms - 1)} |")
-    lines += ["", "Every row predicted without its source, by source:", "",
-              "| source | rows | median \\|error\\| | max \\|error\\| |", "|---|---|---|---|"]
+    lines += ["", "By source: every row predicted without its source (out of sample), and, for the sources "
+              "fitted on, the fit (in sample):", "",
+              "| source | rows | out of sample: median \\|error\\| | max | in sample: median \\|error\\| | max |",
+              "|---|---|---|---|---|---|"]
     pairs = held_out(r)
+    in_sample = by_source([(o.case, o.error("in")) for o in r.outcomes])
     for source, (n, median, worst) in by_source(pairs).items():
-        lines.append(f"| {source} | {n} | {median * 100:.1f}% | {worst * 100:.1f}% |")
+        fitted = in_sample.get(source)
+        fit_cells = f"{fitted[1] * 100:.1f}% | {fitted[2] * 100:.1f}%" if fitted else "never fitted on |"
+        lines.append(f"| {source} | {n} | {median * 100:.1f}% | {worst * 100:.1f}% | {fit_cells} |")
     every = spread([e for _, e in pairs])
-    lines.append(f"| all | {len(pairs)} | {every[0] * 100:.1f}% | {every[1] * 100:.1f}% |")
+    lines.append(f"| all | {len(pairs)} | {every[0] * 100:.1f}% | {every[1] * 100:.1f}% | | |")
     return "\n".join(lines)
 
 
