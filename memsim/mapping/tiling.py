@@ -84,8 +84,7 @@ def unit_edge(share_bytes: int, a_bits: int, b_bits: int, acc_bytes: int, depth:
     """The edge of the largest square output tile, at most ``most``, that one compute unit holds in
     its ``share_bytes`` of SRAM: the tile's accumulators and ``depth`` K-steps of both operands
     (as ``gemm_tile`` counts a tile). At least 1."""
-    fits = lambda t: t * t * acc_bytes + depth * (bits_bytes(t * MIN_TK, a_bits) + bits_bytes(MIN_TK * t, b_bits)) \
-        <= share_bytes
+    fits = lambda t: gemm_floor(t, t, a_bits, b_bits, acc_bytes, depth) <= share_bytes
     lo, hi = 1, max(1, most)
     while lo < hi:  # fits() only turns false as t grows
         mid = (lo + hi + 1) // 2

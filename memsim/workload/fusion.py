@@ -21,6 +21,7 @@ The FLOPs and the bytes of every tensor read from outside are kept; the intermed
 """
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 
 import networkx as nx
@@ -124,8 +125,8 @@ def _rebuild(graph: OpGraph, groups: _Groups) -> OpGraph:
             continue
         done.add(head)
         members = [graph.ops[n] for n in groups.members[head]]
-        fused = members[0] if len(members) == 1 else _one(graph, members, head, readers)
-        out.add_op(fused)
+        fused = members[0] if len(members) == 1 else _one(members, head, readers)
+        out.add_op(_depending(fused, groups.of))
         kept.update(r.tensor for r in fused.inputs)
         kept.update(fused.outputs)
     for name, t in graph.tensors.items():
@@ -134,7 +135,13 @@ def _rebuild(graph: OpGraph, groups: _Groups) -> OpGraph:
     return out
 
 
-def _one(graph: OpGraph, members: list[Op], head: str, readers: dict[str, set[str]]) -> Op:
+def _depending(op: Op, rename: dict[str, str]) -> Op:
+    """``op`` with its control dependencies on the ops that now stand for them (none on itself)."""
+    deps = tuple(dict.fromkeys(d for d in (rename.get(d, d) for d in op.deps) if d != op.name))
+    return op if deps == op.deps else dataclasses.replace(op, deps=deps)
+
+
+def _one(members: list[Op], head: str, readers: dict[str, set[str]]) -> Op:
     """A group of pointwise ops as one: outside reads once each, outputs read outside it or by nobody."""
     written = {t for op in members for t in op.outputs}
     reads: dict[str, int] = {}
@@ -146,7 +153,7 @@ def _one(graph: OpGraph, members: list[Op], head: str, readers: dict[str, set[st
     elements = max(op.dim("elements", 0) for op in members)
     first = members[0]
     kind = "norm" if any(op.kind == "norm" for op in members) else "elementwise"
-    deps = tuple(dict.fromkeys(d for op in members for d in op.deps if d not in {m.name for m in members}))
+    deps = tuple(dict.fromkeys(d for op in members for d in op.deps))  # ``_depending`` drops its own
     return Op(first.name, kind, first.layer, first.dtype, sum(op.flops for op in members),
               tuple(Read(t, b) for t, b in reads.items()), outputs or (members[-1].outputs[0],),
               (("elements", elements),) if elements else (), deps)
@@ -166,7 +173,7 @@ def _gemms(graph: OpGraph) -> OpGraph:
         sets[key].append(op)
     merged: dict[str, Op] = {}
     made: dict[str, Tensor] = {}  # the concatenated weights
-    gone: set[str] = set()
+    gone: dict[str, str] = {}  # a GEMM merged into another -> that one
     for ops in sets.values():
         if len(ops) < 2:
             continue
@@ -180,7 +187,7 @@ def _gemms(graph: OpGraph) -> OpGraph:
                                 (first.inputs[0], Read(name, sum(op.inputs[1].bytes for op in ops))),
                                 tuple(t for op in ops for t in op.outputs), dims,
                                 tuple(dict.fromkeys(d for op in ops for d in op.deps)))
-        gone.update(op.name for op in ops[1:])
+        gone.update((op.name, first.name) for op in ops[1:])
         made[name] = weight
     if not merged:
         return graph
@@ -189,7 +196,7 @@ def _gemms(graph: OpGraph) -> OpGraph:
         out.add_tensor(t)
     for op in graph:
         if op.name not in gone:
-            out.add_op(merged.get(op.name, op))
+            out.add_op(_depending(merged.get(op.name, op), gone))
     used = {r.tensor for op in out for r in op.inputs} | {t for op in out for t in op.outputs}
     out.tensors = {k: v for k, v in out.tensors.items() if k in used}
     return out

@@ -91,3 +91,16 @@ def test_fusing_any_graph_keeps_it_acyclic_its_flops_and_its_weights(spec):
     assert before == len(g.ops) >= len(fused.ops)
     assert fused.total_flops() == g.total_flops()
     assert fused.bytes_of("weight") == g.bytes_of("weight")
+
+
+def test_control_dependencies_follow_the_ops_that_absorb_their_targets():
+    """An op that waited on a GEMM merged into another, or on a pointwise op fused into a chain,
+    waits on the op that now does that work; a chain does not wait on itself."""
+    t = {"x": ("activation", 64), "wq": ("weight", 32), "wk": ("weight", 16), "q": ("activation", 64),
+         "k": ("activation", 32), "a": ("activation", 64), "b": ("activation", 64)}
+    g = _graph(mm("q", "x", "wq", "q"), mm("k", "x", "wk", "k", n=2), pw("a", [("q", 64)], "a"),
+               Op("b", "elementwise", 0, "bf16", 10, (Read("a", 64),), ("b",), (("elements", 5),), ("k", "a")),
+               tensors=t)
+    fused, _ = fuse(g)
+    fused.validate()
+    assert set(fused.ops) == {"q", "a"} and fused.ops["a"].deps == ("q",)

@@ -53,7 +53,7 @@ def export(config_path: Path, tokens: int = 8, context: int = 0):
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16).eval()
     if context:
-        ep = torch.export.export(_DecodeStep(model, config), _decode_inputs(torch, config, context), strict=False)
+        ep = torch.export.export(_decode_step(model, config), _decode_inputs(torch, config, context), strict=False)
     else:
         ids = torch.zeros((1, tokens), dtype=torch.long, device="meta")
         ep = torch.export.export(model, (ids,), kwargs={"use_cache": False, "logits_to_keep": 1}, strict=False)
@@ -76,7 +76,7 @@ def _decode_inputs(torch, config, context: int) -> tuple:
     return ids, torch.full((1, 1), context, device="meta"), cache, [c.clone() for c in cache]
 
 
-def _DecodeStep(model, config):
+def _decode_step(model, config):
     """The model's decode step with its KV cache passed in as tensors (export takes no cache object)."""
     import torch
     from transformers import DynamicCache
@@ -172,16 +172,16 @@ def convert(ep, name: str, tokens: int, tied: dict[str, str] | None = None,
                 alias[node.name] = alias.get(args[0].name, args[0].name)
             report.note(report.dropped, op)
             continue
-        if op == "cat" and _appends(g, args, tensor):  # the KV cache grows in place, as a serving stack's does
-            kept = next(t for n in args[0] if (t := tensor(n)) and g.tensors[t].klass == "kv")
+        kept = _cache_of(g, args, tensor) if op == "cat" else None
+        if kept is not None:  # the KV cache grows in place, as a serving stack's does
             alias[node.name] = kept
             new = tuple(r for r in reads(args) if r.tensor != kept and r.bytes)
             if new:
                 v0 = g.tensors[new[0].tensor]
-                nbytes = sum(r.bytes for r in new)
-                g.add_tensor(Tensor(node.name + ".new", v0.shape, v0.dtype, "kv", nbytes))
+                g.add_tensor(Tensor(node.name + ".new", v0.shape, v0.dtype, "kv", sum(r.bytes for r in new)))
+                elements = sum(math.prod(g.tensors[r.tensor].shape) for r in new)
                 g.add_op(Op(node.name, "elementwise", -1, v0.dtype, 0, new, (node.name + ".new",),
-                            (("elements", nbytes // max(1, v0.bytes // max(1, math.prod(v0.shape)))),)))
+                            (("elements", elements),)))
             report.note(report.mapped, "cat (KV cache append)")
             continue
         out = held(node)  # a value with a shape, checked above
@@ -224,10 +224,10 @@ def convert(ep, name: str, tokens: int, tied: dict[str, str] | None = None,
     return g, report
 
 
-def _appends(g: OpGraph, args, tensor) -> bool:
-    """Whether a ``cat`` appends to a KV cache: one of its inputs is a cache tensor."""
+def _cache_of(g: OpGraph, args, tensor) -> str | None:
+    """The KV cache tensor a ``cat`` appends to (one of its inputs), or None."""
     parts = args[0] if args and isinstance(args[0], (list, tuple)) else ()
-    return any((t := tensor(n)) and g.tensors[t].klass == "kv" for n in parts if hasattr(n, "meta"))
+    return next((t for n in parts if hasattr(n, "meta") and (t := tensor(n)) and g.tensors[t].klass == "kv"), None)
 
 
 IMPORTERS.add("torch", Importer(
