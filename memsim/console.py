@@ -42,7 +42,9 @@ def entry() -> None:
         try:
             from memsim.cli import entry as run
 
+            swallowed()  # a Ctrl-C that a library caught while it loaded
             run()
+            swallowed()  # one caught in the run: the command ends as if it had not been
         finally:  # the work is done or being reported: a Ctrl-C from here on is not a traceback either
             signal.signal(signal.SIGINT, signal.SIG_IGN)
     except KeyboardInterrupt:
@@ -67,6 +69,14 @@ def by_interrupt(exc: BaseException) -> bool:
         seen.add(id(cur))
         cur = cur.__cause__ or cur.__context__
     return False
+
+
+def swallowed() -> None:
+    """A Ctrl-C this process received that a library caught and dropped (a bare ``except:``
+    around an import, or an error of its own turned into a fallback) must still end the
+    command: one line, exit code 130."""
+    if _SEEN:
+        raise KeyboardInterrupt
 
 
 def interrupted() -> None:
