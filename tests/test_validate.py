@@ -116,8 +116,9 @@ def test_microbench_rows_simulated_as_single_operators():
 def test_llmcompass_gpt3_layer_case():
     """LLMCompass's own validation case, run as it was measured. The data sum to the totals its
     repository's plot reports (66.748 ms and 1.111 ms); each measured operator finds memsim's.
-    Bounds memsim reaches: the prefill layer within 2% (LLMCompass: -2.1%), its GEMMs within 8%;
-    the decode layer within 30% (LLMCompass: -12.4%; issue 23 asks 10%)."""
+    Issue 23's bounds: both layers within 10%, the decode closer than LLMCompass's -12.4% and the
+    prefill no more than 3 points worse than its -2.1%; the prefill's GEMMs within 8%, and the
+    decode's small operators, whose time is mostly the harness's per-call overhead, within 10%."""
     real = llmcompass.measured()
     assert sum(v for (p, _), v in real.items() if p == "prefill") == pytest.approx(0.066748, abs=1e-6)
     assert sum(v for (p, _), v in real.items() if p == "decode") == pytest.approx(0.0011109, abs=1e-7)
@@ -125,6 +126,9 @@ def test_llmcompass_gpt3_layer_case():
     assert {(r.phase, r.operator) for r in rows} == {(p, o) for p in llmcompass.PHASES for o in llmcompass.OPERATORS}
     layer = llmcompass.totals(rows)
     assert layer["prefill"].measured_s == pytest.approx(0.066748, abs=1e-6)
-    assert abs(layer["prefill"].error) <= 0.02 and abs(layer["decode"].error) <= 0.30
+    assert abs(layer["prefill"].error) <= min(0.10, abs(llmcompass.LLMCOMPASS_ERROR["prefill"]) + 0.03)
+    assert abs(layer["decode"].error) <= 0.10 and abs(layer["decode"].error) < abs(llmcompass.LLMCOMPASS_ERROR["decode"])
+    small = [r for r in rows if r.phase == "decode" and r.operator.startswith(("LayerNorm", "GeLU"))]
+    assert len(small) == 3 and all(abs(r.error) <= 0.10 for r in small)
     gemms = [r for r in rows if r.phase == "prefill" and r.operator.endswith(("_proj", "Q_K_V"))]
     assert len(gemms) == 4 and all(abs(r.error) <= 0.08 for r in gemms)
