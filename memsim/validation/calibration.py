@@ -72,6 +72,16 @@ HYBRID_CUBE_MESH = (("system.topology", "dragonfly"), ("system.group", "4"), ("s
 STACKS = {"FasterTransformer": (("system.collective", "ring"),), "TurboMind": (("system.collective", "ring"),)}
 
 
+# Stacks whose first token comes from a decode step, not from the prefill's last position: the
+# prefill runs on every prompt token but the last, which a decode step then processes.
+# LMDeploy TurboMind v0.1.0a1, the version its A100 benchmark names: LlamaBatch::ContextDecode
+# "subtract input/context len by 1 to skip last input token (will process with decoder later)"
+# (src/turbomind/models/llama/LlamaBatch.cc @ tag v0.1.0a1). So its first-token latency is a
+# prefill of the prompt less one token and a decode step at the prompt's length.
+FIRST_TOKEN_BY_DECODE = ("TurboMind",)
+BY_DECODE = "the first token: a prefill of all but the last prompt token, then its decode step"
+
+
 def stack_of(software: str) -> tuple[tuple[str, str], ...]:
     """The hardware fields a row's serving stack sets (``()``: the preset's own)."""
     return next((fields for name, fields in STACKS.items() if name in software), ())
@@ -137,6 +147,10 @@ def case(row: dict) -> Case:
         context = (int(kv.group(1)) + int(kv.group(2))) // 2 if kv else prompt + new
         return Case(base.id, base.source, f"{label}, KV {context}" if kv else label, base.measured_ms,
                     {**kwargs, "phase": "decode", "context": context}, "decode step", base.settings)
+    if any(stack in row.get("software_stack", "") for stack in FIRST_TOKEN_BY_DECODE) and prompt > 1:
+        return Case(base.id, base.source, f"{label} {prompt}", base.measured_ms,
+                    {**kwargs, "phase": "generate", "prompt": prompt - 1, "generate": 1},
+                    BY_DECODE, base.settings)
     return Case(base.id, base.source, f"{label} {prompt}", base.measured_ms,
                 {**kwargs, "phase": "prefill", "prompt": prompt}, "prefill", base.settings)
 

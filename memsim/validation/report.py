@@ -70,7 +70,8 @@ def _pct(x: float) -> str:
 
 def _settings(c: Case) -> str:
     """The hardware fields a row runs with beyond its preset (its power cap, system, stack)."""
-    return ", ".join(f"`{k}={v}`" for k, v in c.settings) or "the preset"
+    fields = ", ".join(f"`{k}={v}`" for k, v in c.settings) or "the preset"
+    return f"{fields}; {c.why}" if c.why == calibration.BY_DECODE else fields
 
 
 def calibration_markdown(r: Calibration) -> str:
