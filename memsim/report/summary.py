@@ -43,6 +43,7 @@ def level_stalls(plan: Plan, result: EngineResult) -> tuple[dict[str, int], dict
     for splits: that of the operator holding the level if another held it, else the waiting
     operator's own (its capacity bytes at the level over all it moves there)."""
     tasks = {task.op: task for task in plan.tasks}
+    traffic: dict[str, dict] = {}  # an operator's ``OpTask.traffic``, worked out once it waits or is waited on
     waits: dict[str, int] = {}
     capacity: dict[str, float] = {}
     for r in result.records:
@@ -51,8 +52,10 @@ def level_stalls(plan: Plan, result: EngineResult) -> tuple[dict[str, int], dict
             continue
         name, ps = r.cause.on.name, r.end_ps - r.start_ps
         waits[name] = waits.get(name, 0) + ps
-        task = tasks.get(r.cause.holder or r.op)
-        compulsory, extra = task.traffic().get(Ref.level(name), (0, 0)) if task is not None else (0, 0)
+        op = r.cause.holder or r.op
+        if op not in traffic:
+            traffic[op] = tasks[op].traffic() if op in tasks else {}
+        compulsory, extra = traffic[op].get(Ref.level(name), (0, 0))
         if extra:
             capacity[name] = capacity.get(name, 0.0) + ps * extra / (compulsory + extra)
     return waits, capacity

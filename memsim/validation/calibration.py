@@ -1,7 +1,9 @@
 """A row of ``calibration.csv`` (a published end-to-end measurement) as a memsim run.
 
 Decode rows become one decode step, prefill rows (time to first token with one output
-token) the prefill of the prompt, which produces the first token. Tensor-parallel rows run
+token) the prefill of the prompt, which produces the first token (where the row's stack takes
+the first token from a decode step, ``Stack``, a prefill of all but the last prompt token and
+that step). Whole generations run as phase ``generate``. Tensor-parallel rows run
 with ``tp``, and a row measured under a power cap ("330W cap") runs with ``execution.power_cap``
 set to it. Rows that need something memsim does not model are skipped with the reason.
 """
@@ -63,28 +65,36 @@ HYBRID_CUBE_MESH = (("system.topology", "dragonfly"), ("system.group", "4"), ("s
                     ("system.links_per_peer", "3"), ("system.collective", "hierarchical"))
 
 
-# What a row's serving stack does differently from the preset's default, where a source says so.
+@dataclass(frozen=True)
+class Stack:
+    """What a row's serving stack does differently from the preset's default, where a source says so."""
+
+    settings: tuple[tuple[str, str], ...] = ()  # hardware fields it sets
+    # Its first token comes from a decode step over the last prompt token, after a prefill of the others.
+    first_token_by_decode: bool = False
+
+
 # FasterTransformer's ParallelGpt and LMDeploy's TurboMind (derived from it; its build needs
 # NCCL, InternLM/lmdeploy docs build.md, 2023) all-reduce with NCCL, which inside one NVSwitch
 # node runs a ring (microbench.csv rows 46-50 time it: ~44 us for 1 to 32 KiB over 8 A100s;
 # tests/mapping/test_collectives.py holds the ring to them). The preset's ``auto`` would pick a
 # one-shot custom kernel, as TensorRT-LLM's and vLLM's own all-reduce are.
-STACKS = {"FasterTransformer": (("system.collective", "ring"),), "TurboMind": (("system.collective", "ring"),)}
-
-
-# Stacks whose first token comes from a decode step, not from the prefill's last position: the
-# prefill runs on every prompt token but the last, which a decode step then processes.
-# LMDeploy TurboMind v0.1.0a1, the version its A100 benchmark names: LlamaBatch::ContextDecode
-# "subtract input/context len by 1 to skip last input token (will process with decoder later)"
-# (src/turbomind/models/llama/LlamaBatch.cc @ tag v0.1.0a1). So its first-token latency is a
-# prefill of the prompt less one token and a decode step at the prompt's length.
-FIRST_TOKEN_BY_DECODE = ("TurboMind",)
+NCCL_RING = (("system.collective", "ring"),)
+# TurboMind v0.1.0a1, the version LMDeploy's A100 benchmark names, takes its first token from a
+# decode step: LlamaBatch::ContextDecode "subtract input/context len by 1 to skip last input token
+# (will process with decoder later)" (src/turbomind/models/llama/LlamaBatch.cc @ tag v0.1.0a1).
+# So its first-token latency is a prefill of the prompt less one token and a decode step at the
+# prompt's length.
+# The first name a row's software_stack contains is its stack: TurboMind's rows also name
+# FasterTransformer, from which it derives, so it comes first.
+STACKS = {"TurboMind": Stack(settings=NCCL_RING, first_token_by_decode=True),
+          "FasterTransformer": Stack(settings=NCCL_RING)}
 BY_DECODE = "the first token: a prefill of all but the last prompt token, then its decode step"
 
 
-def stack_of(software: str) -> tuple[tuple[str, str], ...]:
-    """The hardware fields a row's serving stack sets (``()``: the preset's own)."""
-    return next((fields for name, fields in STACKS.items() if name in software), ())
+def stack_of(software: str) -> Stack:
+    """What a row's serving stack does (``Stack()``: the preset's defaults)."""
+    return next((stack for name, stack in STACKS.items() if name in software), Stack())
 
 
 def system_of(notes: str) -> tuple[tuple[str, str], ...]:
@@ -118,8 +128,9 @@ def case(row: dict) -> Case:
     dtype, group = weight_format(row["weight_precision"])
     name = row["model"].split(" (")[0]  # "GPT-3-175B (FT GPT-175B)" -> "GPT-3-175B"
     label = f"{name} {'generation' if whole(row) else row['phase']} {row['weight_precision'].split()[0]}"
+    stack = stack_of(row.get("software_stack", ""))
     base = Case(row["id"], source_of(row), label, measured_ms(row), None, "",
-                power_cap(row["accelerator"]) + system_of(row.get("notes", "")) + stack_of(row.get("software_stack", "")))
+                power_cap(row["accelerator"]) + system_of(row.get("notes", "")) + stack.settings)
     tp = re.fullmatch(r"TP(\d+)", row["parallelism"].strip())
     if tp is None or int(tp.group(1)) != int(row["n_accelerators"]):
         return _skip(base, f"parallelism {row['parallelism']} on {row['n_accelerators']} chips is not modelled")
@@ -147,7 +158,7 @@ def case(row: dict) -> Case:
         context = (int(kv.group(1)) + int(kv.group(2))) // 2 if kv else prompt + new
         return Case(base.id, base.source, f"{label}, KV {context}" if kv else label, base.measured_ms,
                     {**kwargs, "phase": "decode", "context": context}, "decode step", base.settings)
-    if any(stack in row.get("software_stack", "") for stack in FIRST_TOKEN_BY_DECODE) and prompt > 1:
+    if stack.first_token_by_decode and prompt > 1:
         return Case(base.id, base.source, f"{label} {prompt}", base.measured_ms,
                     {**kwargs, "phase": "generate", "prompt": prompt - 1, "generate": 1},
                     BY_DECODE, base.settings)

@@ -6,8 +6,9 @@ at tensor parallelism 4 and batch 8, fp16: the prefill of 2048 tokens and a deco
 (``data/llmcompass_gpt3_layer.csv``). memsim runs the same layer
 (``configs/models/gpt-3-175b-layer.json``) as that measurement ran it (``AS_MEASURED``): the
 GEMMs at cuBLAS's own rate (``kernel_efficiency`` 1, as the microbenchmark rows run), the
-attention as PyTorch's separate matmuls and softmax (``unfused``), every operator launched
-eagerly, the all-reduces as NCCL's ring. Each measured operator is matched with memsim's
+attention as PyTorch's separate matmuls and softmax (``unfused``), the all-reduces as NCCL's
+ring, and each timed call's host overhead added to its kernels (``HARNESS_S``). Each measured
+operator is matched with memsim's
 operators of that work (``OPERATORS``); the residual adds, which LLMCompass's layer leaves out,
 are not counted. An operator's memsim time is its span on the first rank's chip.
 """
