@@ -1,12 +1,13 @@
-"""The family figures the README quotes, simulated on the current commit.
+"""The figures the README and the docs/ pages quote, simulated on the current commit.
 
-    python scripts/figures.py            print every block as the README holds it
-    python scripts/figures.py --write    rewrite the blocks in README.md
-    python scripts/figures.py --check    exit 1 unless every number in README.md's blocks is
-                                         within 1% of this commit's (tests/test_figures.py)
+    python scripts/figures.py            print every block as the pages hold it
+    python scripts/figures.py --write    rewrite the blocks in their pages
+    python scripts/figures.py --check    exit 1 unless every number in the blocks is within 1%
+                                         of this commit's (tests/test_figures.py)
 
-A block sits in README.md between ``<!-- figures:NAME -->`` and ``<!-- /figures:NAME -->``;
-everything between the markers is this script's output, never typed by hand.
+A block sits in README.md or a page of docs/ between ``<!-- figures:NAME -->`` and
+``<!-- /figures:NAME -->``; everything between the markers is this script's output, never
+typed by hand.
 """
 from __future__ import annotations
 
@@ -20,7 +21,9 @@ from pathlib import Path
 from memsim import hardware, simulate
 from memsim.validation import llmcompass, report
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+PAGES = (README, *sorted((ROOT / "docs").glob("*.md")))  # where blocks may sit
 TOLERANCE = 0.01
 NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
 
@@ -217,10 +220,19 @@ def markers(name: str) -> tuple[str, str]:
     return f"<!-- figures:{name} -->", f"<!-- /figures:{name} -->"
 
 
+def page_of(name: str) -> Path:
+    """The page that holds block ``name``."""
+    begin = markers(name)[0]
+    page = next((p for p in PAGES if begin in p.read_text(encoding="utf-8")), None)
+    if page is None:
+        raise SystemExit(f"no page holds the block {begin} (README.md, docs/*.md)")
+    return page
+
+
 def block_in(text: str, name: str) -> str:
     begin, end = markers(name)
     if begin not in text or end not in text:
-        raise SystemExit(f"README.md: no block {begin} ... {end}")
+        raise SystemExit(f"no block {begin} ... {end}")
     return text.split(begin, 1)[1].split(end, 1)[0].strip("\n")
 
 
@@ -232,33 +244,36 @@ def differences(written: str, fresh: str) -> list[str]:
     for a, b in zip(NUMBER.findall(written), NUMBER.findall(fresh)):
         x, y = float(a), float(b)
         if abs(x - y) > TOLERANCE * max(abs(y), 1e-12):
-            out.append(f"{a} in the README, {b} now")
+            out.append(f"{a} in the page, {b} now")
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--write", action="store_true", help="rewrite the blocks in README.md")
-    ap.add_argument("--check", action="store_true", help="exit 1 unless README.md's figures are within 1%%")
+    ap.add_argument("--write", action="store_true", help="rewrite the blocks in their pages")
+    ap.add_argument("--check", action="store_true", help="exit 1 unless the blocks' figures are within 1%%")
     ap.add_argument("--only", choices=sorted(BLOCKS), action="append", help="these blocks only")
     args = ap.parse_args(argv)
-    text = README.read_text(encoding="utf-8")
+    texts: dict[Path, str] = {}
     failed = False
     for name in args.only or BLOCKS:
         fresh = BLOCKS[name]()
+        page = page_of(name)
+        text = texts.setdefault(page, page.read_text(encoding="utf-8"))
         if args.check:
             for d in differences(block_in(text, name), fresh):
-                print(f"README.md, block {name}: {d}")
+                print(f"{page.relative_to(ROOT)}, block {name}: {d}")
                 failed = True
         elif args.write:
             begin, end = markers(name)
             block_in(text, name)
             head, rest = text.split(begin, 1)
-            text = f"{head}{begin}\n{fresh}\n{end}{rest.split(end, 1)[1]}"
+            texts[page] = f"{head}{begin}\n{fresh}\n{end}{rest.split(end, 1)[1]}"
         else:
             print(f"{markers(name)[0]}\n{fresh}\n{markers(name)[1]}\n")
     if args.write:
-        README.write_text(text, encoding="utf-8")
+        for page, text in texts.items():
+            page.write_text(text, encoding="utf-8")
     return 1 if failed else 0
 
 

@@ -11,7 +11,7 @@
 2. Every GEMM and memory-bandwidth row of microbench.csv is simulated as one operator.
 
 `--check` exits 1 unless every row predicted without its source has a median |error| <= 6%
-and the worst <= 15%, and every simulated microbenchmark row is within 10%. The README's
+and the worst <= 15%, and every simulated microbenchmark row is within 10%. docs/validation.md's
 tables are these (scripts/figures.py --write, blocks validate-calibration and validate-microbench).
 """
 from __future__ import annotations

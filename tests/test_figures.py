@@ -1,4 +1,4 @@
-"""The README's family figures are this commit's: every number in each block that
+"""The figures of the README and the docs/ pages are this commit's: every number in each block that
 ``scripts/figures.py`` writes is within 1% of what it prints now, and the words are the same."""
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ spec.loader.exec_module(figures)
 
 def test_differences_compare_numbers_within_one_percent_and_words_exactly():
     assert figures.differences("| 10.0 ms | hbm |", "| 10.09 ms | hbm |") == []
-    assert figures.differences("| 10.0 ms | hbm |", "| 10.2 ms | hbm |") == ["10.0 in the README, 10.2 now"]
+    assert figures.differences("| 10.0 ms | hbm |", "| 10.2 ms | hbm |") == ["10.0 in the page, 10.2 now"]
     assert figures.differences("| 10.0 ms | hbm |", "| 10.0 ms | sram |") != []
     assert figures.differences("x1.2 a", "x1.2 a b") != []
 
@@ -29,6 +29,6 @@ SLOW = {"shows", "deployments", "every-preset", "validate-calibration", "validat
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n
                                   for n in sorted(figures.BLOCKS)])
 def test_readme_block_is_what_the_script_prints(name):
-    written = figures.block_in(figures.README.read_text(encoding="utf-8"), name)
-    assert written.strip(), f"README.md block {name} is empty: run python scripts/figures.py --write"
+    written = figures.block_in(figures.page_of(name).read_text(encoding="utf-8"), name)
+    assert written.strip(), f"block {name} is empty: run python scripts/figures.py --write"
     assert figures.differences(written, figures.BLOCKS[name]()) == []

@@ -98,7 +98,7 @@ def test_calibration_in_and_out_of_sample():
     inside = [abs(o.error("in")) for o in r.outcomes]
     assert statistics.median(inside) <= 0.07 and max(inside) <= 0.12, inside
     # Every row without its source. Issue 23's target is median <= 6%, max <= 15%; this is the
-    # bound memsim reaches (README, Calibration), so that a change that worsens it fails.
+    # bound memsim reaches (docs/validation.md, Accuracy), so that a change that worsens it fails.
     held = [abs(e) for _, e in report.held_out(r)]
     assert len(held) == len(every)
     assert statistics.median(held) <= 0.09 and max(held) <= 0.31, held
@@ -113,7 +113,7 @@ def test_microbench_rows_simulated_as_single_operators():
     errors = {b.id: microbench.simulate(b) / b.measured - 1 for b in benches}
     assert len(errors) >= 30
     within = [i for i, e in errors.items() if abs(e) <= 0.10]
-    # every bandwidth row and all but the rows named in the README's Calibration section
+    # every bandwidth row and all but the rows named in docs/validation.md's Accuracy section
     assert set(errors) - set(within) <= {"16", "19", "22", "24", "25"}, errors
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from memsim import api
 
-# The sources the presets' calibrated parameters are fitted on (README, Calibration). Rows of
+# The sources the presets' calibrated parameters are fitted on (docs/validation.md, Calibration). Rows of
 # other sources load and simulate, but are not yet part of the fit.
 FITTED_ON = ("pytorch-labs/gpt-fast", "NVIDIA/TensorRT-LLM")
 MODELS = {"Llama-2-7B": "llama-2-7b", "Llama-2-13B": "llama-2-13b", "Llama-2-70B": "llama-2-70b",

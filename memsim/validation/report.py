@@ -1,6 +1,6 @@
 """The validation tables: calibration rows in and out of sample, and microbenchmarks as single
-operators, as data and as the Markdown the README shows (``scripts/validate.py`` prints them,
-``scripts/figures.py`` writes them into the README, ``tests/test_figures.py`` keeps them current).
+operators, as data and as the Markdown docs/validation.md shows (``scripts/validate.py`` prints
+them, ``scripts/figures.py`` writes them into that page, ``tests/test_figures.py`` keeps them current).
 
 Calibration rows come in two kinds. The rows of the sources the presets are fitted on
 (``calibration.FITTED_ON``) are fitted (in sample) and predicted leaving their source out (out
