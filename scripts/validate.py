@@ -3,11 +3,12 @@
 
     python scripts/validate.py [--calibration CSV] [--microbench CSV] [--check]
 
-1. Every row of calibration.csv of the sources the presets are fitted on is simulated on a
-   small grid of the calibrated parameters (memsim.validation.fit.PARAMS). The parameters are
-   fitted on all those rows (in sample: a fit, not an accuracy), then once per source without
-   that source's rows, which are then predicted (out of sample: leave one source out). The
-   other sources' rows, never fitted on, are predicted with the all-rows fit.
+1. Every row of calibration.csv (four sources, all fitted on: calibration.FITTED_ON) is simulated
+   on a small grid of the calibrated parameters (memsim.validation.fit.PARAMS), with its serving
+   stack's profile (calibration.STACKS). The parameters are fitted on all the rows (in sample: a
+   fit, not an accuracy), then once per source without that source's rows, which are then
+   predicted (out of sample: leave one source out). A source outside FITTED_ON would be predicted
+   with the all-rows fit.
 2. Every GEMM and memory-bandwidth row of microbench.csv is simulated as one operator.
 
 `--check` exits 1 unless every row predicted without its source has a median |error| <= 6%
@@ -27,8 +28,8 @@ BOUNDS = {"median": 0.06, "max": 0.15, "microbench": 0.10}
 
 def calibration_report(path: Path) -> dict[str, float]:
     r = report.calibrate(path)
-    print(f"fitted on the {len(r.outcomes)} rows of {', '.join(calibration.FITTED_ON)}; "
-          f"{len(r.predicted)} rows of other sources are predicted with that fit, never fitted on")
+    print(f"fitted on the {len(r.outcomes)} rows of {', '.join(calibration.FITTED_ON)}"
+          + (f"; {len(r.predicted)} rows of other sources are predicted with that fit" if r.predicted else ""))
     print("fitted on every row: " + ", ".join(f"{p.path} = {p.text(v)}" for p, v in zip(fit.PARAMS, r.full)))
     print(f"\n{'id':>3}  {'workload':34} {'measured':>9} {'in sample':>16} {'out of sample':>16}  held-out fit")
     for o in r.outcomes:

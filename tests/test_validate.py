@@ -48,6 +48,10 @@ def test_every_row_of_the_four_sources_becomes_a_run():
     # FasterTransformer and TurboMind all-reduce with NCCL, a ring inside the node; gpt-fast keeps the preset's
     assert ("system.collective", "ring") in cases["225"].settings and ("system.collective", "ring") in cases["210"].settings
     assert not any(k == "system.collective" and v == "ring" for k, v in cases["10"].settings)
+    # The C++ stacks launch eagerly; gpt-fast replays CUDA graphs (the preset's launch)
+    eager = {i for i, c in cases.items() if ("execution.launch", "eager") in c.settings}
+    assert eager == {i for i, c in cases.items() if report.short(c.source) != "pytorch-labs/gpt-fast"}
+    assert "1" not in eager and {"47", "200", "225"} <= eager
 
 
 def _toy_table(slope: float, base: float) -> fit.Table:
@@ -82,7 +86,7 @@ def test_a_parameter_the_rows_do_not_constrain_keeps_its_prior():
 
 def test_presets_carry_the_all_rows_fit():
     chip = hardware.load("a100-80gb-sxm")
-    assert chip.compute.kernel_efficiency == pytest.approx(0.77)
+    assert chip.compute.kernel_efficiency == pytest.approx(0.835)
     assert chip.execution.op_overhead_ps == 2_470_000
 
 
@@ -91,17 +95,21 @@ def test_calibration_in_and_out_of_sample():
     every = calibration.load(CALIBRATION)  # every row parses, whatever its unit
     assert all(c.measured_ms > 0 for c in every)
     r = report.calibrate(CALIBRATION)
-    # The presets hold the fit to the two sources it was made on (the grid step apart); the
-    # LMDeploy and FasterTransformer rows are predicted with it, never fitted on.
-    assert len(r.outcomes) == 12 and len(r.predicted) == len(every) - 12 and not r.skipped
-    assert r.full[0] == pytest.approx(0.77, abs=0.006) and r.full[1] == pytest.approx(2.47, abs=0.07)
+    # The presets hold the fit to all four sources (the grid step apart); no row is left unfitted.
+    assert len(r.outcomes) == len(every) == 30 and not r.predicted and not r.skipped
+    assert r.full[0] == pytest.approx(0.835, abs=0.006) and r.full[1] == pytest.approx(2.47, abs=0.07)
     inside = [abs(o.error("in")) for o in r.outcomes]
-    assert statistics.median(inside) <= 0.07 and max(inside) <= 0.12, inside
-    # Every row without its source. Issue 23's target is median <= 6%, max <= 15%; this is the
-    # bound memsim reaches (docs/validation.md, Accuracy), so that a change that worsens it fails.
+    assert statistics.median(inside) <= 0.05 and max(inside) <= 0.21, inside
+    # Every row without its source. Issue 23's target is median <= 6%, max <= 15%: the median
+    # holds; the max is the bound memsim reaches (docs/validation.md, Accuracy), so that a change
+    # that worsens it fails.
     held = [abs(e) for _, e in report.held_out(r)]
     assert len(held) == len(every)
-    assert statistics.median(held) <= 0.09 and max(held) <= 0.31, held
+    assert statistics.median(held) <= 0.06 and max(held) <= 0.23, held
+    # Without the one source that captures CUDA graphs, the eager stacks still pin the device's
+    # per-kernel cost: the gpt-fast fold's op_overhead stays within 0.3 us of the all-rows fit.
+    gpt_fast = {o.held_out_fit for o in r.outcomes if report.short(o.case.source) == "pytorch-labs/gpt-fast"}
+    assert len(gpt_fast) == 1 and abs(gpt_fast.pop()[1] - r.full[1]) <= 0.3
     # TurboMind's first token is a prefill of all but the last prompt token and a decode step
     by_decode = [c for c in every if c.why == calibration.BY_DECODE]
     assert {c.id for c in by_decode} == {"200", "201", "202", "203", "204", "205"}
@@ -114,7 +122,8 @@ def test_microbench_rows_simulated_as_single_operators():
     assert len(errors) >= 30
     within = [i for i, e in errors.items() if abs(e) <= 0.10]
     # every bandwidth row and all but the rows named in docs/validation.md's Accuracy section
-    assert set(errors) - set(within) <= {"16", "19", "22", "24", "25"}, errors
+    assert set(errors) - set(within) <= {"15", "16", "18", "19", "22", "24", "25"}, errors
+    assert abs(errors["15"]) <= 0.11 and abs(errors["18"]) <= 0.18, errors  # a tight loop's host runs ahead
 
 
 def test_llmcompass_gpt3_layer_case():

@@ -3,7 +3,8 @@
 A GEMM row becomes a trace of one matmul of the measured shape (inputs and output in HBM),
 a bandwidth row one elementwise op that streams the measured arrays. Both run at the
 library's own rate (``compute.kernel_efficiency`` 1). How the source timed its kernels
-decides their launch cost: a profiler's kernel time has none, a host loop launches eagerly.
+decides their launch cost: a profiler's kernel time has none, a host loop launches eagerly
+(each kernel pays the device's ``op_overhead`` and the host's launch call, ``eager_overhead``).
 """
 from __future__ import annotations
 

@@ -2,10 +2,10 @@
 operators, as data and as the Markdown docs/validation.md shows (``scripts/validate.py`` prints
 them, ``scripts/figures.py`` writes them into that page, ``tests/test_figures.py`` keeps them current).
 
-Calibration rows come in two kinds. The rows of the sources the presets are fitted on
-(``calibration.FITTED_ON``) are fitted (in sample) and predicted leaving their source out (out
-of sample). The rows of every other source were never fitted on: they are predicted with the
-parameters the fitted sources give, which is out of sample by construction.
+The rows of the sources the presets are fitted on (``calibration.FITTED_ON``, all four) are
+fitted (in sample) and predicted leaving their source out (out of sample). A row of a source
+outside that list would be predicted with the parameters the fitted sources give, out of sample
+by construction.
 """
 from __future__ import annotations
 
@@ -52,10 +52,7 @@ def by_source(pairs: Sequence[tuple[Case, float]]) -> dict[str, tuple[int, float
     return {s: (len(e), *spread(e)) for s, e in out.items()}
 
 
-def short(source: str) -> str:
-    """A source as the tables name it: its GitHub repository, else its address."""
-    parts = source.split("github.com/")
-    return "/".join(parts[1].split("/")[:2]) if len(parts) > 1 else source
+short = calibration.repository
 
 
 def held_out(r: Calibration) -> list[tuple[Case, float]]:
@@ -88,9 +85,10 @@ def calibration_markdown(r: Calibration) -> str:
     outside = spread([o.error("out") for o in r.outcomes])
     lines += ["", f"In sample (a fit): median |error| {inside[0] * 100:.1f}%, max {inside[1] * 100:.1f}%. "
               f"Out of sample (leave one source out): median |error| {outside[0] * 100:.1f}%, "
-              f"max {outside[1] * 100:.1f}%.", "",
-              "Rows of the sources never fitted on, predicted with the fit above:", "",
-              "| row | workload (A100-80GB) | runs with | measured | memsim | error |", "|---|---|---|---|---|---|"]
+              f"max {outside[1] * 100:.1f}%."]
+    if r.predicted:
+        lines += ["", "Rows of the sources never fitted on, predicted with the fit above:", "",
+                  "| row | workload (A100-80GB) | runs with | measured | memsim | error |", "|---|---|---|---|---|---|"]
     for c, ms in r.predicted:
         lines.append(f"| {c.id} | {c.label} | {_settings(c)} | {c.measured_ms:.2f} ms | {ms:.2f} ms | "
                      f"{_pct(ms / c.measured_ms - 1)} |")

@@ -96,8 +96,8 @@ def test_gpu_eager_launches_cost_more_than_graphs():
     graph = simulate("h100-sxm", "gpt2", context=128).summary
     eager = simulate("h100-sxm", "gpt2", context=128, set={"execution.launch": "eager"}).summary
     ex = hardware.load("h100-sxm").execution
-    assert ex.eager_overhead_ps > ex.op_overhead_ps
-    ratio = ex.eager_overhead_ps / ex.op_overhead_ps
+    assert ex.eager_overhead_ps > 0  # the host's launch call, on top of the device's per-kernel cost
+    ratio = (ex.op_overhead_ps + ex.eager_overhead_ps) / ex.op_overhead_ps
     assert eager["stall_s"]["overhead"] == pytest.approx(ratio * graph["stall_s"]["overhead"])
 
 
