@@ -220,10 +220,11 @@ def markers(name: str) -> tuple[str, str]:
     return f"<!-- figures:{name} -->", f"<!-- /figures:{name} -->"
 
 
-def page_of(name: str) -> Path:
-    """The page that holds block ``name``."""
+def page_of(name: str, texts: dict[Path, str] | None = None) -> Path:
+    """The page that holds block ``name`` (in ``texts``, the pages as read, where given)."""
     begin = markers(name)[0]
-    page = next((p for p in PAGES if begin in p.read_text(encoding="utf-8")), None)
+    text = (lambda p: texts[p]) if texts is not None else (lambda p: p.read_text(encoding="utf-8"))
+    page = next((p for p in PAGES if begin in text(p)), None)
     if page is None:
         raise SystemExit(f"no page holds the block {begin} (README.md, docs/*.md)")
     return page
@@ -254,26 +255,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="exit 1 unless the blocks' figures are within 1%%")
     ap.add_argument("--only", choices=sorted(BLOCKS), action="append", help="these blocks only")
     args = ap.parse_args(argv)
-    texts: dict[Path, str] = {}
-    failed = False
-    for name in args.only or BLOCKS:
-        fresh = BLOCKS[name]()
-        page = page_of(name)
-        text = texts.setdefault(page, page.read_text(encoding="utf-8"))
+    names = args.only or list(BLOCKS)
+    fresh = {name: BLOCKS[name]() for name in names}  # minutes of simulation, before any page is read
+    texts = {p: p.read_text(encoding="utf-8") for p in PAGES}  # so that an edit made meanwhile is kept
+    failed, written = False, set()
+    for name in names:
+        page = page_of(name, texts)
         if args.check:
-            for d in differences(block_in(text, name), fresh):
+            for d in differences(block_in(texts[page], name), fresh[name]):
                 print(f"{page.relative_to(ROOT)}, block {name}: {d}")
                 failed = True
         elif args.write:
             begin, end = markers(name)
-            block_in(text, name)
-            head, rest = text.split(begin, 1)
-            texts[page] = f"{head}{begin}\n{fresh}\n{end}{rest.split(end, 1)[1]}"
+            block_in(texts[page], name)
+            head, rest = texts[page].split(begin, 1)
+            texts[page] = f"{head}{begin}\n{fresh[name]}\n{end}{rest.split(end, 1)[1]}"
+            written.add(page)
         else:
-            print(f"{markers(name)[0]}\n{fresh}\n{markers(name)[1]}\n")
-    if args.write:
-        for page, text in texts.items():
-            page.write_text(text, encoding="utf-8")
+            print(f"{markers(name)[0]}\n{fresh[name]}\n{markers(name)[1]}\n")
+    for page in written:
+        page.write_text(texts[page], encoding="utf-8")
     return 1 if failed else 0
 
 
