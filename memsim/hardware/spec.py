@@ -206,6 +206,12 @@ class ExecutionSpec:
         "keys are split into, so that a decode at small batch keeps the units busy (FlashDecoding); 0: as many as "
         "fill the units, 1: no split, the other units idle", 0
     )
+    attention_fill: int = spec_field(
+        "attention_fill", "count", "keys' worth of its main loop that one fused-attention work item (a query block "
+        "against its keys) spends filling and draining its pipeline: loading its queries and first keys, rescaling "
+        "and writing its output. Short sequences pay it over fewer keys, so attention's rate rises with sequence "
+        "length (0: none)", 0
+    )
     # What a family does is declared here by name, never inferred from what a link or level is called.
     fabric: str = spec_field(
         "fabric", "text", "on-chip link over which a wafer broadcasts a matrix op's input and reduces its output "

@@ -17,6 +17,7 @@ from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping import tiling
 from memsim.mapping.plan import Step, level_bytes
+from memsim.mapping.workitems import KV_SPLIT_MIN, attention_share, filled, kv_split  # noqa: F401  (KV_SPLIT_MIN: re-exported)
 from memsim.registry import Registry
 from memsim.units import compute_ps, transfer_ps
 from memsim.workload.dtypes import BITS
@@ -24,7 +25,6 @@ from memsim.workload.graph import Op, OpGraph
 
 SOFTMAX_FLOPS_PER_SCORE = 5
 STAGING = Ref.level("sram")  # where prefetched weights land: the scratchpad's staging area
-KV_SPLIT_MIN = 64  # keys: a FlashDecoding split smaller than one K/V block is not worth its reduction
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,11 +281,14 @@ def _fused_attention(op: Op, cx: Context) -> tuple[Step, ...]:
     for r in kv_reads:
         _add(loads, cx.home(r.tensor), math.ceil(r.bytes * scale))
     _, stores = _streams(op, cx)
-    share = attention_share(cx, batch * kvh * math.ceil((heads // kvh) * q_len / max(1, cx.chip.execution.unit_tile)),
-                            kv_len)
-    scores = batch * heads * op.dim("pairs", q_len * kv_len)
+    items = batch * kvh * math.ceil((heads // kvh) * q_len / max(1, cx.chip.execution.unit_tile))
+    share = attention_share(cx, items, kv_len)
+    pairs = op.dim("pairs", q_len * kv_len)
+    scores = batch * heads * pairs
     busy = compute_ps(op.flops, cx.matrix_rate(op.dtype)) + compute_ps(SOFTMAX_FLOPS_PER_SCORE * scores,
                                                                         cx.vector_rate())
+    if cx.grid:  # each work item's loop over its keys fills and drains
+        busy = filled(busy, cx.chip.execution.attention_fill, pairs / q_len / kv_split(cx, items, kv_len))
     if share < 1:
         # Idle units leave their share of bandwidth unused: the busy ones take as long as the
         # whole stream at that share would (shown as their compute time, not as a memory stall).
@@ -295,24 +298,6 @@ def _fused_attention(op: Op, cx: Context) -> tuple[Step, ...]:
     energy = cx.matrix_energy(op.flops, op.dtype) + cx.vector_energy(SOFTMAX_FLOPS_PER_SCORE * scores)
     return (make_step("flash", loads, stores, busy, op.flops, cx.depth, cx.sram_bytes,
                       {"block_rows": tile.block_rows, "passes": tile.passes}, energy_fj=energy),)
-
-
-def attention_share(cx: Context, items: int, kv_len: int) -> float:
-    """The fraction of the units an attention keeps busy, and so of the memory bandwidth it draws.
-
-    A unit works on one (sequence, KV head, query block) at a time. A decode at small batch has
-    fewer such items than units; FlashDecoding splits each item's keys into parts of at least
-    ``KV_SPLIT_MIN`` keys (``execution.kv_split``: 0 as many as fill the units, 1 none). A unit
-    draws its fair share of bandwidth, so idle units leave bandwidth unused. This is how a
-    kernel's grid maps work to units (``Context.grid``, set by the family); a dataflow or wafer
-    compiler spreads an op over its units (or region) whatever its shape: no idle units."""
-    ex, units = cx.chip.execution, cx.chip.compute.units
-    if not cx.grid or ex.unit_tile == 0 or items >= units:
-        return 1.0
-    split: float = ex.kv_split or math.ceil(units / items)
-    # Fractional at the limit: whole splits would let one more key add a split and speed the op up.
-    split = max(1.0, min(split, kv_len / KV_SPLIT_MIN))
-    return min(1.0, items * split / units)
 
 
 def _unfused_attention(op: Op, cx: Context) -> tuple[Step, ...]:

@@ -1,10 +1,13 @@
-"""The GEMM and memory-bandwidth rows of ``microbench.csv`` as single-operator simulations.
+"""The GEMM, attention and memory-bandwidth rows of ``microbench.csv`` as single-operator simulations.
 
-A GEMM row becomes a trace of one matmul of the measured shape (inputs and output in HBM),
-a bandwidth row one elementwise op that streams the measured arrays. Both run at the
-library's own rate (``compute.kernel_efficiency`` 1). How the source timed its kernels
-decides their launch cost: a profiler's kernel time has none, a host loop launches eagerly
-(each kernel pays the device's ``op_overhead`` and the host's launch call, ``eager_overhead``).
+A GEMM row becomes a trace of one matmul of the measured shape (inputs and output in HBM), an
+attention row one fused attention of its batch, heads, sequence and head dimension, a bandwidth
+row one elementwise op that streams the measured arrays. All run at the library's own rate
+(``compute.kernel_efficiency`` 1). How the source timed its kernels decides their launch cost: a
+profiler's kernel time has none; a harness that times each call after flushing the L2 (tritonbench's
+``do_bench``) hides the host's call behind the flush, so each kernel pays the device's
+``op_overhead``; a host loop launches eagerly (``op_overhead`` and the host's launch call,
+``eager_overhead``).
 """
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ PRESETS = {"a100-sxm": "a100-80gb-sxm", "a100-80gb-sxm": "a100-80gb-sxm", "h100-
 DTYPES = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "bfloat8_b": "fp8"}
 BABELSTREAM_ELEMENTS = 1 << 25  # BabelStream's default array length, fp64 elements
 STREAMS = {"copy": (1, 1), "triad": (2, 1), "read": (1, 0)}  # arrays read, arrays written
-BENCHMARKS = ("gemm", "memory_bandwidth")  # the rows simulated
+BENCHMARKS = ("gemm", "attention", "memory_bandwidth")  # the rows simulated
 UNITS = {"TFLOP/s": 1e12, "TB/s": 1e12, "GB/s": 1e9}
 
 
@@ -68,6 +71,35 @@ def stream_graph(reads: int, writes: int, elements: int, bytes_per_element: int 
     return g
 
 
+def attention_graph(batch: int, heads: int, seq: int, head_dim: int, dtype: str, causal: bool) -> OpGraph:
+    """One fused self-attention: q, k and v of ``batch`` x ``seq`` tokens and ``heads`` heads of
+    ``head_dim`` in HBM, its output written back; FLOPs as FlashAttention's benchmarks count them
+    (4 x batch x heads x seq^2 x head_dim, half of it with a causal mask)."""
+    g = OpGraph(meta=StepMeta(benchmark="attention"))
+    size = nbytes(batch * seq * heads * head_dim, dtype)
+    for name in ("q", "k", "v", "o"):
+        g.add_tensor(Tensor(name, (batch, seq, heads * head_dim), dtype, "activation", size))
+    pairs = seq * (seq + 1) // 2 if causal else seq * seq
+    dims = dict(batch=batch, heads=heads, kv_heads=heads, q_len=seq, kv_len=seq, head_dim=head_dim,
+                causal=int(causal), pairs=pairs)
+    g.add_op(Op("attention", "attention", 0, dtype, 4 * batch * heads * pairs * head_dim,
+                tuple(Read(t, size) for t in "qkv"), ("o",), tuple(sorted(dims.items()))))
+    return g
+
+
+def attention_shape(text: str) -> tuple[int, int, int, int, bool]:
+    """(batch, heads, seq, head_dim, causal) of an attention row's ``shape_or_size``."""
+    batch, heads, seq, head_dim = (_named(name, text) for name in ("batch", "heads", "seq", "head_dim"))
+    return batch, heads, seq, head_dim, "non-causal" not in text and "causal" in text
+
+
+def _named(name: str, text: str) -> int:
+    found = re.search(rf"\b{name}=(\d+)", text)
+    if found is None:
+        raise ValueError(f"attention shape {text!r} gives no {name}")
+    return int(found.group(1))
+
+
 def gemm_shape(text: str) -> tuple[int, int, int]:
     square = re.search(r"M=N=K=(\d+)", text)
     if square:
@@ -84,9 +116,12 @@ def _dim(d: str, text: str) -> int:
 
 
 def timing(row: dict) -> dict:
-    """Profiler kernel times (DeepGEMM's) carry no launch; host loops launch each kernel eagerly."""
+    """Profiler kernel times (DeepGEMM's) carry no launch; tritonbench times each call after an L2
+    flush, behind which the host's call hides; host loops launch each kernel eagerly."""
     if "DeepGEMM" in row["software"]:
         return {"execution.op_overhead": "0 us", "execution.launch": "graph"}
+    if "tritonbench" in row["software"]:
+        return {"execution.launch": "graph"}
     return {"execution.launch": "eager"}
 
 
@@ -101,6 +136,10 @@ def bench(row: dict) -> Bench:
         if "HiFi2" in row["software"]:
             return Bench(**base, hw=None, graph=None, why="math fidelity HiFi2 is not a memsim dtype")
         return Bench(**base, hw=hw, graph=gemm_graph(*gemm_shape(text), DTYPES[row["dtype"]]), why="gemm")
+    if row["benchmark"] == "attention":
+        batch, heads, seq, head_dim, causal = attention_shape(text)
+        return Bench(**base, hw=hw, graph=attention_graph(batch, heads, seq, head_dim, DTYPES[row["dtype"]], causal),
+                     why="attention")
     kind = next((k for k in STREAMS if k in text.lower()), None)
     if kind is None or row["confidence"] == "low":
         return Bench(**base, hw=None, graph=None, why="kernel not described well enough to rebuild")
@@ -118,7 +157,7 @@ def simulate(b: Bench) -> float:
         raise ValueError(f"row {b.id} is skipped: {b.why}")
     result = api.simulate_graph(b.hw, b.graph, set={"compute.kernel_efficiency": "1", **b.launch})
     seconds = result.summary["step_time_s"]
-    if b.graph.meta.benchmark == "gemm":
+    if b.graph.meta.benchmark in ("gemm", "attention"):
         work = b.graph.total_flops()
     else:  # the bytes the kernel moves (a read kernel's 8-byte result included)
         (op,) = b.graph.ops.values()

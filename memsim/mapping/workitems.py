@@ -1,0 +1,55 @@
+"""Attention's work items on a kernel's grid: how many units they keep busy, how FlashDecoding
+splits their keys, and what each item's loop over its keys costs to fill and drain.
+
+A unit works on one (sequence, KV head, query block) at a time. These are pure functions of the
+chip and of whether the family launches a grid (``Context.grid``); ``lower`` uses them.
+"""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from memsim.mapping.lower import Context
+
+KV_SPLIT_MIN = 64  # keys: a FlashDecoding split smaller than one K/V block is not worth its reduction
+
+
+def attention_share(cx: Context, items: int, kv_len: int) -> float:
+    """The fraction of the units an attention keeps busy, and so of the memory bandwidth it draws.
+
+    A unit works on one (sequence, KV head, query block) at a time. A decode at small batch has
+    fewer such items than units; FlashDecoding splits each item's keys into parts of at least
+    ``KV_SPLIT_MIN`` keys (``execution.kv_split``: 0 as many as fill the units, 1 none). A unit
+    draws its fair share of bandwidth, so idle units leave bandwidth unused. This is how a
+    kernel's grid maps work to units (``Context.grid``, set by the family); a dataflow or wafer
+    compiler spreads an op over its units (or region) whatever its shape: no idle units."""
+    ex, units = cx.chip.execution, cx.chip.compute.units
+    if not cx.grid or ex.unit_tile == 0 or items >= units:
+        return 1.0
+    return min(1.0, items * kv_split(cx, items, kv_len) / units)
+
+
+def kv_split(cx: Context, items: int, kv_len: int) -> float:
+    """The parts FlashDecoding splits each attention work item's keys into (``attention_share``):
+    1 where the items fill the units or the family spreads the op finely."""
+    ex, units = cx.chip.execution, cx.chip.compute.units
+    if not cx.grid or ex.unit_tile == 0 or items >= units:
+        return 1.0
+    split: float = ex.kv_split or math.ceil(units / items)
+    # Fractional at the limit: whole splits would let one more key add a split and speed the op up.
+    return max(1.0, min(split, kv_len / KV_SPLIT_MIN))
+
+
+def filled(busy_ps: int, fill: int, keys: float) -> int:
+    """``busy_ps`` of attention whose work items each loop over ``keys`` keys (a query row's mean,
+    over its splits), stretched by the loop's fill and drain: ``fill`` keys' worth of its main
+    loop per item (``execution.attention_fill``), spent loading its queries and first keys before
+    the loop runs at pace and finishing its output after. A FlashAttention kernel runs at a rate
+    that rises with sequence length as keys / (keys + fill): microbench.csv rows 77-82 (FlashAttention-3
+    on H100, head dim 128: 430 TFLOP/s at 512 keys to 621 at 16k) fit a fill of about two 128-key
+    blocks. More keys per item never make the op faster: busy grows with them and the fill's share
+    of it is fixed per item."""
+    if not fill or keys <= 0:
+        return busy_ps
+    return math.ceil(busy_ps * (keys + fill) / keys)
