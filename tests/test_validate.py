@@ -37,7 +37,7 @@ def test_every_row_of_the_four_sources_becomes_a_run():
     its range), prefills, and whole generations timed end to end, on the chips and grids measured."""
     cases = {c.id: c for c in calibration.load(CALIBRATION)}
     assert all(c.kwargs is not None for c in cases.values()), [c.why for c in cases.values() if c.kwargs is None]
-    assert {report.short(c.source) for c in cases.values()} == {
+    assert {calibration.repository(c.source) for c in cases.values()} == {
         "pytorch-labs/gpt-fast", "NVIDIA/TensorRT-LLM", "InternLM/lmdeploy", "NVIDIA/FasterTransformer"}
     assert cases["207"].kwargs["context"] == (2049 + 4096) // 2  # "2048 generated (KV 2049..4096)"
     assert cases["1"].kwargs["context"] > 0 and cases["206"].kwargs["batch"] == 64
@@ -50,7 +50,7 @@ def test_every_row_of_the_four_sources_becomes_a_run():
     assert not any(k == "system.collective" and v == "ring" for k, v in cases["10"].settings)
     # The C++ stacks launch eagerly; gpt-fast replays CUDA graphs (the preset's launch)
     eager = {i for i, c in cases.items() if ("execution.launch", "eager") in c.settings}
-    assert eager == {i for i, c in cases.items() if report.short(c.source) != "pytorch-labs/gpt-fast"}
+    assert eager == {i for i, c in cases.items() if calibration.repository(c.source) != "pytorch-labs/gpt-fast"}
     assert "1" not in eager and {"47", "200", "225"} <= eager
 
 
@@ -108,7 +108,7 @@ def test_calibration_in_and_out_of_sample():
     assert statistics.median(held) <= 0.06 and max(held) <= 0.23, held
     # Without the one source that captures CUDA graphs, the eager stacks still pin the device's
     # per-kernel cost: the gpt-fast fold's op_overhead stays within 0.3 us of the all-rows fit.
-    gpt_fast = {o.held_out_fit for o in r.outcomes if report.short(o.case.source) == "pytorch-labs/gpt-fast"}
+    gpt_fast = {o.held_out_fit for o in r.outcomes if calibration.repository(o.case.source) == "pytorch-labs/gpt-fast"}
     assert len(gpt_fast) == 1 and abs(gpt_fast.pop()[1] - r.full[1]) <= 0.3
     # TurboMind's first token is a prefill of all but the last prompt token and a decode step
     by_decode = [c for c in every if c.why == calibration.BY_DECODE]

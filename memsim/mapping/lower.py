@@ -17,7 +17,7 @@ from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping import tiling
 from memsim.mapping.plan import Step, level_bytes
-from memsim.mapping.workitems import KV_SPLIT_MIN, attention_share, filled, kv_split  # noqa: F401  (KV_SPLIT_MIN: re-exported)
+from memsim.mapping.workitems import attention_share, filled, kv_split
 from memsim.registry import Registry
 from memsim.units import compute_ps, transfer_ps
 from memsim.workload.dtypes import BITS

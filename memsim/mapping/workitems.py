@@ -24,19 +24,23 @@ def attention_share(cx: Context, items: int, kv_len: int) -> float:
     draws its fair share of bandwidth, so idle units leave bandwidth unused. This is how a
     kernel's grid maps work to units (``Context.grid``, set by the family); a dataflow or wafer
     compiler spreads an op over its units (or region) whatever its shape: no idle units."""
-    ex, units = cx.chip.execution, cx.chip.compute.units
-    if not cx.grid or ex.unit_tile == 0 or items >= units:
+    if _busy(cx, items):
         return 1.0
-    return min(1.0, items * kv_split(cx, items, kv_len) / units)
+    return min(1.0, items * kv_split(cx, items, kv_len) / cx.chip.compute.units)
+
+
+def _busy(cx: Context, items: int) -> bool:
+    """Whether every unit has work without a split: the items fill the units, or the family
+    spreads the op over them finely (no grid, or no unit tiles)."""
+    return not cx.grid or cx.chip.execution.unit_tile == 0 or items >= cx.chip.compute.units
 
 
 def kv_split(cx: Context, items: int, kv_len: int) -> float:
     """The parts FlashDecoding splits each attention work item's keys into (``attention_share``):
-    1 where the items fill the units or the family spreads the op finely."""
-    ex, units = cx.chip.execution, cx.chip.compute.units
-    if not cx.grid or ex.unit_tile == 0 or items >= units:
+    1 where every unit has work without."""
+    if _busy(cx, items):
         return 1.0
-    split: float = ex.kv_split or math.ceil(units / items)
+    split: float = cx.chip.execution.kv_split or math.ceil(cx.chip.compute.units / items)
     # Fractional at the limit: whole splits would let one more key add a split and speed the op up.
     return max(1.0, min(split, kv_len / KV_SPLIT_MIN))
 

@@ -89,29 +89,23 @@ def attention_graph(batch: int, heads: int, seq: int, head_dim: int, dtype: str,
 
 def attention_shape(text: str) -> tuple[int, int, int, int, bool]:
     """(batch, heads, seq, head_dim, causal) of an attention row's ``shape_or_size``."""
-    batch, heads, seq, head_dim = (_named(name, text) for name in ("batch", "heads", "seq", "head_dim"))
+    batch, heads, seq, head_dim = (_dim(name, text, "attention") for name in ("batch", "heads", "seq", "head_dim"))
     return batch, heads, seq, head_dim, "non-causal" not in text and "causal" in text
-
-
-def _named(name: str, text: str) -> int:
-    found = re.search(rf"\b{name}=(\d+)", text)
-    if found is None:
-        raise ValueError(f"attention shape {text!r} gives no {name}")
-    return int(found.group(1))
 
 
 def gemm_shape(text: str) -> tuple[int, int, int]:
     square = re.search(r"M=N=K=(\d+)", text)
     if square:
         return (int(square.group(1)),) * 3
-    m, n, k = (_dim(d, text) for d in "MNK")
+    m, n, k = (_dim(d, text, "GEMM") for d in "MNK")
     return m, n, k
 
 
-def _dim(d: str, text: str) -> int:
-    found = re.search(rf"\b{d}=(\d+)", text)
+def _dim(name: str, text: str, what: str) -> int:
+    """The value of ``name=`` in a row's ``shape_or_size``."""
+    found = re.search(rf"\b{name}=(\d+)", text)
     if found is None:
-        raise ValueError(f"GEMM shape {text!r} gives no {d}")
+        raise ValueError(f"{what} shape {text!r} gives no {name}")
     return int(found.group(1))
 
 

@@ -48,11 +48,8 @@ def by_source(pairs: Sequence[tuple[Case, float]]) -> dict[str, tuple[int, float
     """Per source: (rows, median |error|, max |error|) of (case, error) pairs."""
     out: dict[str, list[float]] = {}
     for case, error in pairs:
-        out.setdefault(short(case.source), []).append(error)
+        out.setdefault(calibration.repository(case.source), []).append(error)
     return {s: (len(e), *spread(e)) for s, e in out.items()}
-
-
-short = calibration.repository
 
 
 def held_out(r: Calibration) -> list[tuple[Case, float]]:

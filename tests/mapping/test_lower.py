@@ -81,26 +81,6 @@ def test_flash_decoding_split_keeps_the_units_busy_at_long_context():
     assert step(105, "0") <= step(105, "1")
 
 
-def test_attention_share_counts_items_and_splits():
-    from memsim import hardware
-    from memsim.mapping.lower import KV_SPLIT_MIN, Context, attention_share
-    from memsim.workload.graph import OpGraph
-
-    chip = hardware.load("h100-sxm", [("execution.kv_split", "1")])
-    cx = Context(chip, OpGraph(), {}, grid=True)
-    assert attention_share(cx, 33, 10**6) == pytest.approx(33 / 132)
-    assert attention_share(cx, 132, 10) == 1.0
-    auto = Context(hardware.load("h100-sxm"), OpGraph(), {}, grid=True)
-    assert attention_share(auto, 8, 100 * KV_SPLIT_MIN) == 1.0  # 17 splits of 8 items fill 132 units
-    assert attention_share(auto, 8, 2 * KV_SPLIT_MIN) == pytest.approx(16 / 132)  # only two splits fit
-    assert attention_share(auto, 8, 3 * KV_SPLIT_MIN - 1) < attention_share(auto, 8, 3 * KV_SPLIT_MIN)
-    # a split count limited by the keys grows with them, so one more key never speeds attention up
-    shares = [attention_share(auto, 8, kv) for kv in range(64, 400)]
-    assert all(kv / a <= (kv + 1) / b for kv, a, b in zip(range(64, 400), shares, shares[1:]))
-    wafer = Context(hardware.load("wse-3"), OpGraph(), {})
-    assert attention_share(wafer, 1, 1) == 1.0
-
-
 HBM, L2 = Ref.level("hbm"), Ref.level("l2")
 AMOUNT = st.integers(0, 10**10)
 

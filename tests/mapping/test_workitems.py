@@ -1,12 +1,31 @@
 """Attention's work items: the fill and drain of each item's loop over its keys."""
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memsim import api
-from memsim.mapping.workitems import filled
+from memsim import api, hardware
+from memsim.mapping.lower import Context
+from memsim.mapping.workitems import KV_SPLIT_MIN, attention_share, filled
 from memsim.validation.microbench import attention_graph
+from memsim.workload.graph import OpGraph
+
+
+def test_attention_share_counts_items_and_splits():
+    chip = hardware.load("h100-sxm", [("execution.kv_split", "1")])
+    cx = Context(chip, OpGraph(), {}, grid=True)
+    assert attention_share(cx, 33, 10**6) == pytest.approx(33 / 132)
+    assert attention_share(cx, 132, 10) == 1.0
+    auto = Context(hardware.load("h100-sxm"), OpGraph(), {}, grid=True)
+    assert attention_share(auto, 8, 100 * KV_SPLIT_MIN) == 1.0  # 17 splits of 8 items fill 132 units
+    assert attention_share(auto, 8, 2 * KV_SPLIT_MIN) == pytest.approx(16 / 132)  # only two splits fit
+    assert attention_share(auto, 8, 3 * KV_SPLIT_MIN - 1) < attention_share(auto, 8, 3 * KV_SPLIT_MIN)
+    # a split count limited by the keys grows with them, so one more key never speeds attention up
+    shares = [attention_share(auto, 8, kv) for kv in range(64, 400)]
+    assert all(kv / a <= (kv + 1) / b for kv, a, b in zip(range(64, 400), shares, shares[1:]))
+    wafer = Context(hardware.load("wse-3"), OpGraph(), {})
+    assert attention_share(wafer, 1, 1) == 1.0
 
 
 def test_no_fill_leaves_the_time_alone():
