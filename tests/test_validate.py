@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memsim import hardware
+from memsim import api, hardware
 from memsim.validation import calibration, fit, llmcompass, microbench, report
 
 CALIBRATION = calibration.DATA  # shipped in the repository
@@ -122,8 +122,28 @@ def test_microbench_rows_simulated_as_single_operators():
     assert len(errors) >= 30
     within = [i for i, e in errors.items() if abs(e) <= 0.10]
     # every bandwidth row and all but the rows named in docs/validation.md's Accuracy section
-    assert set(errors) - set(within) <= {"15", "16", "18", "19", "22", "24", "25"}, errors
-    assert abs(errors["15"]) <= 0.11 and abs(errors["18"]) <= 0.18, errors  # a tight loop's host runs ahead
+    assert set(errors) - set(within) <= {"16", "18", "19", "22", "24", "25"}, errors
+    # superbench's loop runs its host ahead: a 1024^3 call takes its kernel's time, which holds row
+    # 15; row 18's kernel (H100 fp8) is the one memsim makes too fast, by the bound named there
+    assert abs(errors["15"]) <= 0.10 and 0 < errors["18"] <= 0.23, errors
+
+
+def test_a_loop_whose_host_runs_ahead_takes_the_longer_of_kernel_and_launch_call():
+    row = {"id": "x", "chip": "h100-sxm", "benchmark": "gemm", "dtype": "bf16", "shape_or_size": "M=N=K=64",
+           "measured_value": "1", "unit": "TFLOP/s", "software": "CUDA 12.6, superbench cublaslt_gemm",
+           "confidence": "high"}
+    tiny = microbench.bench(row)
+    assert tiny.loop and tiny.launch == {"execution.launch": "graph"}
+    # a call takes the longer of its kernel (with the device's per-kernel cost) and the 3 us launch call
+    kernel = api.simulate_graph("h100-sxm", tiny.graph, set={"compute.kernel_efficiency": "1", **tiny.launch})
+    seconds = max(kernel.summary["step_time_s"], kernel.chip.execution.eager_overhead_ps / 1e12)
+    assert kernel.chip.execution.eager_overhead_ps == 3_000_000
+    assert microbench.simulate(tiny) == pytest.approx(2 * 64**3 / seconds / 1e12)
+    big = microbench.bench({**row, "shape_or_size": "M=N=K=8192"})
+    eager = microbench.bench({**row, "shape_or_size": "M=N=K=8192", "software": "a host loop"})
+    assert not eager.loop and eager.launch == {"execution.launch": "eager"}
+    # a long kernel hides the call: faster than the same loop paying the call in series
+    assert microbench.simulate(big) > microbench.simulate(eager)
 
 
 def test_llmcompass_gpt3_layer_case():
