@@ -204,6 +204,11 @@ def validate_microbench() -> str:
     return report.microbench_markdown(report.microbenchmarks())
 
 
+def validate_measured() -> str:
+    """The table of rows measured here (``scripts/gpu_measure.py``; ``scripts/validate.py`` prints it)."""
+    return report.microbench_markdown(report.microbenchmarks(report.MEASURED))
+
+
 def validate_llmcompass() -> str:
     """LLMCompass's GPT-3 layer case (``memsim.validation.report``)."""
     return report.llmcompass_markdown(llmcompass.rows())
@@ -213,6 +218,7 @@ BLOCKS: dict[str, Callable[[], str]] = {"every-preset": every_preset, "deploymen
                                         "power-cap": power_cap, "shows": shows,
                                         "validate-calibration": validate_calibration,
                                         "validate-microbench": validate_microbench,
+                                        "validate-measured": validate_measured,
                                         "validate-llmcompass": validate_llmcompass}
 
 

@@ -32,6 +32,7 @@ ATTENTION = ("fused", "unfused")
 # How a weight-only format is unpacked: one pass after each chunk lands (gpt-fast's kernels), or
 # inside the GEMM while the next weights stream in (Marlin-style fused kernels).
 DEQUANT_KERNELS = ("serial", "fused")
+GEMM_TILES = ("fixed", "fill")
 # A chip's engines: compute units, a second compute stream for independent branches, the copy
 # (DMA) engine, communication.
 STREAMS = ("compute", "branch", "copy", "comm")
@@ -191,6 +192,11 @@ class ExecutionSpec:
     unit_tile: int = spec_field(
         "unit_tile", "count", "output tile edge one compute unit works on; GEMM tiles run in waves across units "
         "(0: work spreads finely over the units, no waves)", 128
+    )
+    gemm_tiles: str = spec_field(
+        "gemm_tiles", "choice", "`fixed`: every GEMM runs `unit_tile`-edged tiles in waves (the 2021-2024 stacks of "
+        "calibration.csv); `fill`: the library picks per shape the tile and split of K that finish soonest, trading "
+        "waves against operand traffic through the L2 (today's cuBLAS, measured.csv)", "fixed", choices=GEMM_TILES
     )
     dequant_ops: tuple[tuple[str, float], ...] = spec_field(
         "dequant", "ops", "vector ops per weight element to unpack a weight-only format (see dequant_kernel)",

@@ -15,7 +15,7 @@ from functools import lru_cache
 from memsim.hardware import rates
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
-from memsim.mapping import tiling
+from memsim.mapping import kerneltile, tiling
 from memsim.mapping.plan import Step, level_bytes
 from memsim.mapping.workitems import attention_share, filled, kv_split
 from memsim.registry import Registry
@@ -143,11 +143,13 @@ def gemm_compute_ps(op: Op, cx: Context) -> int:
 
 
 def peak_ps(op: Op, cx: Context) -> int:
-    """Picoseconds a GEMM's FLOPs take at the matrix rate of its dtype, stretched by the waves of unit tiles."""
+    """Picoseconds a GEMM's FLOPs take at the matrix rate of its dtype, stretched by the waves of
+    the tiles its kernel launches (``kerneltile.for_op``), and, where that kernel splits K, the
+    start and drain of the second kernel that adds the partial sums."""
     dtype = cx.chip.compute.matmul_dtype(op.dtype, cx.graph.tensors[op.inputs[1].tensor].dtype)
-    stretch = wave_factor(op.dim("m"), op.dim("n"), op.dim("groups", 1), cx.chip.compute.units,
-                          cx.chip.execution.unit_tile)
-    return math.ceil(compute_ps(op.flops, cx.matrix_rate(dtype)) * stretch)
+    tile = kerneltile.for_op(op, cx)
+    reduce = cx.chip.execution.op_overhead_ps if tile.split > 1 else 0
+    return math.ceil(compute_ps(op.flops, cx.matrix_rate(dtype)) * tile.stretch) + reduce
 
 
 def feeds_from_sram(chip: ChipSpec) -> bool:
@@ -165,16 +167,20 @@ def feed_ps(op: Op, cx: Context) -> int:
     element is read (``tiling.feed_bytes``): a GPU's SMs read their operands from shared memory
     at its bandwidth (128 B per clock per SM on Hopper, microbench.csv row 44). At the presets'
     SRAM the feed of a large GEMM is faster than the matrix units; a small SRAM starves them.
-    Where the weights live in SRAM (Groq), their stream from it is the GEMM's load already."""
+    Where the weights live in SRAM (Groq), their stream from it is the GEMM's load already.
+    Behind that SRAM, a GPU's L2 delivers each tile its operands (``kerneltile.for_op``): no less than
+    their bytes at the L2's bandwidth (12.5 TB/s measured on an H200, measured.csv)."""
     ex = cx.chip.execution
+    l2 = kerneltile.l2_rate(cx)
+    from_l2 = transfer_ps(kerneltile.for_op(op, cx).l2_bytes, l2) if l2 else 0
     if not feeds_from_sram(cx.chip):
-        return 0
+        return from_l2
     units = max(1, math.floor(cx.chip.compute.units * cx.compute_share))
     a_bits, b_bits = cx.bits(op.inputs[0].tensor), cx.bits(op.inputs[1].tensor)  # as SRAM holds them
     edge = tiling.unit_edge(cx.sram_bytes // units, a_bits, b_bits, ex.accumulator_bytes, cx.depth, ex.unit_tile)
     nbytes = tiling.feed_bytes(op.flops, op.dim("m"), op.dim("n"), edge, a_bits, b_bits)
     rate = rates.shared(rates.effective_bandwidth(cx.chip, Ref.level(cx.chip.sram.name)), cx.compute_share)
-    return transfer_ps(nbytes, rate)
+    return max(from_l2, transfer_ps(nbytes, rate))
 
 
 @register("matmul")

@@ -118,7 +118,12 @@ def timing(row: dict) -> tuple[dict, bool]:
     profiler kernel times (DeepGEMM's) carry no launch; tritonbench times each call after an L2
     flush, behind which the host's call hides; superbench's loop (``cublaslt_gemm.cu``: its timed
     loop calls ``cublasLtMatmul`` with no synchronisation until the end event) runs ahead of the
-    device; other host loops launch each kernel eagerly."""
+    device; other host loops launch each kernel eagerly. The rows measured here
+    (``scripts/gpu_measure.py``) time graph replays or do_bench's flushed calls, both at the
+    device's cost per kernel, with a cuBLAS (13.0) whose kernels fill the units
+    (``execution.gemm_tiles`` fill)."""
+    if "gpu_measure.py" in row["software"]:
+        return {"execution.launch": "graph", "execution.gemm_tiles": "fill"}, False
     if "DeepGEMM" in row["software"]:
         return {"execution.op_overhead": "0 us", "execution.launch": "graph"}, False
     if "tritonbench" in row["software"]:
@@ -141,6 +146,9 @@ def bench(row: dict) -> Bench:
             return Bench(**base, hw=None, graph=None, why="math fidelity HiFi2 is not a memsim dtype")
         return Bench(**base, hw=hw, graph=gemm_graph(*gemm_shape(text), DTYPES[row["dtype"]]), why="gemm")
     if row["benchmark"] == "attention":
+        if "no wgmma" in text:
+            return Bench(**base, hw=None, graph=None,
+                         why="a kernel without Hopper's wgmma; the preset models Hopper's own (FA3, cuDNN)")
         batch, heads, seq, head_dim, causal = attention_shape(text)
         return Bench(**base, hw=hw, graph=attention_graph(batch, heads, seq, head_dim, DTYPES[row["dtype"]], causal),
                      why="attention")

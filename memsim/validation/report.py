@@ -18,6 +18,7 @@ from memsim.validation import calibration, fit, llmcompass, microbench
 from memsim.validation.calibration import Case
 
 MICROBENCH = Path(__file__).resolve().parent / "data" / "microbench.csv"
+MEASURED = Path(__file__).resolve().parent / "data" / "measured.csv"  # scripts/gpu_measure.py on an H200
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,122 @@
+"""The output tile and the split of K that a GPU's GEMM library launches for a shape.
+
+A GEMM kernel's thread blocks each compute one output tile, one per compute unit at a time, so
+the tiles run in waves (``lower.wave_factor``). A library such as cuBLAS carries kernels of many
+tile sizes, some of which split the loop over K into parts whose partial sums a second pass adds,
+and picks one per shape. On an H200 (``scripts/gpu_measure.py``, measured.csv) it picks tiles that
+make about one wave or more: 64 x 64 for 128 rows by 4096 columns (128 tiles on 132 SMs), 256 x
+128 from 1024 rows, and splits K where even small tiles leave units idle.
+
+A smaller tile fills more units, but every tile reads its rows of A and its columns of B over
+the whole of its K, through the L2, into the unit's shared memory: the operands' traffic from
+the L2 is tiles x (tm x a + tn x b) x K bytes, so halving a tile's edges doubles it. The library's
+choice is modelled as the candidate that finishes soonest: the slower of its waves of tiles at the
+matrix rate and its operand traffic at the L2's bandwidth (a split's partial sums, written and
+read back, count in that traffic, and its second kernel costs ``op_overhead``). Tile edges run
+from ``MIN_EDGE`` to twice the chip's ``execution.unit_tile`` with at most twice its area (cuBLAS's
+Hopper kernels go up to 256 x 128 and 320 x 128).
+
+That is ``execution.gemm_tiles: fill``. With ``fixed`` (the presets' default) every GEMM runs
+``unit_tile``-edged tiles, as the kernels of the 2021-2024 stacks in calibration.csv fit; chips
+without an L2 between memory and their units' SRAM also keep the hardware's tile (a systolic
+array's edge): nothing there makes a smaller tile cost more or less.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from memsim.hardware import rates
+from memsim.hardware.resource import Ref
+from memsim.units import PS_PER_S
+
+if TYPE_CHECKING:
+    from memsim.mapping.lower import Context
+    from memsim.workload.graph import Op
+
+MIN_EDGE = 16  # the narrowest tile edge a library's tensor-core kernels use beside a dimension larger than it
+MAX_SPLIT = 16  # the most parts a library splits K into
+MIN_SPLIT_K = 256  # elements of K: a part costs at least this much of its loop (a few pipeline stages' worth)
+
+
+@dataclass(frozen=True, slots=True)
+class KernelTile:
+    tm: int  # output rows per tile
+    tn: int  # output columns per tile
+    split: int  # parts of K, each a tile of its own
+    stretch: float  # compute time over the FLOPs at the matrix rate: the waves' idle and padded units
+    l2_bytes: int  # operand (and partial-sum) bytes the tiles read from and write to the L2
+
+
+def edges(unit_tile: int) -> tuple[int, ...]:
+    """The tile edges a library's kernels use on a chip whose unit works on ``unit_tile``."""
+    out, edge = [], 2 * unit_tile
+    while edge >= MIN_EDGE:
+        out.append(edge)
+        edge //= 2
+    return tuple(sorted(out)) or (unit_tile,)
+
+
+def candidate(m: int, n: int, k: int, groups: int, units: int, tm: int, tn: int, split: int,
+              a_bits: int, b_bits: int, acc_bytes: int) -> KernelTile:
+    """One kernel's tiles: their waves' stretch and their traffic through the L2."""
+    # A part's loop costs at least MIN_SPLIT_K (or all of K): fill and drain are not shortened by a
+    # split, so splitting a short K never pays, and no split makes a longer K cheaper.
+    rows, cols, depth = min(m, tm), min(n, tn), max(math.ceil(k / split), min(k, MIN_SPLIT_K))
+    tiles = math.ceil(m / tm) * math.ceil(n / tn) * groups * split
+    waves = max(1.0, tiles / units)
+    stretch = waves * units * rows * cols * depth / (m * n * k * groups)
+    operands = tiles * depth * (rows * a_bits + cols * b_bits) // 8
+    partials = 2 * split * m * n * groups * acc_bytes if split > 1 else 0
+    return KernelTile(tm, tn, split, stretch, operands + partials)
+
+
+@lru_cache(maxsize=8192)
+def choose(m: int, n: int, k: int, groups: int, units: int, unit_tile: int, a_bits: int, b_bits: int,
+           acc_bytes: int, flops_ps: float, l2_bytes_ps: float, reduce_ps: int) -> KernelTile:
+    """The kernel that finishes soonest: ``flops_ps`` is the matrix rate (FLOPs a picosecond),
+    ``l2_bytes_ps`` the L2's bandwidth (bytes a picosecond; 0: no choice, the unit's own tile) and
+    ``reduce_ps`` what the second kernel that adds a split's partial sums costs to start and drain."""
+    if unit_tile == 0:  # work spreads over the units finely (a wafer's cores): no tiles, no waves
+        return KernelTile(0, 0, 1, 1.0, 0)
+    if l2_bytes_ps <= 0:
+        return candidate(m, n, k, groups, units, unit_tile, unit_tile, 1, a_bits, b_bits, acc_bytes)
+    flops = 2 * m * n * k * groups
+    best: tuple[float, int, int, KernelTile] | None = None
+    sizes = edges(unit_tile)
+    for tm in sizes:
+        for tn in sizes:
+            if tm * tn > 2 * unit_tile * unit_tile:
+                continue
+            split = 1
+            while split <= MAX_SPLIT:
+                tile = candidate(m, n, k, groups, units, tm, tn, split, a_bits, b_bits, acc_bytes)
+                ps = max(flops * tile.stretch / flops_ps, tile.l2_bytes / l2_bytes_ps) + (reduce_ps if split > 1 else 0)
+                key = (ps, -min(m, tm) * min(n, tn), split, tile)  # ties: the larger tile, the fewer parts
+                if best is None or key[:3] < best[:3]:
+                    best = key
+                split *= 2
+    assert best is not None
+    return best[3]
+
+
+def l2_rate(cx: Context) -> int:
+    """Bytes a second the op's share of the L2 delivers to the units' SRAM; 0 where the library
+    keeps the units' own tile (``execution.gemm_tiles`` fixed) or no L2 sits between memory and a
+    grid of units: nothing there makes a smaller tile cost more or less."""
+    l2 = next((level for level in cx.chip.levels if level.kind == "l2"), None)
+    if not cx.grid or l2 is None or cx.chip.execution.gemm_tiles != "fill":
+        return 0
+    return rates.shared(rates.effective_bandwidth(cx.chip, Ref.level(l2.name)), cx.compute_share)
+
+
+def for_op(op: Op, cx: Context) -> KernelTile:
+    """The output tile and K split the library launches for a GEMM (``kerneltile.choose``)."""
+    ex = cx.chip.execution
+    dtype = cx.chip.compute.matmul_dtype(op.dtype, cx.graph.tensors[op.inputs[1].tensor].dtype)
+    units = max(1, math.floor(cx.chip.compute.units * cx.compute_share))
+    return choose(op.dim("m"), op.dim("n"), op.dim("k"), op.dim("groups", 1), units, ex.unit_tile,
+                  cx.bits(op.inputs[0].tensor), cx.bits(op.inputs[1].tensor), ex.accumulator_bytes,
+                  cx.matrix_rate(dtype) / PS_PER_S, l2_rate(cx) / PS_PER_S, ex.op_overhead_ps)
