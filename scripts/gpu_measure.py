@@ -6,7 +6,7 @@ PyTorch; memsim does not import it. Run it as
 
     OUT=dir python scripts/gpu_measure.py [--quick]
 
-It writes l2.csv, gemm.csv, attention.csv, e2e.csv, kernels.json and env.json
+It writes l2.csv, gemm.csv, attention.csv, e2e.csv, compiled.csv, kernels.json and env.json
 under $OUT, each row as soon as it is measured, and prints a short table.
 
 How each time is taken:
@@ -288,13 +288,18 @@ class Llama:
         first, second = x[..., :64], x[..., 64:]
         return torch.cat((first * cos - second * sin, second * cos + first * sin), -1)
 
-    def forward(self, tokens: torch.Tensor, caches, start: int) -> torch.Tensor:
+    def weights(self) -> dict:
+        return {"layers": self.layers, "embed": self.embed, "norm": self.norm, "head": self.head}
+
+    def forward(self, tokens: torch.Tensor, caches, start: int, weights: dict | None = None) -> torch.Tensor:
+        """A step; ``weights`` (as ``weights()`` lays them out) replaces the model's own."""
+        weights = weights or self.weights()
         batch, length = tokens.shape
-        x = self.embed[tokens]
+        x = weights["embed"][tokens]
         angles = torch.arange(start, start + length, device=DEV, dtype=torch.float32)[:, None]
         angles = angles * torch.pow(1e4, -torch.arange(64, device=DEV) / 64.0)[None, :]
         cos, sin = angles.cos().to(torch.bfloat16), angles.sin().to(torch.bfloat16)
-        for index, w in enumerate(self.layers):
+        for index, w in enumerate(weights["layers"]):
             h = F.rms_norm(x, (4096,), w["n1"], 1e-5)
             qkv = (h @ w["wqkv"]).view(batch, length, 3, 32, 128).permute(2, 0, 3, 1, 4)
             q, k, v = self.rope(qkv[0], cos, sin), self.rope(qkv[1], cos, sin), qkv[2]
@@ -311,8 +316,8 @@ class Llama:
             gate, up = (h @ w["w13"]).chunk(2, -1)
             x = torch.addmm(x.view(-1, 4096), (F.silu(gate) * up).view(-1, 11008),
                             w["w2"]).view(batch, length, 4096)
-        last = F.rms_norm(x[:, -1], (4096,), self.norm, 1e-5)
-        return last @ self.head
+        last = F.rms_norm(x[:, -1], (4096,), weights["norm"], 1e-5)
+        return last @ weights["head"]
 
 
 def event_median(fn, runs: int) -> float:
@@ -374,6 +379,57 @@ def measure_llama(quick: bool, kernels: dict) -> None:
             torch.cuda.empty_cache()
 
 
+class CompiledStep(torch.nn.Module):
+    """A decode step of ``Llama`` with its weights and a static KV cache as the module's buffers,
+    as gpt-fast holds them, so that torch.compile's CUDA graphs can replay it."""
+
+    def __init__(self, model: Llama, batch: int, context: int) -> None:
+        super().__init__()
+        self.model, self.context = model, context
+        self.names = [tuple(layer) for layer in model.layers]
+        for index, layer in enumerate(model.layers):
+            for name, tensor in layer.items():
+                self.register_buffer(f"w{index}_{name}", tensor)
+            for kind in ("k", "v"):
+                self.register_buffer(f"{kind}{index}", torch.randn(batch, 32, context, 128, device=DEV,
+                                                                   dtype=torch.bfloat16))
+        for name in ("embed", "norm", "head"):
+            self.register_buffer(name, getattr(model, name))
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        caches = [(getattr(self, f"k{i}"), getattr(self, f"v{i}")) for i in range(len(self.names))]
+        layers = [{name: getattr(self, f"w{i}_{name}") for name in names} for i, names in enumerate(self.names)]
+        weights = {"layers": layers, "embed": self.embed, "norm": self.norm, "head": self.head}
+        return self.model.forward(ids, caches, self.context - 1, weights)
+
+
+def measure_compiled(quick: bool, kernels: dict) -> None:
+    """gpt-fast's way: a decode step compiled with torch.compile(mode="reduce-overhead"), which
+    fuses the elementwise work into Triton kernels and replays the step as a CUDA graph."""
+    sink = Sink("compiled.csv", ["model", "batch", "context", "seconds", "compile_s", "kernels_per_step"])
+    layers = 4 if quick else 32
+    model = Llama(layers)
+    for batch, context in ((1, 1024),) if quick else ((1, 1024), (16, 1024)):
+        module = CompiledStep(model, batch, context)
+        step = torch.compile(module, mode="reduce-overhead", fullgraph=True)
+        ids = torch.randint(0, 32000, (batch, 1), device=DEV)
+        started = time.time()
+        with torch.no_grad():
+            for _ in range(4):
+                step(ids)
+            torch.cuda.synchronize()
+            compile_s = time.time() - started
+            seconds = event_median(lambda step=step, ids=ids: step(ids), 20)
+            names = kernel_names(lambda step=step, ids=ids: step(ids))
+        kernels[f"compiled decode b{batch} ctx{context}"] = names
+        sink.row(model=f"llama-2-7b-shaped ({layers} layers)", batch=batch, context=context, seconds=seconds,
+                 compile_s=compile_s, kernels_per_step=len(names))
+        print(f"compiled decode b{batch:3d} ctx {context:5d} {seconds * 1e3:8.3f} ms  compile {compile_s:6.1f} s  "
+              f"{len(names)} kernels", flush=True)
+        del module, step
+        torch.cuda.empty_cache()
+
+
 def graph_step(fn) -> float:
     """Median seconds of one graph replay of fn (one whole step)."""
     graph = captured(fn, 1)
@@ -385,7 +441,7 @@ def graph_step(fn) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a few small cases, to check the script")
-    parser.add_argument("--only", choices=("l2", "gemm", "attention", "e2e"), action="append")
+    parser.add_argument("--only", choices=("l2", "gemm", "attention", "e2e", "compiled"), action="append")
     args = parser.parse_args()
     props = torch.cuda.get_device_properties(0)
     env = {"device": props.name, "sms": props.multi_processor_count,
@@ -402,7 +458,8 @@ def main() -> int:
         json.dump(env, handle, indent=1)
     print(json.dumps(env), flush=True)
     kernels: dict = {}
-    steps = {"l2": measure_l2, "gemm": measure_gemms, "attention": measure_attention, "e2e": measure_llama}
+    steps = {"l2": measure_l2, "gemm": measure_gemms, "attention": measure_attention, "e2e": measure_llama,
+             "compiled": measure_compiled}
     for name, step in steps.items():
         if args.only and name not in args.only:
             continue

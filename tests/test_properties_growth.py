@@ -97,6 +97,7 @@ def cases(draw) -> tuple[str, str, str, str, dict[str, int]]:
 @example(("a100-80gb-sxm", "gpt2", "prefill", "prompt", {"batch": 1, "prompt": 191}))  # one more FlashDecoding split
 @example(("sn40l", "bert-base", "prefill", "batch", {"batch": 1, "prompt": 1}))  # a bias left out of a prefetch
 @example(("sn40l", "gpt2", "prefill", "batch", {"batch": 1, "prompt": 1}))  # staged less: within the bound
+@example(("h100-sxm", "gpt2", "prefill", "batch", {"batch": 1, "prompt": 1}))  # attention rounded before its share
 def test_one_more_sequence_or_token_never_makes_a_step_faster(case):
     hw, model, phase, grow, dims = case
     bigger = {**dims, grow: dims[grow] + 1}

@@ -201,7 +201,7 @@ def test_tiles_that_fill_the_units_follow_todays_cublas_on_few_rows():
     fill, fixed = _measured_gemms("fill"), _measured_gemms("fixed")
     assert len(fill) == 28
     assert statistics.median(fill) <= 0.10
-    assert max(fill) < max(fixed) and statistics.mean(fill) < 0.75 * statistics.mean(fixed)
+    assert max(fill) < max(fixed) and statistics.mean(fill) < 0.6 * statistics.mean(fixed)
 
 
 # TensorRT-LLM 0.9's docs/source/performance.md, 'Low Latency' tables (the document calibration rows
@@ -222,3 +222,20 @@ def test_the_2024_stacks_fit_fixed_tiles_on_hopper_too(hw):
     measured = TRT_09_FP8_FIRST_TOKEN_S[hw]
     assert abs(step_s("fixed") / measured - 1) <= 0.10
     assert step_s("fill") / measured - 1 <= -0.20
+
+
+def test_a_compiled_decode_step_measured_here_is_within_15_percent():
+    """measured.csv's run: Llama-2-7B's shapes in plain PyTorch, compiled as gpt-fast compiles
+    (torch.compile, mode="reduce-overhead": Triton fusions replayed as one CUDA graph), on an H200.
+    memsim's own Llama-2-7B on h200-sxm comes out faster, never by more than 15%: the compiled step
+    launches more kernels (copies into the KV cache, cuBLAS's split-K reductions)."""
+    import csv as _csv
+
+    run = report.MEASURED.parent / "h200-2026-11-28" / "compiled.csv"
+    rows = list(_csv.DictReader(run.open()))
+    assert [(int(r["batch"]), int(r["context"])) for r in rows] == [(1, 1024), (16, 1024)]
+    for r in rows:
+        sim = api.simulate("h200-sxm", "llama-2-7b", phase="decode", batch=int(r["batch"]),
+                           context=int(r["context"]), set={"execution.gemm_tiles": "fill"})
+        error = sim.summary["step_time_s"] / float(r["seconds"]) - 1
+        assert -0.15 <= error < 0, (r, error)

@@ -196,7 +196,8 @@ class ExecutionSpec:
     gemm_tiles: str = spec_field(
         "gemm_tiles", "choice", "`fixed`: every GEMM runs `unit_tile`-edged tiles in waves (the 2021-2024 stacks of "
         "calibration.csv); `fill`: the library picks per shape the tile and split of K that finish soonest, trading "
-        "waves against operand traffic through the L2 (today's cuBLAS, measured.csv)", "fixed", choices=GEMM_TILES
+        "waves against operand traffic through the L2 and the memory bandwidth its busy units draw (today's cuBLAS, "
+        "measured.csv)", "fixed", choices=GEMM_TILES
     )
     dequant_ops: tuple[tuple[str, float], ...] = spec_field(
         "dequant", "ops", "vector ops per weight element to unpack a weight-only format (see dequant_kernel)",

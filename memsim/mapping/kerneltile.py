@@ -9,12 +9,14 @@ make about one wave or more: 64 x 64 for 128 rows by 4096 columns (128 tiles on 
 
 A smaller tile fills more units, but every tile reads its rows of A and its columns of B over
 the whole of its K, through the L2, into the unit's shared memory: the operands' traffic from
-the L2 is tiles x (tm x a + tn x b) x K bytes, so halving a tile's edges doubles it. The library's
-choice is modelled as the candidate that finishes soonest: the slower of its waves of tiles at the
-matrix rate and its operand traffic at the L2's bandwidth (a split's partial sums, written and
-read back, count in that traffic, and its second kernel costs ``op_overhead``). Tile edges run
-from ``MIN_EDGE`` to twice the chip's ``execution.unit_tile`` with at most twice its area (cuBLAS's
-Hopper kernels go up to 256 x 128 and 320 x 128).
+the L2 is tiles x (tm x a + tn x b) x K bytes, so halving a tile's edges doubles it (a split's
+partial sums, written and read back, count in that traffic, and its second kernel costs a
+kernel's fixed cost, which ``families.gpu`` charges). The library's choice is modelled as the
+candidate that finishes soonest: the slowest of its waves of tiles at the matrix rate, its operand
+traffic at the L2's bandwidth, and its stream from memory at the share of the bandwidth its busy
+units draw (few tiles leave units, and their bandwidth, idle: cuBLAS splits K for one row by 4096
+columns). Tile edges run from ``MIN_EDGE`` to twice the chip's ``execution.unit_tile`` with at
+most twice its area (cuBLAS's Hopper kernels go up to 256 x 128 and 320 x 128).
 
 That is ``execution.gemm_tiles: fill``. With ``fixed`` (the presets' default) every GEMM runs
 ``unit_tile``-edged tiles, as the kernels of the 2021-2024 stacks in calibration.csv fit; chips
@@ -48,6 +50,7 @@ class KernelTile:
     split: int  # parts of K, each a tile of its own
     stretch: float  # compute time over the FLOPs at the matrix rate: the waves' idle and padded units
     l2_bytes: int  # operand (and partial-sum) bytes the tiles read from and write to the L2
+    share: float = 1.0  # of the units the first wave keeps busy, and so of the memory bandwidth it draws
 
 
 def edges(unit_tile: int) -> tuple[int, ...]:
@@ -70,15 +73,18 @@ def candidate(m: int, n: int, k: int, groups: int, units: int, tm: int, tn: int,
     stretch = waves * units * rows * cols * depth / (m * n * k * groups)
     operands = tiles * depth * (rows * a_bits + cols * b_bits) // 8
     partials = 2 * split * m * n * groups * acc_bytes if split > 1 else 0
-    return KernelTile(tm, tn, split, stretch, operands + partials)
+    return KernelTile(tm, tn, split, stretch, operands + partials, min(1.0, tiles / units))
 
 
 @lru_cache(maxsize=8192)
 def choose(m: int, n: int, k: int, groups: int, units: int, unit_tile: int, a_bits: int, b_bits: int,
-           acc_bytes: int, flops_ps: float, l2_bytes_ps: float, reduce_ps: int) -> KernelTile:
+           acc_bytes: int, flops_ps: float, l2_bytes_ps: float, reduce_ps: int, stream_bytes: int = 0,
+           stream_bytes_ps: float = 1.0) -> KernelTile:
     """The kernel that finishes soonest: ``flops_ps`` is the matrix rate (FLOPs a picosecond),
-    ``l2_bytes_ps`` the L2's bandwidth (bytes a picosecond; 0: no choice, the unit's own tile) and
-    ``reduce_ps`` what the second kernel that adds a split's partial sums costs to start and drain."""
+    ``l2_bytes_ps`` the L2's bandwidth (bytes a picosecond; 0: no choice, the unit's own tile),
+    ``reduce_ps`` what the second kernel that adds a split's partial sums costs to start and drain,
+    and ``stream_bytes`` what the GEMM moves from memory at ``stream_bytes_ps``, of which a kernel
+    whose tiles keep only some units busy draws only their share."""
     if unit_tile == 0:  # work spreads over the units finely (a wafer's cores): no tiles, no waves
         return KernelTile(0, 0, 1, 1.0, 0)
     if l2_bytes_ps <= 0:
@@ -93,7 +99,8 @@ def choose(m: int, n: int, k: int, groups: int, units: int, unit_tile: int, a_bi
             split = 1
             while split <= MAX_SPLIT:
                 tile = candidate(m, n, k, groups, units, tm, tn, split, a_bits, b_bits, acc_bytes)
-                ps = max(flops * tile.stretch / flops_ps, tile.l2_bytes / l2_bytes_ps) + (reduce_ps if split > 1 else 0)
+                ps = max(flops * tile.stretch / flops_ps, tile.l2_bytes / l2_bytes_ps,
+                         stream_bytes / (stream_bytes_ps * tile.share)) + (reduce_ps if split > 1 else 0)
                 key = (ps, -min(m, tm) * min(n, tn), split, tile)  # ties: the larger tile, the fewer parts
                 if best is None or key[:3] < best[:3]:
                     best = key
@@ -117,6 +124,9 @@ def for_op(op: Op, cx: Context) -> KernelTile:
     ex = cx.chip.execution
     dtype = cx.chip.compute.matmul_dtype(op.dtype, cx.graph.tensors[op.inputs[1].tensor].dtype)
     units = max(1, math.floor(cx.chip.compute.units * cx.compute_share))
+    weights = cx.home(op.inputs[1].tensor)
+    memory = rates.shared(rates.effective_bandwidth(cx.chip, weights), cx.compute_share) / PS_PER_S
+    moved = sum(r.bytes for r in op.inputs) + sum(cx.graph.tensors[t].bytes for t in op.outputs)
     return choose(op.dim("m"), op.dim("n"), op.dim("k"), op.dim("groups", 1), units, ex.unit_tile,
                   cx.bits(op.inputs[0].tensor), cx.bits(op.inputs[1].tensor), ex.accumulator_bytes,
-                  cx.matrix_rate(dtype) / PS_PER_S, l2_rate(cx) / PS_PER_S, ex.op_overhead_ps)
+                  cx.matrix_rate(dtype) / PS_PER_S, l2_rate(cx) / PS_PER_S, ex.kernel_overhead_ps, moved, memory)

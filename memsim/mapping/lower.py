@@ -10,6 +10,7 @@ import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import lru_cache
 
 from memsim.hardware import rates
@@ -19,7 +20,7 @@ from memsim.mapping import kerneltile, tiling
 from memsim.mapping.plan import Step, level_bytes
 from memsim.mapping.workitems import attention_share, filled, kv_split
 from memsim.registry import Registry
-from memsim.units import compute_ps, transfer_ps
+from memsim.units import PS_PER_S, compute_ps, transfer_ps
 from memsim.workload.dtypes import BITS
 from memsim.workload.graph import Op, OpGraph
 
@@ -144,12 +145,9 @@ def gemm_compute_ps(op: Op, cx: Context) -> int:
 
 def peak_ps(op: Op, cx: Context) -> int:
     """Picoseconds a GEMM's FLOPs take at the matrix rate of its dtype, stretched by the waves of
-    the tiles its kernel launches (``kerneltile.for_op``), and, where that kernel splits K, the
-    start and drain of the second kernel that adds the partial sums."""
+    the tiles its kernel launches (``kerneltile.for_op``)."""
     dtype = cx.chip.compute.matmul_dtype(op.dtype, cx.graph.tensors[op.inputs[1].tensor].dtype)
-    tile = kerneltile.for_op(op, cx)
-    reduce = cx.chip.execution.op_overhead_ps if tile.split > 1 else 0
-    return math.ceil(compute_ps(op.flops, cx.matrix_rate(dtype)) * tile.stretch) + reduce
+    return math.ceil(compute_ps(op.flops, cx.matrix_rate(dtype)) * kerneltile.for_op(op, cx).stretch)
 
 
 def feeds_from_sram(chip: ChipSpec) -> bool:
@@ -211,6 +209,9 @@ def lower_matmul(op: Op, cx: Context) -> tuple[Step, ...]:
     w_dtype = cx.graph.tensors[b].dtype
     dtype = cx.chip.compute.matmul_dtype(op.dtype, w_dtype)
     peak, feed = peak_ps(op, cx), feed_ps(op, cx)
+    # A library that picks its tiles (``kerneltile``) draws only its busy units' bandwidth.
+    share = kerneltile.for_op(op, cx).share if kerneltile.l2_rate(cx) else 1.0
+    peak = at_share(peak, loads, stores, share, cx)
     busy = max(peak, feed)
     energy, unpack, unpack_fj = cx.matrix_energy(op.flops, dtype), 0, 0
     if dtype != w_dtype and ex.dequant(w_dtype):
@@ -224,6 +225,15 @@ def lower_matmul(op: Op, cx: Context) -> tuple[Step, ...]:
     return (make_step("gemm", loads, stores, busy, op.flops, cx.depth, cx.sram_bytes,
                       {"tm": tile.tm, "tn": tile.tn}, unpack, energy_fj=energy, unpack_fj=unpack_fj,
                       feed_ps=busy - peak),)
+
+
+def at_share(busy_ps: int, loads: dict[Ref, int], stores: dict[Ref, int], share: float, cx: Context) -> int:
+    """Idle units leave their share of bandwidth unused: the busy ones take as long as the whole
+    stream at that share would (shown as their compute time, not as a memory stall)."""
+    if share >= 1:
+        return busy_ps
+    return max(busy_ps, *(transfer_ps(b, rates.shared(rates.effective_bandwidth(cx.chip, ref), share))
+                          for ref, b in (*loads.items(), *stores.items())))
 
 
 def _streams(op: Op, cx: Context) -> tuple[dict[Ref, int], dict[Ref, int]]:
@@ -291,16 +301,11 @@ def _fused_attention(op: Op, cx: Context) -> tuple[Step, ...]:
     share = attention_share(cx, items, kv_len)
     pairs = op.dim("pairs", q_len * kv_len)
     scores = batch * heads * pairs
-    busy = compute_ps(op.flops, cx.matrix_rate(op.dtype)) + compute_ps(SOFTMAX_FLOPS_PER_SCORE * scores,
-                                                                        cx.vector_rate())
+    exact = (Fraction(op.flops * PS_PER_S, cx.matrix_rate(op.dtype))
+             + Fraction(SOFTMAX_FLOPS_PER_SCORE * scores * PS_PER_S, cx.vector_rate()))
     if cx.grid:  # each work item's loop over its keys fills and drains
-        busy = filled(busy, cx.chip.execution.attention_fill, pairs / q_len / kv_split(cx, items, kv_len))
-    if share < 1:
-        # Idle units leave their share of bandwidth unused: the busy ones take as long as the
-        # whole stream at that share would (shown as their compute time, not as a memory stall).
-        streamed = max(transfer_ps(b, rates.shared(rates.effective_bandwidth(cx.chip, ref), share))
-                       for ref, b in (*loads.items(), *stores.items()))
-        busy = max(math.ceil(busy / share), streamed)
+        exact = filled(exact, cx.chip.execution.attention_fill, pairs / q_len / kv_split(cx, items, kv_len))
+    busy = at_share(math.ceil(exact / Fraction(share)), loads, stores, share, cx)
     energy = cx.matrix_energy(op.flops, op.dtype) + cx.vector_energy(SOFTMAX_FLOPS_PER_SCORE * scores)
     return (make_step("flash", loads, stores, busy, op.flops, cx.depth, cx.sram_bytes,
                       {"block_rows": tile.block_rows, "passes": tile.passes}, energy_fj=energy),)

@@ -7,6 +7,7 @@ chip and of whether the family launches a grid (``Context.grid``); ``lower`` use
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ def kv_split(cx: Context, items: int, kv_len: int) -> float:
     return max(1.0, min(split, kv_len / KV_SPLIT_MIN))
 
 
-def filled(busy_ps: int, fill: int, keys: float) -> int:
+def filled(busy_ps: Fraction, fill: int, keys: float) -> Fraction:
     """``busy_ps`` of attention whose work items each loop over ``keys`` keys (a query row's mean,
     over its splits), stretched by the loop's fill and drain: ``fill`` keys' worth of its main
     loop per item (``execution.attention_fill``), spent loading its queries and first keys before
@@ -53,7 +54,8 @@ def filled(busy_ps: int, fill: int, keys: float) -> int:
     that rises with sequence length as keys / (keys + fill): microbench.csv rows 77-82 (FlashAttention-3
     on H100, head dim 128: 430 TFLOP/s at 512 keys to 621 at 16k) fit a fill of about two 128-key
     blocks. More keys per item never make the op faster: busy grows with them and the fill's share
-    of it is fixed per item."""
+    of it is fixed per item. Exact: ``lower`` rounds the op's time once, after the share of units
+    it keeps busy divides it (a rounding before would let a bigger batch round to less)."""
     if not fill or keys <= 0:
-        return busy_ps
-    return math.ceil(busy_ps * (keys + fill) / keys)
+        return Fraction(busy_ps)
+    return busy_ps * (Fraction(keys) + fill) / Fraction(keys)

@@ -1,19 +1,24 @@
 """GPU: one kernel per operator, launched in stream order.
 
-Every kernel pays a fixed launch-and-sync overhead (graph-captured or eager). Intermediates
+Every kernel pays a fixed launch-and-sync overhead (graph-captured or eager); a GEMM whose library
+splits K launches a second kernel to add the partial sums. Intermediates
 go through the activation level (L2 when they fit, else HBM). Weights that do not fit in
 HBM are offloaded to host DDR and streamed over PCIe (FlexGen / ZeRO-Inference style).
 """
 from __future__ import annotations
 
 from memsim.hardware.spec import ChipSpec
+from memsim.mapping import kerneltile
 from memsim.mapping.layout import Layout
 from memsim.mapping.strategy import plan_with, register
 from memsim.workload.graph import OpGraph
 
 
 def kernel_per_op(op, steps, cx):
-    return steps, cx.chip.execution.kernel_overhead_ps
+    """Each operator is a kernel; a GEMM whose library splits K (``kerneltile``) is two, the second
+    adding the partial sums, and each pays a kernel's fixed cost."""
+    kernels = 2 if op.kind == "matmul" and kerneltile.for_op(op, cx).split > 1 else 1
+    return steps, kernels * cx.chip.execution.kernel_overhead_ps
 
 
 @register("gpu")
