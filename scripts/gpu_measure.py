@@ -6,7 +6,7 @@ PyTorch; memsim does not import it. Run it as
 
     OUT=dir python scripts/gpu_measure.py [--quick]
 
-It writes l2.csv, gemm.csv, attention.csv, e2e.csv, compiled.csv, kernels.json and env.json
+It writes l2.csv, gemm.csv, kscan.csv, attention.csv, e2e.csv, compiled.csv, kernels.json and env.json
 under $OUT, each row as soon as it is measured, and prints a short table.
 
 How each time is taken:
@@ -139,10 +139,20 @@ def gemm_shapes(quick: bool) -> list[tuple[int, int, int, str]]:
     return shapes
 
 
-def measure_gemms(quick: bool, kernels: dict) -> None:
-    sink = Sink("gemm.csv", ["m", "n", "k", "dtype", "flops", "graph_s", "cold_s", "loop_s",
-                             "graph_tflops", "kernels"])
-    for m, n, k, dtype in gemm_shapes(quick):
+def kscan_shapes(quick: bool) -> list[tuple[int, int, int, str]]:
+    """GEMMs whose K alone varies, to separate a tile's fixed cost from its cost per step of K."""
+    depths = (256, 1024) if quick else (128, 256, 512, 768, 1536, 3072, 6144)
+    return [(m, n, k, dtype) for dtype in ("bf16", "fp8") for m, n in ((802816, 192), (4096, 4096))
+            for k in depths]
+
+
+def measure_kscan(quick: bool, kernels: dict) -> None:
+    measure_gemms(quick, kernels, kscan_shapes(quick), "kscan.csv")
+
+
+def measure_gemms(quick: bool, kernels: dict, shapes: list | None = None, name: str = "gemm.csv") -> None:
+    sink = Sink(name, ["m", "n", "k", "dtype", "flops", "graph_s", "cold_s", "loop_s", "graph_tflops", "kernels"])
+    for m, n, k, dtype in shapes or gemm_shapes(quick):
         label = f"gemm {dtype} {m}x{n}x{k}"
         try:
             fn = gemm_fn(m, n, k, dtype)
@@ -441,7 +451,7 @@ def graph_step(fn) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a few small cases, to check the script")
-    parser.add_argument("--only", choices=("l2", "gemm", "attention", "e2e", "compiled"), action="append")
+    parser.add_argument("--only", choices=("l2", "gemm", "kscan", "attention", "e2e", "compiled"), action="append")
     args = parser.parse_args()
     props = torch.cuda.get_device_properties(0)
     env = {"device": props.name, "sms": props.multi_processor_count,
@@ -458,8 +468,8 @@ def main() -> int:
         json.dump(env, handle, indent=1)
     print(json.dumps(env), flush=True)
     kernels: dict = {}
-    steps = {"l2": measure_l2, "gemm": measure_gemms, "attention": measure_attention, "e2e": measure_llama,
-             "compiled": measure_compiled}
+    steps = {"l2": measure_l2, "gemm": measure_gemms, "kscan": measure_kscan, "attention": measure_attention,
+             "e2e": measure_llama, "compiled": measure_compiled}
     for name, step in steps.items():
         if args.only and name not in args.only:
             continue

@@ -2,8 +2,9 @@
 
     python scripts/measured_rows.py [RUN_DIR] [--write]
 
-RUN_DIR holds the run's gemm.csv, attention.csv, l2.csv, launch_cost.csv (scripts/launch_cost.cu)
-and env.json (default: the H200 run of 2026-11-28 under memsim/validation/data). Without --write
+RUN_DIR holds the run's gemm.csv, kscan.csv (GEMMs whose K alone varies), attention.csv, l2.csv,
+launch_cost.csv (scripts/launch_cost.cu) and env.json (default: the H200 run of 2026-11-28 under
+memsim/validation/data). Without --write
 the rows are printed; with it they replace memsim/validation/data/measured.csv.
 tests/test_validate.py checks that the file is what this script writes from the run it names.
 """
@@ -38,7 +39,7 @@ def _read(run_dir: Path, name: str) -> list[dict]:
         return list(csv.DictReader(fh))
 
 
-def gemm_row(r: dict, env: dict, run: str) -> dict:
+def gemm_row(r: dict, env: dict, run: str, file: str = "gemm.csv") -> dict:
     tflops = float(r["flops"]) / float(r["graph_s"]) / 1e12
     peak = PEAKS[r["dtype"]]
     kernels = r["kernels"].replace("Memset (Device) | ", "").split(" | ")
@@ -47,13 +48,13 @@ def gemm_row(r: dict, env: dict, run: str) -> dict:
         env, run, benchmark="gemm", dtype=r["dtype"],
         shape_or_size=f"M={r['m']} N={r['n']} K={r['k']}", measured_value=f"{tflops:.1f}", unit="TFLOP/s",
         peak_value_from_datasheet=f"{peak:g}", fraction_of_peak=f"{tflops / peak:.3f}",
-        source_locator=f"gemm.csv row m={r['m']} n={r['n']} k={r['k']} {r['dtype']}",
+        source_locator=f"{file} row m={r['m']} n={r['n']} k={r['k']} {r['dtype']}",
         notes=(f"cuBLAS(Lt) through torch.matmul (bf16) or torch._scaled_mm (fp8, bf16 out); time per call "
                f"of 20 calls replayed in one CUDA graph, {float(r['graph_s']) * 1e6:.1f} us (L2 flushed "
                f"before each call: {float(r['cold_s']) * 1e6:.1f} us; eager host loop: "
                f"{float(r['loop_s']) * 1e6:.1f} us); kernels: {names}; clocks.csv logs the SM clock "
                f"and power over the sweep (the large GEMMs drew up to ~690 W of the 700 W cap and ran "
-               f"at 1260-1980 MHz)"))
+               f"at 1260-1980 MHz; clocks_kscan.csv for kscan.csv)"))
 
 
 def attention_row(r: dict, env: dict, run: str) -> dict:
@@ -105,6 +106,7 @@ def rows(run_dir: Path) -> list[dict]:
     env = json.loads((run_dir / "env.json").read_text())
     run = run_dir.name
     out = [gemm_row(r, env, run) for r in _read(run_dir, "gemm.csv")]
+    out += [gemm_row(r, env, run, "kscan.csv") for r in _read(run_dir, "kscan.csv")]
     out += [attention_row(r, env, run) for r in _read(run_dir, "attention.csv") if r["phase"] == "prefill"]
     out += [l2_row(r, env, run) for r in _read(run_dir, "l2.csv")]
     out += [launch_row(r, env, run) for r in _read(run_dir, "launch_cost.csv")]
