@@ -9,6 +9,7 @@ by construction.
 """
 from __future__ import annotations
 
+import functools
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,6 +31,15 @@ class Calibration:
 
 
 def calibrate(path: Path = calibration.DATA) -> Calibration:
+    """The fit over a calibration file's rows, in and out of sample. It simulates every row on a
+    grid of the parameters (minutes), so it is kept per file as read (its size and modification
+    time): ``scripts/figures.py`` and the tests ask for the same fit more than once."""
+    stat = path.stat()
+    return _calibrate(path, stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=4)
+def _calibrate(path: Path, size: int, mtime_ns: int) -> Calibration:
     every = calibration.load(path)
     cases = calibration.fitted(every)
     full, outcomes = fit.validate(fit.table(cases))
