@@ -1,7 +1,7 @@
 """The output tile and the split of K that a GPU's GEMM library launches for a shape.
 
 A GEMM kernel's thread blocks each compute one output tile, one per compute unit at a time, so
-the tiles run in waves (``lower.wave_factor``). A library such as cuBLAS carries kernels of many
+the tiles run in waves (``wave_factor``). A library such as cuBLAS carries kernels of many
 tile sizes, some of which split the loop over K into parts whose partial sums a second pass adds,
 and picks one per shape. On an H200 (``scripts/gpu_measure.py``, measured.csv) it picks tiles that
 make about one wave or more: 64 x 64 for 128 rows by 4096 columns (128 tiles on 132 SMs), 256 x
@@ -50,7 +50,24 @@ class KernelTile:
     split: int  # parts of K, each a tile of its own
     stretch: float  # compute time over the FLOPs at the matrix rate: the waves' idle and padded units
     l2_bytes: int  # operand (and partial-sum) bytes the tiles read from and write to the L2
-    share: float = 1.0  # of the units the first wave keeps busy, and so of the memory bandwidth it draws
+    # Of the units the first wave keeps busy, and so of the memory bandwidth it draws; the units' own
+    # tile (``fixed``) draws it all, as the stacks calibrated on it do.
+    share: float = 1.0
+
+
+def wave_factor(m: int, n: int, groups: int, units: int, unit_tile: int) -> float:
+    """Compute stretch from running unit-sized output tiles on the compute units.
+
+    A unit computes one tile of at most ``unit_tile`` x ``unit_tile`` outputs at a time, and a
+    tile takes as long as the fullest one: the rows and columns left over make partial tiles
+    that still take a whole tile's time on their unit. Fewer tiles than units leave units idle
+    (one tile time in all); a last, partly filled wave costs its share of a wave. So the time is
+    max(1, tiles / units) tile times, and it never falls when m, n or groups grow."""
+    if unit_tile == 0:  # work spreads over the units finely (a wafer's cores): no waves
+        return 1.0
+    tiles = math.ceil(m / unit_tile) * math.ceil(n / unit_tile) * groups
+    waves = max(1.0, tiles / units)
+    return waves * units * min(m, unit_tile) * min(n, unit_tile) / (m * n * groups)
 
 
 def edges(unit_tile: int) -> tuple[int, ...]:
@@ -85,10 +102,8 @@ def choose(m: int, n: int, k: int, groups: int, units: int, unit_tile: int, a_bi
     ``reduce_ps`` what the second kernel that adds a split's partial sums costs to start and drain,
     and ``stream_bytes`` what the GEMM moves from memory at ``stream_bytes_ps``, of which a kernel
     whose tiles keep only some units busy draws only their share."""
-    if unit_tile == 0:  # work spreads over the units finely (a wafer's cores): no tiles, no waves
-        return KernelTile(0, 0, 1, 1.0, 0)
-    if l2_bytes_ps <= 0:
-        return candidate(m, n, k, groups, units, unit_tile, unit_tile, 1, a_bits, b_bits, acc_bytes)
+    if l2_bytes_ps <= 0 or unit_tile == 0:  # the units' own tile: no L2 to trade against, or no tiles
+        return KernelTile(unit_tile, unit_tile, 1, wave_factor(m, n, groups, units, unit_tile), 0)
     flops = 2 * m * n * k * groups
     best: tuple[float, int, int, KernelTile] | None = None
     sizes = edges(unit_tile)
@@ -124,9 +139,12 @@ def for_op(op: Op, cx: Context) -> KernelTile:
     ex = cx.chip.execution
     dtype = cx.chip.compute.matmul_dtype(op.dtype, cx.graph.tensors[op.inputs[1].tensor].dtype)
     units = max(1, math.floor(cx.chip.compute.units * cx.compute_share))
-    weights = cx.home(op.inputs[1].tensor)
-    memory = rates.shared(rates.effective_bandwidth(cx.chip, weights), cx.compute_share) / PS_PER_S
-    moved = sum(r.bytes for r in op.inputs) + sum(cx.graph.tensors[t].bytes for t in op.outputs)
+    l2 = l2_rate(cx)
+    moved, memory = 0, 1.0
+    if l2:  # the stream from memory only weighs in a choice
+        weights = cx.home(op.inputs[1].tensor)
+        memory = rates.shared(rates.effective_bandwidth(cx.chip, weights), cx.compute_share) / PS_PER_S
+        moved = sum(r.bytes for r in op.inputs) + sum(cx.graph.tensors[t].bytes for t in op.outputs)
     return choose(op.dim("m"), op.dim("n"), op.dim("k"), op.dim("groups", 1), units, ex.unit_tile,
                   cx.bits(op.inputs[0].tensor), cx.bits(op.inputs[1].tensor), ex.accumulator_bytes,
-                  cx.matrix_rate(dtype) / PS_PER_S, l2_rate(cx) / PS_PER_S, ex.kernel_overhead_ps, moved, memory)
+                  cx.matrix_rate(dtype) / PS_PER_S, l2 / PS_PER_S, ex.kernel_overhead_ps, moved, memory)

@@ -116,21 +116,6 @@ def make_step(label: str, loads: dict[Ref, int], stores: dict[Ref, int], busy_ps
                 unpack_fj=unpack_fj, feed_ps=min(-(-busy_ps // n), -(-feed_ps // n)))
 
 
-def wave_factor(m: int, n: int, groups: int, units: int, unit_tile: int) -> float:
-    """Compute stretch from running unit-sized output tiles on the compute units.
-
-    A unit computes one tile of at most ``unit_tile`` x ``unit_tile`` outputs at a time, and a
-    tile takes as long as the fullest one: the rows and columns left over make partial tiles
-    that still take a whole tile's time on their unit. Fewer tiles than units leave units idle
-    (one tile time in all); a last, partly filled wave costs its share of a wave. So the time is
-    max(1, tiles / units) tile times, and it never falls when m, n or groups grow."""
-    if unit_tile == 0:  # work spreads over the units finely (a wafer's cores): no waves
-        return 1.0
-    tiles = math.ceil(m / unit_tile) * math.ceil(n / unit_tile) * groups
-    waves = max(1.0, tiles / units)
-    return waves * units * min(m, unit_tile) * min(n, unit_tile) / (m * n * groups)
-
-
 @lru_cache(maxsize=4096)
 def _gemm(m, n, k, a_bits, b_bits, c_bits, acc, sram, depth, name):
     return tiling.gemm_tile(m, n, k, a_bits, b_bits, c_bits, acc, sram, depth, name)
@@ -209,9 +194,8 @@ def lower_matmul(op: Op, cx: Context) -> tuple[Step, ...]:
     w_dtype = cx.graph.tensors[b].dtype
     dtype = cx.chip.compute.matmul_dtype(op.dtype, w_dtype)
     peak, feed = peak_ps(op, cx), feed_ps(op, cx)
-    # A library that picks its tiles (``kerneltile``) draws only its busy units' bandwidth.
-    share = kerneltile.for_op(op, cx).share if kerneltile.l2_rate(cx) else 1.0
-    peak = at_share(peak, loads, stores, share, cx)
+    # A kernel whose tiles keep only some units busy draws only their bandwidth (``kerneltile``).
+    peak = at_share(peak, loads, stores, kerneltile.for_op(op, cx).share, cx)
     busy = max(peak, feed)
     energy, unpack, unpack_fj = cx.matrix_energy(op.flops, dtype), 0, 0
     if dtype != w_dtype and ex.dequant(w_dtype):

@@ -6,8 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memsim import api
-from memsim.mapping.kerneltile import MIN_EDGE, choose, edges
-from memsim.mapping.lower import wave_factor
+from memsim.mapping.kerneltile import MIN_EDGE, choose, edges, wave_factor
 from memsim.validation.microbench import gemm_graph
 
 H200 = dict(units=132, unit_tile=128, a_bits=16, b_bits=16, acc_bytes=4,

@@ -6,7 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memsim.hardware.resource import Ref
-from memsim.mapping.lower import make_step, wave_factor
+from memsim.mapping.kerneltile import wave_factor
+from memsim.mapping.lower import make_step
 from memsim.mapping.tiling import CHUNKS
 
 DIMS = st.integers(1, 5000)
