@@ -32,7 +32,7 @@ ATTENTION = ("fused", "unfused")
 # How a weight-only format is unpacked: one pass after each chunk lands (gpt-fast's kernels), or
 # inside the GEMM while the next weights stream in (Marlin-style fused kernels).
 DEQUANT_KERNELS = ("serial", "fused")
-GEMM_TILES = ("fixed", "fill")
+GEMM_TILES = ("fixed", "fill", "deepgemm")
 # A chip's engines: compute units, a second compute stream for independent branches, the copy
 # (DMA) engine, communication.
 STREAMS = ("compute", "branch", "copy", "comm")
@@ -197,7 +197,8 @@ class ExecutionSpec:
         "gemm_tiles", "choice", "`fixed`: every GEMM runs `unit_tile`-edged tiles in waves (the 2021-2024 stacks of "
         "calibration.csv); `fill`: the library picks per shape the tile and split of K that finish soonest, trading "
         "waves against operand traffic through the L2 and the memory bandwidth its busy units draw (today's cuBLAS, "
-        "measured.csv)", "fixed", choices=GEMM_TILES
+        "measured.csv); `deepgemm`: DeepGEMM's rule (64 or 128 rows, 16 to 128 columns: the fewest waves, then "
+        "the fullest last wave; K unsplit)", "fixed", choices=GEMM_TILES
     )
     dequant_ops: tuple[tuple[str, float], ...] = spec_field(
         "dequant", "ops", "vector ops per weight element to unpack a weight-only format (see dequant_kernel)",

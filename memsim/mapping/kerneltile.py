@@ -22,6 +22,11 @@ That is ``execution.gemm_tiles: fill``. With ``fixed`` (the presets' default) ev
 ``unit_tile``-edged tiles, as the kernels of the 2021-2024 stacks in calibration.csv fit; chips
 without an L2 between memory and their units' SRAM also keep the hardware's tile (a systolic
 array's edge): nothing there makes a smaller tile cost more or less.
+
+A library may instead pick its tile by a rule of its own, which the time of the tile it picks
+then follows: ``deepgemm`` is DeepGEMM's (``deepgemm_tile``), whose kernels are timed in
+microbench.csv rows 7 and 24-27. A rule that counts waves, not time, can pick a slower tile for a
+larger shape, as the library does; the bound that holds is the roofline.
 """
 from __future__ import annotations
 
@@ -41,6 +46,10 @@ if TYPE_CHECKING:
 MIN_EDGE = 16  # the narrowest tile edge a library's tensor-core kernels use beside a dimension larger than it
 MAX_SPLIT = 16  # the most parts a library splits K into
 MIN_SPLIT_K = 256  # elements of K: a part costs at least this much of its loop (a few pipeline stages' worth)
+# DeepGEMM's tiles (deep_gemm/jit_kernels/gemm.py get_best_configs, first release, 2025-02): 64 rows
+# for at most 64, else 128 (Hopper's wgmma computes 64 rows a warpgroup), 16 to 128 columns in steps of 8.
+DEEPGEMM_ROWS = (64, 128)
+DEEPGEMM_COLUMNS = tuple(range(16, 129, 8))
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,22 +133,41 @@ def choose(m: int, n: int, k: int, groups: int, units: int, unit_tile: int, a_bi
     return best[3]
 
 
+@lru_cache(maxsize=8192)
+def deepgemm_tile(m: int, n: int, k: int, groups: int, units: int, a_bits: int, b_bits: int,
+                  acc_bytes: int) -> KernelTile:
+    """DeepGEMM's tile for a shape, by its own rule: the fewest waves of tiles, then the fullest
+    last wave, then the narrower tile; K is never split."""
+    tm = DEEPGEMM_ROWS[0] if m <= DEEPGEMM_ROWS[0] else DEEPGEMM_ROWS[1]
+
+    def rank(tn: int) -> tuple[int, int, int]:
+        tiles = math.ceil(m / tm) * math.ceil(n / tn) * groups
+        return math.ceil(tiles / units), -(tiles % units or units), tn
+
+    tn = min(DEEPGEMM_COLUMNS, key=rank)
+    return candidate(m, n, k, groups, units, tm, tn, 1, a_bits, b_bits, acc_bytes)
+
+
 def l2_rate(cx: Context) -> int:
     """Bytes a second the op's share of the L2 delivers to the units' SRAM; 0 where the library
     keeps the units' own tile (``execution.gemm_tiles`` fixed) or no L2 sits between memory and a
     grid of units: nothing there makes a smaller tile cost more or less."""
     l2 = next((level for level in cx.chip.levels if level.kind == "l2"), None)
-    if not cx.grid or l2 is None or cx.chip.execution.gemm_tiles != "fill":
+    if not cx.grid or l2 is None or cx.chip.execution.gemm_tiles == "fixed":
         return 0
     return rates.shared(rates.effective_bandwidth(cx.chip, Ref.level(l2.name)), cx.compute_share)
 
 
 def for_op(op: Op, cx: Context) -> KernelTile:
-    """The output tile and K split the library launches for a GEMM (``kerneltile.choose``)."""
+    """The output tile and K split the library launches for a GEMM (``kerneltile.choose``, or the
+    library's own rule: ``deepgemm_tile``)."""
     ex = cx.chip.execution
     dtype = cx.chip.compute.matmul_dtype(op.dtype, cx.graph.tensors[op.inputs[1].tensor].dtype)
     units = max(1, math.floor(cx.chip.compute.units * cx.compute_share))
     l2 = l2_rate(cx)
+    if l2 and ex.gemm_tiles == "deepgemm":
+        return deepgemm_tile(op.dim("m"), op.dim("n"), op.dim("k"), op.dim("groups", 1), units,
+                             cx.bits(op.inputs[0].tensor), cx.bits(op.inputs[1].tensor), ex.accumulator_bytes)
     moved, memory = 0, 1.0
     if l2:  # the stream from memory only weighs in a choice
         weights = cx.home(op.inputs[1].tensor)

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memsim import api
-from memsim.mapping.kerneltile import MIN_EDGE, choose, edges, wave_factor
+from memsim.mapping.kerneltile import MIN_EDGE, choose, deepgemm_tile, edges, wave_factor
 from memsim.validation.microbench import gemm_graph
 
 H200 = dict(units=132, unit_tile=128, a_bits=16, b_bits=16, acc_bytes=4,
@@ -85,3 +85,29 @@ def test_the_field_switches_a_gpu_gemm_and_leaves_large_ones_alone():
 def test_a_wafer_spreads_a_gemm_over_its_cores_without_tiles():
     tile = choose(128, 4096, 4096, 1, **{**H200, "unit_tile": 0})
     assert tile.stretch == 1.0 and tile.l2_bytes == 0
+
+
+def test_deepgemm_picks_its_tile_by_its_own_rule():
+    # deep_gemm/jit_kernels/gemm.py get_best_configs: 64 rows for at most 64, else 128; of the
+    # columns 16..128, the fewest waves, then the fullest last wave, then the narrower tile
+    one_wave = deepgemm_tile(64, 2112, 7168, 1, 132, 8, 8, 4)
+    assert (one_wave.tm, one_wave.tn, one_wave.split) == (64, 16, 1)  # 132 tiles: one full wave
+    assert one_wave.share == 1.0
+    wide = deepgemm_tile(64, 7168, 16384, 1, 132, 8, 8, 4)
+    assert (wide.tm, wide.tn) == (64, 56)  # 128 tiles, one wave; 48 columns would take two
+    assert deepgemm_tile(4096, 7168, 16384, 1, 132, 8, 8, 4).tm == 128
+    for m, n in ((64, 2112), (64, 7168), (128, 7168), (200, 3000)):
+        tile = deepgemm_tile(m, n, 4096, 1, 132, 8, 8, 4)
+        waves = -(-(-(-m // tile.tm) * -(-n // tile.tn)) // 132)
+        assert all(waves <= -(-(-(-m // tile.tm) * -(-n // tn)) // 132) for tn in range(16, 129, 8))
+
+
+@given(st.integers(1, 3000), st.integers(16, 3000), st.integers(16, 3000))
+def test_a_library_rule_never_beats_the_roofline(m, n, k):
+    # a rule that counts waves may pick a slower tile for a larger shape, as the library does;
+    # what holds is the roofline: the FLOPs at the full matrix rate, the operands at the HBM's peak
+    # (3.35 TB/s; the result may stay in the L2)
+    r = api.simulate_graph("h100-sxm", gemm_graph(m, n, k, "fp8"),
+                           set={"execution.gemm_tiles": "deepgemm", "execution.launch": "graph",
+                                "compute.kernel_efficiency": "1"})
+    assert r.summary["step_time_s"] >= max(2 * m * n * k / 1979e12, (m * k + k * n) / 3.35e12)
