@@ -98,23 +98,45 @@ def test_calibration_in_and_out_of_sample():
     r = report.calibrate(CALIBRATION)
     # The presets hold the fit to all four sources (the grid step apart); no row is left unfitted.
     assert len(r.outcomes) == len(every) == 30 and not r.predicted and not r.skipped
-    assert r.full[0] == pytest.approx(0.84, abs=0.006) and r.full[1] == pytest.approx(2.47, abs=0.07)
+    # (within one step of the fit's search, as the presets write it: 0.84 and 2.47 us)
+    steps = [(max(p.grid) - min(p.grid)) / (fit.FINE - 1) for p in fit.PARAMS]
+    assert abs(r.full[0] - 0.84) <= steps[0] + 0.001 and abs(r.full[1] - 2.47) <= steps[1] + 0.005
     inside = [abs(o.error("in")) for o in r.outcomes]
-    assert statistics.median(inside) <= 0.05 and max(inside) <= 0.21, inside
-    # Every row without its source. Issue 23's target is median <= 6%, max <= 15%: the median
-    # holds; the max is the bound memsim reaches (docs/validation.md, Accuracy), so that a change
-    # that worsens it fails.
+    assert statistics.median(inside) <= 0.045 and max(inside) <= 0.19, inside
+    # Every row without its source. Issue 23's target is median <= 6%, max <= 15%; neither holds.
+    # These are the bounds memsim reaches (docs/validation.md, Accuracy), so that a change that
+    # worsens them fails.
     held = [abs(e) for _, e in report.held_out(r)]
     assert len(held) == len(every)
-    assert statistics.median(held) <= 0.06 and max(held) <= 0.23, held
-    # Without the one source that captures CUDA graphs, the eager stacks still pin the device's
-    # per-kernel cost: the gpt-fast fold's op_overhead stays within 0.3 us of the all-rows fit.
+    assert statistics.median(held) <= 0.08 and max(held) <= 0.23, held
+    # Without the one source that captures CUDA graphs, the eager stacks alone put the device's
+    # per-kernel cost between a graph node's replay (0.58 us, row 75) and the all-rows fit.
     gpt_fast = {o.held_out_fit for o in r.outcomes if calibration.repository(o.case.source) == "pytorch-labs/gpt-fast"}
-    assert len(gpt_fast) == 1 and abs(gpt_fast.pop()[1] - r.full[1]) <= 0.3
+    assert len(gpt_fast) == 1 and 0.58 < gpt_fast.pop()[1] <= r.full[1] + 0.07
     # TurboMind's first token is a prefill of all but the last prompt token and a decode step
     by_decode = [c for c in every if c.why == calibration.BY_DECODE]
     assert {c.id for c in by_decode} == {"200", "201", "202", "203", "204", "205"}
     assert all(c.kwargs["phase"] == "generate" and c.kwargs["generate"] == 1 for c in by_decode)
+
+
+def test_turbomind_decode_grows_with_its_kv_cache_as_two_reads_of_each_kv_head():
+    """LMDeploy's A100 table (docs/en/benchmark/a100_fp16.md at v0.1.0, the source of rows 210-212)
+    gives Llama-2-70B at TP 4 and batch 64 a median step of 37, 43 and 55 ms as the KV cache runs
+    2..129, 129..2176 and 2049..4096 keys; the middle one is not a calibration row. TurboMind's
+    decode kernel serves 4 of a group's 8 query heads a block, so it reads each KV head twice: that
+    gives the slope (about 6 us a key at batch 64); one read gives half of it."""
+    row = next(c for c in calibration.load(CALIBRATION) if c.id == "212")
+    assert ("execution.decode_group_heads", "4") in row.settings
+
+    def ms(context: int, settings: tuple = row.settings) -> float:
+        return api.simulate(**{**row.kwargs, "context": context}, set=dict(settings)).summary["step_time_s"] * 1e3
+
+    published = {65: 37.0, 1152: 43.0, 3072: 55.0}
+    assert all(abs(ms(ctx) / value - 1) <= 0.08 for ctx, value in published.items())
+    slope = (ms(3072) - ms(65)) / (3072 - 65)
+    assert slope == pytest.approx((55.0 - 37.0) / (3072 - 65), rel=0.15)
+    once = tuple(s for s in row.settings if s[0] != "execution.decode_group_heads")
+    assert (ms(3072, once) - ms(65, once)) / (3072 - 65) < 0.6 * slope
 
 
 def test_microbench_rows_simulated_as_single_operators():

@@ -214,6 +214,9 @@ class ExecutionSpec:
         "keys are split into, so that a decode at small batch keeps the units busy (FlashDecoding); 0: as many as "
         "fill the units, 1: no split, the other units idle", 0
     )
+    decode_group_heads: int = spec_field("decode_group_heads", "count", "query heads of a grouped-query (GQA) group that "
+        "one decode-attention work item serves: each item reads its KV head once, so a group of more heads reads it "
+        "group / this many times (0: the whole group from one read, as FlashAttention and FlashDecoding pack it)", 0)
     attention_fill: int = spec_field(
         "attention_fill", "count", "keys' worth of its main loop that one fused-attention work item (a query block "
         "against its keys) spends filling and draining its pipeline: loading its queries and first keys, rescaling "

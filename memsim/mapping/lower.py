@@ -270,18 +270,19 @@ def _fused_attention(op: Op, cx: Context) -> tuple[Step, ...]:
     hd = op.dim("head_dim")
     q, *kv_reads = op.inputs
     kv_bits = max(cx.bits(r.tensor) for r in kv_reads)
-    tile = tiling.attention_tile(q_rows=(heads // kvh) * q_len, kv_len=kv_len, head_dim=hd,
+    served, reads = group_reads(heads // kvh, q_len, cx.chip.execution.decode_group_heads)
+    tile = tiling.attention_tile(q_rows=served * q_len, kv_len=kv_len, head_dim=hd,
                                  q_bits=cx.bits(q.tensor), kv_bits=kv_bits,
                                  acc_bytes=cx.chip.execution.accumulator_bytes, sram_bytes=cx.sram_bytes,
                                  depth=cx.depth, kv_bytes_once=sum(r.bytes for r in kv_reads),
                                  causal=bool(op.dim("causal", 0)))
-    scale = tile.kv_traffic / max(1, sum(r.bytes for r in kv_reads))
+    scale = reads * tile.kv_traffic / max(1, sum(r.bytes for r in kv_reads))
     loads: dict[Ref, int] = {}
     _add(loads, cx.home(q.tensor), q.bytes)
     for r in kv_reads:
         _add(loads, cx.home(r.tensor), math.ceil(r.bytes * scale))
     _, stores = _streams(op, cx)
-    items = batch * kvh * math.ceil((heads // kvh) * q_len / max(1, cx.chip.execution.unit_tile))
+    items = batch * kvh * reads * math.ceil(served * q_len / max(1, cx.chip.execution.unit_tile))
     share = attention_share(cx, items, kv_len)
     pairs = op.dim("pairs", q_len * kv_len)
     scores = batch * heads * pairs
@@ -293,6 +294,16 @@ def _fused_attention(op: Op, cx: Context) -> tuple[Step, ...]:
     energy = cx.matrix_energy(op.flops, op.dtype) + cx.vector_energy(SOFTMAX_FLOPS_PER_SCORE * scores)
     return (make_step("flash", loads, stores, busy, op.flops, cx.depth, cx.sram_bytes,
                       {"block_rows": tile.block_rows, "passes": tile.passes}, energy_fj=energy),)
+
+
+def group_reads(group: int, q_len: int, per_item: int) -> tuple[int, int]:
+    """(query heads a work item serves, reads of each KV head) for a fused attention over GQA
+    groups of ``group`` query heads: a decode kernel whose items serve ``per_item`` heads
+    (``execution.decode_group_heads``; TurboMind v0.1.0's serves 4, so a 70B group of 8 reads its
+    KV head twice) reads it once per item; 0, or a prefill, packs the whole group into one read."""
+    if not per_item or q_len > 1 or per_item >= group:
+        return group, 1
+    return per_item, math.ceil(group / per_item)
 
 
 def _unfused_attention(op: Op, cx: Context) -> tuple[Step, ...]:

@@ -90,9 +90,14 @@ EAGER = (("execution.launch", "eager"),)
 # (will process with decoder later)" (src/turbomind/models/llama/LlamaBatch.cc @ tag v0.1.0a1).
 # So its first-token latency is a prefill of the prompt less one token and a decode step at the
 # prompt's length.
+# TurboMind v0.1.0a1's decode attention serves at most 4 query heads of a GQA group a thread block
+# (DispatchDecoderMultiheadAttention: the group_size % 8 case is commented out;
+# src/turbomind/kernels/decoder_multihead_attention/decoder_multihead_attention.cu @ tag v0.1.0a1),
+# so each of Llama-2-70B's KV heads (groups of 8) is read twice a step.
+TURBOMIND_DECODE = (("execution.decode_group_heads", "4"),)
 # The first name a row's software_stack contains is its stack: TurboMind's rows also name
 # FasterTransformer, from which it derives, so it comes first.
-STACKS = {"TurboMind": Stack(settings=EAGER + NCCL_RING, first_token_by_decode=True),
+STACKS = {"TurboMind": Stack(settings=EAGER + NCCL_RING + TURBOMIND_DECODE, first_token_by_decode=True),
           "FasterTransformer": Stack(settings=EAGER + NCCL_RING),
           "TensorRT-LLM": Stack(settings=EAGER)}
 BY_DECODE = "the first token: a prefill of all but the last prompt token, then its decode step"

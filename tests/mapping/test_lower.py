@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from memsim.hardware.resource import Ref
 from memsim.mapping.kerneltile import wave_factor
-from memsim.mapping.lower import make_step
+from memsim.mapping.lower import group_reads, make_step
 from memsim.mapping.tiling import CHUNKS
 
 DIMS = st.integers(1, 5000)
@@ -80,6 +80,27 @@ def test_flash_decoding_split_keeps_the_units_busy_at_long_context():
     assert step(2048, "0") <= step(2048, "1")
     assert step(32, "0") == step(32, "1")
     assert step(105, "0") <= step(105, "1")
+
+
+def test_a_decode_kernel_that_serves_part_of_a_gqa_group_reads_its_kv_head_once_per_part():
+    assert group_reads(8, 1, 0) == (8, 1)  # FlashDecoding packs the whole group
+    assert group_reads(8, 1, 4) == (4, 2)  # TurboMind v0.1.0: 4 heads a block, a 70B group read twice
+    assert group_reads(8, 1, 3) == (3, 3)
+    assert group_reads(4, 1, 4) == (4, 1) and group_reads(1, 1, 4) == (1, 1)  # MHA: one head, one read
+    assert group_reads(8, 128, 4) == (8, 1)  # a prefill's kernel is another; the field is the decode's
+
+    def step(heads: str, ctx: int, batch: int = 64) -> float:
+        from memsim import simulate
+        r = simulate("a100-80gb-sxm", "llama-2-70b", batch=batch, context=ctx, tp=4,
+                     set={"execution.decode_group_heads": heads})
+        return r.summary["step_time_s"]
+
+    # two reads of every KV head cost the KV cache's stream once more; never less
+    extra = step("4", 3072) - step("0", 3072)
+    kv_per_gpu = 64 * 3072 * 80 * 2 * (8 // 4) * 128 * 2  # bytes: batch, keys, layers, K and V, heads, dim
+    assert extra == pytest.approx(kv_per_gpu / (2.039e12 * 0.85), rel=0.2)
+    assert step("4", 65, 1) >= step("0", 65, 1)
+    assert step("2", 3072) > step("4", 3072) > step("8", 3072) == step("0", 3072)
 
 
 HBM, L2 = Ref.level("hbm"), Ref.level("l2")
