@@ -108,7 +108,7 @@ def test_calibration_in_and_out_of_sample():
     # worsens them fails.
     held = [abs(e) for _, e in report.held_out(r)]
     assert len(held) == len(every)
-    assert statistics.median(held) <= 0.08 and max(held) <= 0.23, held
+    assert statistics.median(held) <= 0.075 and max(held) <= 0.22, held
     # Without the one source that captures CUDA graphs, the eager stacks alone put the device's
     # per-kernel cost between a graph node's replay (0.58 us, row 75) and the all-rows fit.
     gpt_fast = {o.held_out_fit for o in r.outcomes if calibration.repository(o.case.source) == "pytorch-labs/gpt-fast"}

@@ -28,7 +28,7 @@ TENSOR_CLASSES = ("weight", "kv", "activation")
 DEFAULT_HOLDS = {"sram": (), "l2": ("activation",), "l3": ("activation",)}
 LAUNCH = ("graph", "eager")
 SCOPES = ("unit", "chip")
-ATTENTION = ("fused", "unfused")
+ATTENTION = ("fused", "unfused", "context_unfused")
 # How a weight-only format is unpacked: one pass after each chunk lands (gpt-fast's kernels), or
 # inside the GEMM while the next weights stream in (Marlin-style fused kernels).
 DEQUANT_KERNELS = ("serial", "fused")
@@ -183,11 +183,11 @@ class ExecutionSpec:
                              choices=LAUNCH)
     eager_overhead_ps: int = spec_field("eager_overhead", "time", "the host's launch call per kernel with eager "
                                         "launches, added to `op_overhead`", 3_000_000)
-    prefetch_depth: int = spec_field(
-        "prefetch_depth", "count", "tile buffers per operand stream (2 = double buffering)", 2, least=1
-    )
-    attention: str = spec_field("attention", "choice", "`fused` (FlashAttention) or `unfused`", "fused",
-                                choices=ATTENTION)
+    prefetch_depth: int = spec_field("prefetch_depth", "count", "tile buffers per operand stream (2 = double buffering)",
+                                     2, least=1)
+    attention: str = spec_field("attention", "choice", "`fused` (FlashAttention), `unfused`, or `context_unfused` (a "
+                                "prefill's unfused, its QK^T scores in fp32; a decode's fused: FasterTransformer v5)",
+                                "fused", choices=ATTENTION)
     accumulator_bytes: int = spec_field("accumulator", "bytes", "bytes per accumulator element in SRAM", 4, least=1)
     unit_tile: int = spec_field(
         "unit_tile", "count", "output tile edge one compute unit works on; GEMM tiles run in waves across units "

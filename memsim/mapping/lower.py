@@ -255,9 +255,13 @@ def lower_compute(op: Op, cx: Context) -> tuple[Step, ...]:
 
 @register("attention")
 def lower_attention(op: Op, cx: Context) -> tuple[Step, ...]:
-    if cx.attention == "fused":
-        return _fused_attention(op, cx)
-    return _unfused_attention(op, cx)
+    return _fused_attention(op, cx) if is_fused(op, cx.attention) else _unfused_attention(op, cx)
+
+
+def is_fused(op: Op, attention: str) -> bool:
+    """Whether an attention runs as one fused kernel: always with ``fused``; with ``context_unfused``
+    only a decode step's (FasterTransformer's masked multi-head attention)."""
+    return attention == "fused" or (attention == "context_unfused" and op.dim("q_len") == 1)
 
 
 def _attn_shape(op: Op) -> tuple[int, int, int, int, int]:
@@ -307,7 +311,10 @@ def group_reads(group: int, q_len: int, per_item: int) -> tuple[int, int]:
 
 
 def _unfused_attention(op: Op, cx: Context) -> tuple[Step, ...]:
-    """QK^T, softmax and PV as separate kernels: the score matrix goes through memory twice.
+    """QK^T, softmax and PV as separate kernels: the score matrix goes through memory twice, the
+    QK^T's scores in fp32 with ``context_unfused`` (FasterTransformer's GPT context, whose decode
+    steps run a fused kernel), which its softmax reads and writes as probabilities in the
+    activations' dtype.
 
     Attention inputs are ordered q, k, v, then optionally k_cache, v_cache (the trace schema).
     """
@@ -316,6 +323,7 @@ def _unfused_attention(op: Op, cx: Context) -> tuple[Step, ...]:
     keys, values = kv_reads[0::2], kv_reads[1::2]
     act = cx.home(q.tensor)
     score_bytes = tiling.bits_bytes(batch * heads * q_len * kv_len, cx.bits(q.tensor))
+    raw_bytes = tiling.bits_bytes(batch * heads * q_len * kv_len, 32) if cx.attention == "context_unfused" else score_bytes
     rate = cx.matrix_rate(op.dtype)
     half = op.flops // 2
     out, *appended = op.outputs  # appended: this step's keys and values, written to the cache
@@ -325,7 +333,7 @@ def _unfused_attention(op: Op, cx: Context) -> tuple[Step, ...]:
     for r in keys:
         _add(qk_loads, cx.home(r.tensor), r.bytes)
     qk_stores: dict[Ref, int] = {}
-    _add(qk_stores, act, score_bytes)
+    _add(qk_stores, act, raw_bytes)
     for name in appended:
         _add(qk_stores, cx.home(name), cx.graph.tensors[name].bytes)
     pv_loads: dict[Ref, int] = {act: score_bytes}
@@ -337,7 +345,7 @@ def _unfused_attention(op: Op, cx: Context) -> tuple[Step, ...]:
     return (
         make_step("qk", qk_loads, qk_stores, compute_ps(half, rate), half, cx.depth, cx.sram_bytes,
                   energy_fj=cx.matrix_energy(half, op.dtype)),
-        make_step("softmax", {act: score_bytes}, {act: score_bytes}, compute_ps(sm_flops, cx.vector_rate()), 0,
+        make_step("softmax", {act: raw_bytes}, {act: score_bytes}, compute_ps(sm_flops, cx.vector_rate()), 0,
                   cx.depth, cx.sram_bytes, energy_fj=cx.vector_energy(sm_flops)),
         make_step("pv", pv_loads, pv_stores, compute_ps(op.flops - half, rate), op.flops - half, cx.depth,
                   cx.sram_bytes, energy_fj=cx.matrix_energy(op.flops - half, op.dtype)),
@@ -352,7 +360,7 @@ def tile_floor(op: Op, graph: OpGraph, chip: ChipSpec) -> int:
     if op.kind == "matmul":
         return tiling.gemm_floor(op.dim("m"), op.dim("n"), bits[op.inputs[0].tensor], bits[op.inputs[1].tensor],
                                  ex.accumulator_bytes, ex.prefetch_depth)
-    if op.kind == "attention" and ex.attention == "fused":
+    if op.kind == "attention" and is_fused(op, ex.attention):
         _, heads, kvh, q_len, _ = _attn_shape(op)
         q, *kv_reads = op.inputs
         return tiling.attention_floor((heads // kvh) * q_len, op.dim("head_dim"), bits[q.tensor],

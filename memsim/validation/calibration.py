@@ -90,6 +90,10 @@ EAGER = (("execution.launch", "eager"),)
 # (will process with decoder later)" (src/turbomind/models/llama/LlamaBatch.cc @ tag v0.1.0a1).
 # So its first-token latency is a prefill of the prompt less one token and a decode step at the
 # prompt's length.
+# FasterTransformer v5.0's GPT context attention is unfused: strided batched cuBLAS GEMMs and a
+# softmax kernel, its QK^T written in fp32 (GptContextAttentionLayer.cc, ParallelGpt.h:
+# is_context_qk_buf_float_ = true, at release/v5.0_tag and dev/v5.0_beta_2021.09_tag).
+FT_CONTEXT = (("execution.attention", "context_unfused"),)
 # TurboMind v0.1.0a1's decode attention serves at most 4 query heads of a GQA group a thread block
 # (DispatchDecoderMultiheadAttention: the group_size % 8 case is commented out;
 # src/turbomind/kernels/decoder_multihead_attention/decoder_multihead_attention.cu @ tag v0.1.0a1),
@@ -98,7 +102,7 @@ TURBOMIND_DECODE = (("execution.decode_group_heads", "4"),)
 # The first name a row's software_stack contains is its stack: TurboMind's rows also name
 # FasterTransformer, from which it derives, so it comes first.
 STACKS = {"TurboMind": Stack(settings=EAGER + NCCL_RING + TURBOMIND_DECODE, first_token_by_decode=True),
-          "FasterTransformer": Stack(settings=EAGER + NCCL_RING),
+          "FasterTransformer": Stack(settings=EAGER + NCCL_RING + FT_CONTEXT),
           "TensorRT-LLM": Stack(settings=EAGER)}
 BY_DECODE = "the first token: a prefill of all but the last prompt token, then its decode step"
 

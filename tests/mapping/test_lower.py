@@ -103,6 +103,23 @@ def test_a_decode_kernel_that_serves_part_of_a_gqa_group_reads_its_kv_head_once_
     assert step("2", 3072) > step("4", 3072) > step("8", 3072) == step("0", 3072)
 
 
+def test_fastertransformers_context_attention_writes_its_scores_in_fp32_and_decodes_fused():
+    from memsim import simulate
+
+    def moved(attention: str, **kw) -> int:
+        r = simulate("a100-80gb-sxm", "gpt-3-6.7b", set={"execution.attention": attention}, **kw)
+        return sum(level["total"] for level in r.summary["bytes_per_level"].values())
+
+    # a prefill's QK^T writes 4 B a score and its softmax reads them back: 2 B more each way
+    # than plain unfused, over 32 layers of 2 x 32 heads x 512^2 scores
+    scores = 32 * 2 * 32 * 512 * 512
+    prefill = dict(phase="prefill", prompt=512, batch=2)
+    assert moved("context_unfused", **prefill) - moved("unfused", **prefill) == 2 * 2 * scores
+    # a decode step runs its fused kernel: exactly the fused attention's traffic
+    decode = dict(phase="decode", context=512, batch=2)
+    assert moved("context_unfused", **decode) == moved("fused", **decode) < moved("unfused", **decode)
+
+
 HBM, L2 = Ref.level("hbm"), Ref.level("l2")
 AMOUNT = st.integers(0, 10**10)
 
