@@ -1,11 +1,11 @@
 """Hardware: frozen chip specs, YAML loading with units, preset lookup."""
 from __future__ import annotations
 
-from memsim.hardware.loader import dump_chip, load_chip
+from memsim.hardware.loader import SUFFIXES, dump_chip, load_chip
 from memsim.hardware.spec import ChipSpec, ComputeSpec, ExecutionSpec, LinkSpec, MemoryLevel, PowerSpec
 from memsim.presets import available, resolve
 
-HW_SUFFIXES = (".yaml", ".yml")
+HW_SUFFIXES = SUFFIXES
 
 
 def load(name_or_path: str, overrides: list[tuple[str, str]] | tuple = ()) -> ChipSpec:

@@ -28,11 +28,16 @@ from memsim.hardware.spec import (
     SystemSpec,
     yaml_fields,
 )
+from memsim.presets import resolve
 
 _SECTIONS = {"compute": ComputeSpec, "execution": ExecutionSpec, "system": SystemSpec, "power": PowerSpec}
 _LISTS = {"levels": MemoryLevel, "links": LinkSpec}
 # Tables of dtype to a value: the kind each value is parsed as (None: a plain number, checked by the spec).
 _TABLES = {"rates": "flops", "ratios": "ratio", "ops": None, "energies": "flop_energy"}
+
+
+BASE = "base"  # a chip file's preset (or path) whose fields it inherits
+SUFFIXES = (".yaml", ".yml")
 
 
 def read_yaml(path: Path) -> dict[str, Any]:
@@ -41,6 +46,56 @@ def read_yaml(path: Path) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise ConfigError("expected a mapping at the top level", file=str(path))
     return raw
+
+
+def read_chip(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """A chip file's raw mapping, with what it inherits: ``base: PRESET`` (or a path, relative to
+    the file) supplies every field the file does not set. Sections merge field by field, levels
+    and links by ``name`` (an entry of a new name is added), and a dotted key (``hbm.bandwidth:
+    2 TB/s``) sets that one field as ``--set`` would."""
+    raw = read_yaml(path)
+    if BASE not in raw:
+        return raw
+    base = raw[BASE]
+    if not isinstance(base, str) or not base.strip():
+        raise ConfigError(f"expected a preset name or a path, got {units.shown(base)}", file=str(path), field=BASE)
+    looks_like_path = "/" in base or Path(base).suffix in SUFFIXES
+    try:
+        base_path = resolve(str(path.parent / base) if looks_like_path else base, "hardware", SUFFIXES)
+    except ConfigError as exc:
+        raise ConfigError(f"{base}: {exc.args[0]}", file=str(path), field=BASE) from None
+    chain = (*seen, path.resolve())
+    if base_path.resolve() in chain:
+        raise ConfigError(f"{base} inherits, in the end, from this file", file=str(path), field=BASE)
+    merged = read_chip(base_path, chain)
+    for key, value in raw.items():
+        if key != BASE and "." not in key:
+            merged[key] = _merged(merged.get(key), value, key)
+    for key, value in raw.items():
+        if "." in key:
+            apply_override(merged, key, value, file=str(path))
+    return merged
+
+
+def _merged(base: Any, own: Any, key: str) -> Any:
+    """``own`` over ``base``: mappings field by field, levels and links entry by entry by name."""
+    if isinstance(base, dict) and isinstance(own, dict):
+        out = dict(base)
+        for k, v in own.items():
+            out[k] = _merged(base.get(k), v, k)
+        return out
+    if key in _LISTS and isinstance(base, list) and isinstance(own, list):
+        out_list = list(base)
+        for entry in own:
+            name = entry.get("name") if isinstance(entry, dict) else None
+            at = next((i for i, e in enumerate(out_list) if isinstance(e, dict) and name is not None
+                       and e.get("name") == name), None)
+            if at is None:
+                out_list.append(entry)
+            else:
+                out_list[at] = _merged(out_list[at], entry, "")
+        return out_list
+    return own
 
 
 def build(cls: type, raw: Any, file: str, where: str) -> Any:
@@ -179,8 +234,9 @@ def apply_override(raw: dict[str, Any], path: str, value: Any, file: str = run_f
 
 
 def load_chip(path: Path, overrides: list[tuple[str, str]] | tuple = ()) -> tuple[ChipSpec, dict[str, Any]]:
-    """Return the validated spec and the raw mapping it was built from (overrides applied)."""
-    raw = copy.deepcopy(read_yaml(path))
+    """Return the validated spec and the raw mapping it was built from (its base's fields and
+    the overrides applied)."""
+    raw = copy.deepcopy(read_chip(path))
     for key, value in overrides:
         apply_override(raw, key, value)
     file = f"{path} (with {run_field('set')})" if overrides else str(path)

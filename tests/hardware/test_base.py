@@ -1,0 +1,93 @@
+"""A chip file that starts from a preset (``base:``) and changes what it names."""
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+
+import pytest
+
+from memsim import api, hardware
+from memsim.errors import ConfigError
+from memsim.hardware import load_chip
+
+
+def _write(tmp_path, text: str, name: str = "chip.yaml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_two_lines_give_exactly_what_set_gives_on_the_preset(tmp_path):
+    path = _write(tmp_path, "base: h100-sxm\nhbm.bandwidth: 1.675 TB/s\n")
+    derived = api.simulate(str(path), "llama-2-7b")
+    preset = api.simulate("h100-sxm", "llama-2-7b", set={"hbm.bandwidth": "1.675 TB/s"})
+    assert derived.summary["step_time_s"] == preset.summary["step_time_s"]
+    assert derived.summary["energy_j"] == preset.summary["energy_j"]
+    assert hardware.load(str(path)) == hardware.load("h100-sxm", [("hbm.bandwidth", "1.675 TB/s")])
+    # and the change is the only one: everything else is the preset's
+    assert hardware.load(str(path)) != hardware.load("h100-sxm")
+
+
+def test_sections_merge_field_by_field_and_levels_by_name(tmp_path):
+    path = _write(tmp_path, """\
+base: h100-sxm
+compute:
+  kernel_efficiency: 0.9
+levels:
+  - name: sram
+    capacity: 456 MiB
+""")
+    chip, raw = load_chip(path)
+    preset = hardware.load("h100-sxm")
+    assert chip.compute.kernel_efficiency == 0.9
+    assert dataclasses.replace(chip.compute, kernel_efficiency=preset.compute.kernel_efficiency) == preset.compute
+    assert chip.sram.capacity_bytes == 456 * 2**20
+    assert dataclasses.replace(chip.sram, capacity_bytes=preset.sram.capacity_bytes) == preset.sram
+    assert [lv.name for lv in chip.levels] == [lv.name for lv in preset.levels]
+    assert "base" not in raw  # what a run writes out is the chip itself, loadable without its base
+
+
+def test_a_new_level_is_added_and_a_path_base_is_relative_to_the_file(tmp_path):
+    (tmp_path / "sub").mkdir()
+    _write(tmp_path, "base: h100-sxm\ncompute.kernel_efficiency: 0.7\n", "first.yaml")
+    path = _write(tmp_path, "base: ../first.yaml\nexecution.op_overhead: 1 us\n", "sub/second.yaml")
+    chip = hardware.load(str(path))
+    assert chip.compute.kernel_efficiency == 0.7 and chip.execution.op_overhead_ps == 1_000_000
+    assert chip.name == "h100-sxm"
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("base: no-such-chip\n", "no such preset"),
+    ("base: 3\n", "expected a preset name or a path"),
+    ("base: ''\n", "expected a preset name or a path"),
+    ("base: missing.yaml\n", "file not found"),
+    ("base: h100-sxm\ncompute:\n  kernel_efficiency: 2\n", "kernel_efficiency"),
+    ("base: h100-sxm\nhbm.bandwidth: fast\n", "bandwidth"),
+    ("base: h100-sxm\nnope.capacity: 1 GiB\n", "nope"),
+    ("base: h100-sxm\ncompute:\n  warp_size: 32\n", "compute.warp_size"),
+])
+def test_a_bad_base_or_change_names_the_file_and_field(tmp_path, text, needle):
+    path = _write(tmp_path, text)
+    with pytest.raises(ConfigError) as err:
+        hardware.load(str(path))
+    assert str(path) in str(err.value) and needle in str(err.value)
+
+
+def test_a_base_that_leads_back_to_its_file_is_refused(tmp_path):
+    _write(tmp_path, "base: b.yaml\n", "a.yaml")
+    _write(tmp_path, "base: a.yaml\n", "b.yaml")
+    with pytest.raises(ConfigError, match="inherits, in the end, from this file"):
+        hardware.load(str(tmp_path / "a.yaml"))
+
+
+def test_the_cli_runs_a_derived_chip_and_refuses_a_bad_one_in_one_line(tmp_path):
+    good = _write(tmp_path, "base: a100-80gb-sxm\nsram.capacity: 40 MiB\n", "good.yaml")
+    ok = subprocess.run([sys.executable, "-m", "memsim.cli", "run", "--hw", str(good), "--model", "gpt2"],
+                        capture_output=True, text=True, check=False)
+    assert ok.returncode == 0 and "step time" in ok.stdout
+    bad = _write(tmp_path, "base: a100\n", "bad.yaml")
+    run = subprocess.run([sys.executable, "-m", "memsim.cli", "run", "--hw", str(bad), "--model", "gpt2"],
+                         capture_output=True, text=True, check=False)
+    assert run.returncode == 2 and run.stderr.count("\n") == 1
+    assert "bad.yaml" in run.stderr and "base" in run.stderr and "Traceback" not in run.stderr
