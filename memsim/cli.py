@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from memsim import __version__, api, console_table, hardware, inputs, limits, report, runspec, workload
+from memsim import __version__, api, catalog, console_table, hardware, inputs, limits, report, runspec, workload
 from memsim.atomic import atomic_write_text, check_output_file
 from memsim.console import by_interrupt, interrupted
 from memsim.errors import FLAGS, MemsimError, MemsimWarning, flags_named, shown
@@ -253,9 +253,20 @@ for _name, _importer in IMPORTERS.items():
 @main.command("list")
 @click.argument("what", type=click.Choice(["hw", "models"]))
 def list_(what):
-    """List shipped hardware presets or models."""
-    for name in hardware.presets() if what == "hw" else workload.models():
-        click.echo(name)
+    """List shipped hardware presets (family, matrix peak, memory levels) or models."""
+    if what == "hw":
+        click.echo(catalog.hardware_table(hardware.presets()))
+    else:
+        for name in workload.models():
+            click.echo(name)
+
+
+@main.command("show")
+@click.argument("what", type=click.Choice(["hw"]))
+@click.argument("name", metavar="NAME|PATH")
+def show(what, name):
+    """Print a hardware preset's YAML, comments and sources included (a file with a base: as it resolves)."""
+    click.echo(catalog.show_hardware(name), nl=False)
 
 
 def format_summary(s: dict) -> str:

@@ -1,0 +1,54 @@
+"""The shipped chips at a glance (``memsim list hw``) and one chip as it resolves (``memsim show hw``).
+
+A row gives what a reader choosing a chip asks first: its family, its matrix peak, and its memory
+levels from the fastest out, each with its capacity and bandwidth. ``show`` prints a preset as
+shipped, comments and sources included; a file that starts from a preset (``base:``) is printed
+as it resolves, every field it inherits written out.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from memsim import hardware
+from memsim.hardware.loader import BASE, read_yaml
+
+
+def _rounded(value: float, unit: str) -> str:
+    """Three significant figures in the largest decimal unit at most ``value``: 1307.4e12 -> 1.31 P."""
+    for name, mult in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if value >= mult:
+            return f"{value / mult:.3g} {name}{unit}"
+    return f"{value:.3g} {unit}"
+
+
+def hardware_row(chip: hardware.ChipSpec) -> tuple[str, str, str, str]:
+    """(name, family, matrix peak of bf16, fp16 or fp32, whichever it gives first, else its first
+    dtype, and its levels as NAME CAPACITY @ PEAK BANDWIDTH, whole-chip figures)."""
+    table = dict(chip.compute.peak_flops_per_s)
+    dtype = next((d for d in ("bf16", "fp16", "fp32") if d in table), next(iter(table), ""))
+    peak = _rounded(table[dtype], "FLOP/s") if dtype else "-"
+    levels = "; ".join(
+        f"{lv.name} {_rounded(chip.chip_capacity(lv), 'B')} @ "
+        f"{_rounded(lv.bandwidth_bytes_per_s * (chip.compute.units if lv.scope == 'unit' else 1), 'B/s')}"
+        for lv in chip.levels)
+    return chip.name, chip.family, f"{peak} {dtype}".strip(), levels
+
+
+def hardware_table(names: list[str]) -> str:
+    rows = [("preset", "family", "matrix peak", "memory levels (capacity @ peak bandwidth)")]
+    rows += [hardware_row(hardware.load(name)) for name in names]
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    return "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]}".rstrip() for r in rows)
+
+
+def show_hardware(name_or_path: str) -> str:
+    """A chip's YAML as it resolves: a file without ``base:`` as written, comments and sources
+    included; one with a base, every field written out, under a line that says where it came from."""
+    path = hardware.resolve(name_or_path, "hardware", hardware.HW_SUFFIXES)
+    if BASE not in read_yaml(path):
+        return Path(path).read_text(encoding="utf-8-sig")
+    chip = hardware.load(str(path))
+    head = f"# {path}, resolved: every field of its base ({read_yaml(path)[BASE]}) that it does not set\n"
+    return head + yaml.safe_dump(hardware.dump_chip(chip), sort_keys=False, allow_unicode=True)
