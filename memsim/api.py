@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,11 +26,12 @@ from memsim import (
     units,
     workload,
 )
-from memsim.errors import CapacityError, ConfigError, is_run, run_field
+from memsim.errors import CapacityError, ConfigError, MemsimWarning, is_run, run_field
 from memsim.hardware.estimates import Estimate
 from memsim.hardware.loader import build, dump_chip, estimates_of, load_chip, read_yaml
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import SystemSpec
+from memsim.report import spill
 from memsim.runspec import RunSpec
 
 DEFAULT_SAMPLES = RunSpec.samples  # decode steps simulated for a generation; the rest are interpolated
@@ -239,6 +241,9 @@ def run(spec: RunSpec) -> Result:
     if spec.context is None or spec.prompt is None:
         spec = spec.resolved(None)
     result = _simulate(spec)
+    spilled = spill.spill_warning(result.graph, result.plan)
+    if spilled is not None:
+        warnings.warn(MemsimWarning(spilled), stacklevel=2)
     if "grid_search" in result.summary:  # the reruns keep the grid the search chose
         chosen = result.summary["grid"]
         spec = dataclasses.replace(spec, tp=chosen["tp"], pp=chosen["pp"], chips=None)

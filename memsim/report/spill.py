@@ -1,0 +1,43 @@
+"""Where weights and the KV cache live, and what of them spills to host memory.
+
+A level reached over a link (``via``: host DDR over PCIe, MemoryX) is host memory: weights or a KV
+cache placed there stream over that link every step, which is seldom what a user meant. The
+run says so in one line, naming the level, the link and the bytes.
+"""
+from __future__ import annotations
+
+from memsim.errors import run_field
+from memsim.mapping import Plan
+from memsim.units import human_bytes
+from memsim.workload.graph import OpGraph
+
+NAMES = {"weight": "weights", "kv": "KV cache"}
+
+
+def bytes_by_level(graph: OpGraph, plan: Plan) -> dict[str, dict[str, int]]:
+    """Bytes of each persistent class (weights, KV cache) by the level that holds them, per chip."""
+    homes = dict(plan.homes)
+    out: dict[str, dict[str, int]] = {}
+    for t in graph.tensors.values():
+        if t.klass in NAMES and t.name in homes:
+            per = out.setdefault(t.klass, {})
+            per[homes[t.name]] = per.get(homes[t.name], 0) + t.bytes
+    return out
+
+
+def spill_warning(graph: OpGraph, plan: Plan) -> str | None:
+    """One line naming what weights and KV cache a host level holds, or None where none does."""
+    placed = bytes_by_level(graph, plan)
+    parts = []
+    for klass, levels in placed.items():
+        host = {name: b for name, b in levels.items() if plan.chip.level(name).via}
+        if not host:
+            continue
+        total = sum(levels.values())
+        where = ", ".join(f"{human_bytes(b)} in {name} (over {plan.chip.level(name).via})" for name, b in host.items())
+        rest = ", ".join(f"{name} {human_bytes(b)}" for name, b in levels.items() if name not in host)
+        parts.append(f"{NAMES[klass]} {where} of {human_bytes(total)}" + (f" (the rest in {rest})" if rest else ""))
+    if not parts:
+        return None
+    return ("host memory holds " + "; ".join(parts) + f": read over the link every step; more chips "
+            f"({run_field('tp')}), a smaller dtype or more memory on the chip keeps them there")
