@@ -60,14 +60,23 @@ def _speculative(s: dict[str, Any]) -> Lines:
             f"verify {sp['verify_step_s'] * 1e3:.4f} ms = {sp['step_s'] * 1e3:.4f} ms"]
 
 
+# What a chip gives for energy: with none of it, a run's energy is not zero but unknown.
+NO_ENERGY = ("not modelled: the chip gives no energy (compute.energy, compute.vector_energy, a level's or "
+             "link's energy, power.static)")
+
+
 def _energy(s: dict[str, Any]) -> Lines:
     e = s["energy_j"]
+    if not e["total"]:
+        return [f"  energy           {NO_ENERGY}"]
     moving = e["dynamic"] - e["compute"]
     return [f"  energy           {e['total']:12.4f} J   compute {e['compute']:.4f} J, data movement {moving:.4f} J, "
             f"static {e['static']:.4f} J"]
 
 
 def _power(s: dict[str, Any]) -> Lines:
+    if not s["energy_j"]["total"]:
+        return []
     per_token = f", {s['energy_per_token_j']:.4f} J/token" if s.get("energy_per_token_j") else ""
     cap = f" (cap {s['power_cap_w']:g} W per chip)" if s.get("power_cap_w") else ""
     return [f"  power            {s['avg_power_w']:12.1f} W avg, {s['peak_power_w']:.1f} W peak{cap}{per_token}"]
