@@ -2,21 +2,17 @@
 Dask cluster, with every finished point kept.
 
 Orchestration only: each point is an ordinary ``memsim.simulate`` call. Before any point runs,
-every swept value is checked on its own, and every chip and file the sweep names is loaded or
-hashed, so a bad value or file stops the sweep with one line. The product is walked lazily,
-with a few points in flight a worker, so a sweep's memory does not grow with its size.
-
-A sweep is one experiment: the contents of every file it reads are part of it, and each point
-checks, before and after its run, that the files it read hold what the sweep recorded; a file
-edited during the sweep stops it with one line (``sweep_store`` refuses a resume after the edit).
-Two points that are the same run (a value listed twice) are one point. Finished points are
-kept by ``sweep_store`` (keyed by everything their result depends on), so a killed sweep loses
-nothing that finished and a re-run resumes; ``--keep`` outputs are kept under the point's key.
-A point that fails in simulation (a tile that fits no SRAM at one swept size) records its error
-in its row and the sweep goes on.
+every swept value, chip, hardware path and file is checked, so a bad one stops the sweep with one
+line. The product is walked lazily, a few points in flight a worker, so memory does not grow with
+its size. A sweep is one experiment: the contents of every file it reads are part of it, and a
+file edited during the sweep stops it with one line. Two points that are the same run are one
+point. Finished points are kept by ``sweep_store`` (keyed by everything their result depends on),
+so a killed sweep loses nothing that finished and a re-run resumes; ``--keep`` outputs are kept
+under the point's key. A point that fails in simulation records its error in its row.
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import os
@@ -229,14 +225,23 @@ def _experiment(spec: RunSpec, swept: list[str], digests: dict) -> dict[str, Any
 
 
 def _check_chips(first: RunSpec, sweeps: dict[str, list[str]]) -> None:
-    """Load every distinct chip the sweep names (without swept hardware fields) once: a file that
-    every point would fail on is one error, not a column of them."""
+    """Load every distinct chip the sweep names once, and each swept hardware path with its values:
+    a file, or a path no chip takes with any value (mistyped), is one error before any point runs."""
     from memsim.api import _load_chip
 
     fixed = tuple(kv for kv in first.set if kv[0] not in sweeps)
-    for hw in sweeps.get("hw", [first.hw]):
-        for system in sweeps.get("system", [first.system]):
-            _load_chip(hw, fixed, system)
+    chips = [(hw, system) for hw in sweeps.get("hw", [first.hw]) for system in sweeps.get("system", [first.system])]
+    for hw, system in chips:  # raises on a file every point would fail on
+        _load_chip(hw, fixed, system)
+    for path in (p for p in sweeps if p not in RUN_FIELDS):
+        if not any(_loads(_load_chip, hw, (*fixed, (path, v)), system) for v in sweeps[path] for hw, system in chips):
+            _load_chip(chips[0][0], (*fixed, (path, sweeps[path][0])), chips[0][1])
+
+
+def _loads(load, hw: str, sets: tuple, system: str | None) -> bool:  # a value some chip refuses: an error row
+    with contextlib.suppress(MemsimError):
+        return bool(load(hw, sets, system))
+    return False
 
 
 def _bar(total: int, enabled: bool):

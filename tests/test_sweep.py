@@ -270,9 +270,19 @@ def test_a_folder_of_someone_elses_files_is_refused_even_through_a_link(monkeypa
     assert sorted(p.name for p in theirs.iterdir()) == ["thesis.tex"]
 
 
+def test_a_mistyped_swept_path_is_one_line_before_any_point_runs(monkeypatch, capsys, tmp_path):
+    code, io = _sweep_cli(monkeypatch, capsys, tmp_path / "o", "sram=1MiB,2MiB")
+    assert code == 2 and "--set: sram: cannot set a field here" in io.err, io.err
+    assert len(io.err.strip().splitlines()) == 1 and not (tmp_path / "o").exists()
+    # a path every value of which fails is refused the same way, with the first value's error
+    code, io = _sweep_cli(monkeypatch, capsys, tmp_path / "o", "sram.capacity=1,2")
+    assert code == 2 and "is not a size" in io.err and not (tmp_path / "o").exists()
+
+
 def test_a_sweep_whose_every_point_fails_exits_2(monkeypatch, capsys, tmp_path):
+    # a path no chip takes is refused before any point runs, naming the field
     code, io = _sweep_cli(monkeypatch, capsys, tmp_path / "o", "sram.capacityy=1MiB,2MiB")
-    assert code == 2 and "every point failed" in io.err and "capacityy" in io.err, io.err
+    assert code == 2 and "capacityy" in io.err and "unknown field" in io.err, io.err
     assert len(io.err.strip().splitlines()) == 1
     assert not (tmp_path / "o").exists()  # a new folder of nothing but failures is not left behind
     (tmp_path / "empty").mkdir()
