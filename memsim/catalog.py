@@ -12,7 +12,9 @@ from pathlib import Path
 import yaml
 
 from memsim import hardware
+from memsim.hardware import rates
 from memsim.hardware.loader import BASE, read_yaml
+from memsim.hardware.resource import Ref
 
 
 def _rounded(value: float, unit: str) -> str:
@@ -25,14 +27,12 @@ def _rounded(value: float, unit: str) -> str:
 
 def hardware_row(chip: hardware.ChipSpec) -> tuple[str, str, str, str]:
     """(name, family, matrix peak of bf16, fp16 or fp32, whichever it gives first, else its first
-    dtype, and its levels as NAME CAPACITY @ PEAK BANDWIDTH, whole-chip figures)."""
+    dtype, and its levels as NAME CAPACITY @ PEAK BANDWIDTH, whole-chip figures, a host level's as its link allows)."""
     table = dict(chip.compute.peak_flops_per_s)
     dtype = next((d for d in ("bf16", "fp16", "fp32") if d in table), next(iter(table), ""))
     peak = _rounded(table[dtype], "FLOP/s") if dtype else "-"
-    levels = "; ".join(
-        f"{lv.name} {_rounded(chip.chip_capacity(lv), 'B')} @ "
-        f"{_rounded(lv.bandwidth_bytes_per_s * (chip.compute.units if lv.scope == 'unit' else 1), 'B/s')}"
-        for lv in chip.levels)
+    levels = "; ".join(f"{lv.name} {_rounded(chip.chip_capacity(lv), 'B')} @ "
+                       f"{_rounded(rates.peak_bandwidth(chip, Ref.level(lv.name)), 'B/s')}" for lv in chip.levels)
     return chip.name, chip.family, f"{peak} {dtype}".strip(), levels
 
 
@@ -47,8 +47,8 @@ def show_hardware(name_or_path: str) -> str:
     """A chip's YAML as it resolves: a file without ``base:`` as written, comments and sources
     included; one with a base, every field written out, under a line that says where it came from."""
     path = hardware.resolve(name_or_path, "hardware", hardware.HW_SUFFIXES)
-    if BASE not in read_yaml(path):
+    base = read_yaml(path).get(BASE)
+    if base is None:
         return Path(path).read_text(encoding="utf-8-sig")
-    chip = hardware.load(str(path))
-    head = f"# {path}, resolved: every field of its base ({read_yaml(path)[BASE]}) that it does not set\n"
-    return head + yaml.safe_dump(hardware.dump_chip(chip), sort_keys=False, allow_unicode=True)
+    head = f"# {path}, resolved: every field of its base ({base}) that it does not set\n"
+    return head + yaml.safe_dump(hardware.dump_chip(hardware.load(str(path))), sort_keys=False, allow_unicode=True)

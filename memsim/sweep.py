@@ -1,14 +1,13 @@
 """Parameter sweeps: the cartesian product of swept fields, run on a local process pool or a
 Dask cluster, with every finished point kept.
 
-Orchestration only: each point is an ordinary ``memsim.simulate`` call. Before any point runs,
-every swept value, chip, hardware path and file is checked, so a bad one stops the sweep with one
-line. The product is walked lazily, a few points in flight a worker, so memory does not grow with
-its size. A sweep is one experiment: the contents of every file it reads are part of it, and a
-file edited during the sweep stops it with one line. Two points that are the same run are one
-point. Finished points are kept by ``sweep_store`` (keyed by everything their result depends on),
-so a killed sweep loses nothing that finished and a re-run resumes; ``--keep`` outputs are kept
-under the point's key. A point that fails in simulation records its error in its row.
+Orchestration only: each point is an ordinary ``memsim.simulate`` call. Every swept value, chip,
+hardware path and file is checked before any point runs. The product is walked lazily, a few
+points in flight a worker. A sweep is one experiment: the contents of every file it reads are part
+of it, and a file edited during the sweep stops it with one line. Two points that are the same run
+are one point. Finished points are kept by ``sweep_store`` (keyed by everything their result
+depends on), so a re-run resumes; ``--keep`` outputs are kept under the point's key. A point that
+fails in simulation records its error in its row.
 """
 from __future__ import annotations
 
@@ -234,13 +233,15 @@ def _check_chips(first: RunSpec, sweeps: dict[str, list[str]]) -> None:
     for hw, system in chips:  # raises on a file every point would fail on
         _load_chip(hw, fixed, system)
     for path in (p for p in sweeps if p not in RUN_FIELDS):
-        if not any(_loads(_load_chip, hw, (*fixed, (path, v)), system) for v in sweeps[path] for hw, system in chips):
+        if not any(_loads(hw, (*fixed, (path, v)), system) for v in sweeps[path] for hw, system in chips):
             _load_chip(chips[0][0], (*fixed, (path, sweeps[path][0])), chips[0][1])
 
 
-def _loads(load, hw: str, sets: tuple, system: str | None) -> bool:  # a value some chip refuses: an error row
+def _loads(hw: str, sets: tuple, system: str | None) -> bool:  # a value some chip refuses: an error row
+    from memsim.api import _load_chip
     with contextlib.suppress(MemsimError):
-        return bool(load(hw, sets, system))
+        _load_chip(hw, sets, system)
+        return True
     return False
 
 
