@@ -11,11 +11,12 @@ from typing import Any
 __version__ = "0.1.0"
 
 _HOME = {"Result": "memsim.api", "simulate": "memsim.api", "simulate_graph": "memsim.api", "explain": "memsim.api",
+         "sweep_frame": "memsim.api",
          "RunSpec": "memsim.runspec", "CapacityError": "memsim.errors", "ConfigError": "memsim.errors",
          "MemsimError": "memsim.errors", "TraceError": "memsim.errors"}
 
 __all__ = ["CapacityError", "ConfigError", "MemsimError", "Result", "RunSpec", "TraceError", "__version__",
-           "explain", "simulate", "simulate_graph"]
+           "explain", "simulate", "simulate_graph", "sweep_frame"]
 
 
 def __getattr__(name: str) -> Any:

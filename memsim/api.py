@@ -26,6 +26,7 @@ from memsim import (
     units,
     workload,
 )
+from memsim.chipfile import chip_path
 from memsim.errors import CapacityError, ConfigError, MemsimWarning, is_run, run_field
 from memsim.hardware.estimates import Estimate
 from memsim.hardware.loader import build, dump_chip, estimates_of, load_chip, read_yaml
@@ -51,6 +52,22 @@ class Result:
     # The levels and links the run moved bytes through: every step's, for a generation or a
     # speculative step (the estimates of the others cannot matter, ``memsim.sensitivity``).
     moved: frozenset[Ref] = frozenset()
+
+    def __repr__(self) -> str:  # a notebook shows this, not the tables
+        w = self.summary.get("workload", {})
+        return (f"Result({self.summary.get('hardware')}, {w.get('model') or w.get('source', 'trace')} "
+                f"{w.get('phase', '')}, batch {w.get('batch', 1)}, step {self.summary['step_time_s'] * 1e3:.4g} ms)")
+
+    @property
+    def stalls(self) -> pd.Series:
+        """Seconds compute waited, by cause, largest first (``summary['stall_s']``)."""
+        return pd.Series(self.summary.get("stall_s", {}), name="stall_s", dtype=float).sort_values(ascending=False)
+
+    def summary_frame(self) -> pd.DataFrame:
+        """The summary as a one-row DataFrame, nested keys flattened with dots (as a sweep's results.csv)."""
+        from memsim.sweep import flatten
+
+        return pd.DataFrame([flatten(self.summary)])
 
     def write(self, out: str | Path, perfetto: bool = False) -> list[Path]:
         extra = {}
@@ -224,11 +241,34 @@ def simulate_graph(hw: str, graph: workload.OpGraph, *, set: Iterable[str] | dic
     return dataclasses.replace(result, summary=report.checked({**result.summary, "estimates": used}))
 
 
-def simulate(hw: str = RunSpec.hw, model: str | None = None, **options: Any) -> Result:
+def simulate(hw: Any = RunSpec.hw, model: str | None = None, **options: Any) -> Result:
     """Simulate one step, or with ``phase="generate"`` a prefill of ``prompt`` tokens and
-    ``generate`` decode steps. The keyword arguments are ``RunSpec``'s fields (``memsim.RunSpec``);
-    ``set`` overrides hardware fields: ``{"sram.capacity": "64MiB"}``."""
-    return run(resolve(hw, model, **options))
+    ``generate`` decode steps. ``hw`` is a preset name, a path, a ``ChipSpec`` or a dict (a hardware
+    YAML's mapping); the keyword arguments are ``RunSpec``'s fields (``memsim.RunSpec``); ``set``
+    overrides hardware fields, quantities as text or numbers in base units: ``{"sram.capacity": "64MiB"}``."""
+    return run(resolve(chip_path(hw), model, **options))
+
+
+def sweep_frame(hw: Any = RunSpec.hw, model: str | None = None, sweeps: dict[str, Iterable[Any]] | None = None, *,
+                out: str | Path | None = None, workers: int | None = None, **options: Any) -> pd.DataFrame:
+    """``memsim sweep`` from Python: the cartesian product of ``sweeps`` (a field, as ``--set`` names it or a
+    run field such as ``batch``, to its values: text or numbers in base units), run on ``workers`` processes;
+    returns results.csv as a DataFrame. ``out`` keeps the folder (and resumes it), else a temporary one."""
+    import tempfile
+
+    from memsim import sweep
+    from memsim.hardware.loader import number_text
+
+    if not isinstance(sweeps, dict) or not sweeps:
+        raise ConfigError(f"expected a dict of each swept field to its values, got {units.shown(sweeps)}",
+                          field="sweeps")
+    listed = {k: [number_text(k, v) if isinstance(v, (int, float)) and not isinstance(v, bool) and
+                  k not in runspec.defaults() else str(v) for v in values] for k, values in sweeps.items()}
+    base = {"hw": chip_path(hw), "model": model, **options}
+    with contextlib.ExitStack() as stack:
+        folder = Path(out) if out is not None else Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        sweep.run_sweep(base, sweep.parse_sweeps([], known=listed), folder, workers, progress=False)
+        return pd.read_csv(folder / "results.csv")
 
 
 def run(spec: RunSpec) -> Result:
@@ -241,9 +281,9 @@ def run(spec: RunSpec) -> Result:
     if spec.context is None or spec.prompt is None:
         spec = spec.resolved(None)
     result = _simulate(spec)
-    spilled = spill.spill_warning(result.graph, result.plan)
-    if spilled is not None:
-        warnings.warn(MemsimWarning(spilled), stacklevel=2)
+    for line in (spill.spill_warning(result.graph, result.plan), spill.idle_warning(result.graph, result.plan)):
+        if line is not None:
+            warnings.warn(MemsimWarning(line), stacklevel=2)
     if "grid_search" in result.summary:  # the reruns keep the grid the search chose
         chosen = result.summary["grid"]
         spec = dataclasses.replace(spec, tp=chosen["tp"], pp=chosen["pp"], chips=None)

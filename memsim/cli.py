@@ -58,18 +58,27 @@ def main(ctx: click.Context) -> None:
 @_spec_options("run")
 @click.option("--out", type=click.Path(file_okay=False), help="folder for summary.json, ops.csv, timeline.csv")
 @click.option("--perfetto", is_flag=True, help="also write OUT/trace.perfetto.json (ui.perfetto.dev, chrome://tracing)")
-def run(out, perfetto, **kwargs):
+@click.option("--html", is_flag=True, help="also write OUT/report.html (memsim report; needs the report extra)")
+def run(out, perfetto, html, **kwargs):
     """Simulate one decode or prefill step, or a whole generation, and print a summary."""
-    if perfetto and not out:
-        raise MemsimError("--perfetto needs --out", field="--perfetto")
+    for flag, given in (("--perfetto", perfetto), ("--html", html)):
+        if given and not out:
+            raise MemsimError(f"{flag} needs --out", field=flag)
     spec = api.resolve(**_spec_values(kwargs))
     if out:
         report.check_target(Path(out), inputs.files(spec))
+        # what the folder's last run had drawn is drawn again from this one, never just deleted
+        html = html or (Path(out) / report.REPORT).is_file()
+        figures = any((Path(out) / name).is_file() for name in report.FIGURES)
     result = api.run(spec)
     click.echo(format_summary(result.summary))
     if out:
         for path in _writing("--out", out, lambda: result.write(out, perfetto=perfetto)):
             click.echo(f"wrote {path}")
+        if figures:
+            _plot_run(out, None)
+        if html:
+            _report(out, None)
 
 
 @main.command()
@@ -94,6 +103,11 @@ def sweep(sets, sweep_file, out, workers, scheduler, keep, no_progress, **kwargs
     sweeps = sweeping.parse_sweeps(list(sets), known=listed)
     if not sweeps:
         raise MemsimError("nothing to sweep: give --set PATH=V1,V2 or --sweep FILE", field="--set")
+    ctx = click.get_current_context()
+    for name in sweeps:  # a run option given on the command line and swept as well: which one was meant?
+        if name in ctx.params and ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE:
+            raise MemsimError(f"given and also swept (--set {name}=...): give one",
+                              field=f"--{name.replace('_', '-')}")
     total = sweeping.size(sweeps)
     click.echo(f"sweeping {', '.join(f'{k} ({len(v)})' for k, v in sweeps.items())}: {total} points -> {out}")
     existed = Path(out).is_dir()
@@ -106,6 +120,8 @@ def sweep(sets, sweep_file, out, workers, scheduler, keep, no_progress, **kwargs
         sys.exit(130)
     failed = [r["error"] for r in results.rows if r.get("error")]
     repeats = f", {results.repeats} the same run as another point" if results.repeats else ""
+    if results.rows:
+        click.echo(results.table())
     click.echo(f"wrote {Path(out) / 'results.csv'}: {len(results.rows)} points ({results.skipped} already done"
                f"{repeats}), {len(failed)} failed")
     if results.rows and len(failed) == len(results.rows):
@@ -168,15 +184,39 @@ def plot_explain(table, output):
 
 @plot.command("run")
 @click.argument("folder", type=click.Path(file_okay=False))
-def plot_run(folder):
+@click.option("-o", "--output", type=click.Path(file_okay=False), help="folder for the figures (default: FOLDER)")
+def plot_run(folder, output):
     """Gantt chart, roofline chart, stall breakdown and energy breakdown of a run's --out folder."""
+    _plot_run(folder, output)
+
+
+def _plot_run(folder: str, output: str | None) -> None:
     from memsim.report.run_plots import FIGURES
     from memsim.report.run_plots import plot_run as draw
 
+    where = Path(output or folder)
     for name in FIGURES:
-        check_output_file(Path(folder) / name, "FOLDER")
-    for path in _writing("FOLDER", folder, lambda: draw(Path(folder))):
+        check_output_file(where / name, "--output" if output else "FOLDER")
+    for path in _writing("--output" if output else "FOLDER", str(where), lambda: draw(Path(folder), where)):
         click.echo(f"wrote {path}")
+
+
+@main.command("report")
+@click.argument("folder", type=click.Path(file_okay=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="page to write (default: FOLDER/report.html)")
+def report_cmd(folder, output):
+    """One self-contained HTML page of a run's --out folder: summary, placement, stalls, timeline, roofline, energy."""
+    _report(folder, output)
+
+
+def _report(folder: str, output: str | None) -> None:
+    from memsim.report.html import render
+
+    path = Path(output) if output else Path(folder) / report.REPORT
+    check_output_file(path, "--output" if output else "FOLDER")
+    page = render(Path(folder))
+    _writing("--output" if output else "FOLDER", str(path), lambda: atomic_write_text(path, page))
+    click.echo(f"wrote {path}")
 
 
 @main.command()

@@ -33,6 +33,14 @@ def _levels(s: dict[str, Any]) -> Lines:
             for lvl, b in s["bytes_per_level"].items() if b["total"]]
 
 
+def _placement(s: dict[str, Any]) -> Lines:
+    """Where the weights and the KV cache live, each level with its bytes."""
+    names = {"weight": "weights", "kv": "KV cache"}
+    parts = [f"{names.get(klass, klass)} " + ", ".join(f"{human_bytes(b)} in {lvl}" for lvl, b in levels.items())
+             for klass, levels in s["placement"].items() if levels]
+    return [f"  placed           {'; '.join(parts)}"] if parts else []
+
+
 def _chips(s: dict[str, Any]) -> Lines:
     if s.get("chips", 1) <= 1:
         return []
@@ -97,6 +105,7 @@ RENDER: dict[str, Callable[[dict[str, Any]], Lines]] = {
     "flops_total": lambda s: [f"  FLOPs            {s['flops_total']:16.4e}   "
                               f"utilisation {s['compute_utilization'] * 100:.1f}%"],
     "bytes_per_level": _levels,
+    "placement": _placement,
     "compute_busy_s": lambda s: [f"  compute busy     {s['compute_busy_s'] * 1e3:12.4f} ms"],
     "chips": _chips,
     "grid_search": _grid_search,

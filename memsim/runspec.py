@@ -292,6 +292,10 @@ def overrides(items: Iterable[str] | Mapping[str, str] | Iterable[tuple[str, str
                 raise ConfigError(f"expected PATH=VALUE, got {units.shown(item)}", field=run_field("set"))
         elif isinstance(item, tuple) and len(item) == 2:
             key, value = item
+            if isinstance(value, (int, float)) and not isinstance(value, bool):  # a quantity in base units
+                from memsim.hardware.loader import number_text
+
+                value = number_text(str(key).strip(), value)
         else:
             raise ConfigError(f"expected PATH=VALUE, got {units.shown(item)}", field=run_field("set"))
         pairs.append((str(key).strip(), str(value).strip()))

@@ -28,7 +28,7 @@ from memsim.errors import ConfigError, MemsimError, MemsimWarning, run_field
 from memsim.inputs import FILE_FIELDS
 from memsim.runspec import RunSpec
 from memsim.sweep_store import Lock, Results
-from memsim.sweep_values import ALIASES, RUN_FIELDS, expand, parse_sweeps, read_sweep_file
+from memsim.sweep_values import ALIASES, RUN_FIELDS, expand, parse_sweeps, read_sweep_file, with_numbers
 
 PER_WORKER = 512 * 2**20  # bytes a pool worker may hold (estimate, 300-700 MiB: its imports and one point's run)
 IN_FLIGHT = 2  # points queued for each worker
@@ -93,7 +93,7 @@ def run_point(spec: RunSpec, point: dict[str, str], key: str, keep: str | None =
     row's ``changed``."""
     from memsim.api import run
 
-    row = {**point, "run_key": key}
+    row = {**with_numbers(point), "run_key": key}
     changed = _changed(contents)
     if changed:
         return {**row, "changed": changed}

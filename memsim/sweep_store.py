@@ -33,6 +33,7 @@ from memsim.atomic import atomic_write_text, check_writable_parent, folder_entri
 from memsim.errors import ConfigError, run_field
 from memsim.inputs import FILE_FIELDS, path_of
 from memsim.runspec import RunSpec
+from memsim.sweep_values import NUMERIC
 
 MANIFEST = "sweep.json"
 OWN = frozenset({".lock", MANIFEST, "points.jsonl", "results.csv", "results.png", "points"})
@@ -205,7 +206,8 @@ class Results:
     def write_csv(self) -> None:
         """results.csv whole, in the sweep's order."""
         rows = sorted(self.rows, key=lambda r: self.order.get(r["run_key"], len(self.order)))
-        lead = [*self.fields, "error"]
+        lead = [c for f in self.fields for c in (f, *(f + s for s, _ in NUMERIC.values() if any(f + s in r for r in rows)))]
+        lead.append("error")
         seen = dict.fromkeys(c for r in rows for c in r if c != "run_key")
         self.columns = lead + [c for c in seen if c not in lead]
         text = io.StringIO()
@@ -213,6 +215,29 @@ class Results:
         writer.writerow(self.columns)
         writer.writerows(_cells(r, self.columns) for r in rows)
         atomic_write_text(self.csv, text.getvalue())
+
+
+    def table(self, limit: int = 20) -> str:
+        """The results as a compact console table, in the sweep's order: each swept value, the step time,
+        its roofline and the largest stall (or the point's error); at most ``limit`` rows."""
+        rows = sorted(self.rows, key=lambda r: self.order.get(r["run_key"], len(self.order)))
+        lines = []
+        for r in rows[:limit]:
+            cells = [str(r.get(f, "")) for f in self.fields]
+            if r.get("error") or "step_time_s" not in r:
+                cells += ["failed", "", str(r.get("error") or r.get("changed", ""))[:60]]
+            else:
+                stalls = {k[len("stall_s."):]: v for k, v in r.items() if k.startswith("stall_s.") and v}
+                top = max(stalls, key=stalls.__getitem__) if stalls else ""
+                cells += [f"{r['step_time_s'] * 1e3:.4g}", f"{r.get('roofline_s', 0) * 1e3:.4g}",
+                          f"{top} {stalls[top] * 1e3:.3g} ms" if top else ""]
+            lines.append(cells)
+        head = [*self.fields, "step ms", "roofline ms", "largest stall"]
+        widths = [max(len(x) for x in col) for col in zip(head, *lines)]
+        out = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in [head, *lines]]
+        if len(rows) > limit:
+            out.append(f"... {len(rows) - limit} more rows in {self.csv}")
+        return "\n".join(out)
 
 
 def _cells(row: dict[str, Any], columns: list[str]) -> list[Any]:

@@ -83,6 +83,23 @@ def _kind(text: str) -> tuple[str, Callable] | None:
     return None
 
 
+NUMERIC = units.BASE_COLUMNS  # a swept quantity's column in base units, beside its label (results.csv)
+
+
+def with_numbers(point: dict[str, str]) -> dict[str, Any]:
+    """The point's swept values, each quantity (a size, bandwidth, time or rate) followed by its value in base
+    units (``sram.capacity`` ``256KiB``, then ``sram.capacity_bytes`` 262144), so a table sorts and plots by it."""
+    out: dict[str, Any] = {}
+    for name, value in point.items():
+        out[name] = value
+        kind = _kind(value) if isinstance(value, str) else None
+        if kind is not None and kind[0] in NUMERIC:
+            suffix, scale = NUMERIC[kind[0]]
+            number = kind[1](value) * scale
+            out[name + suffix] = int(number) if scale == 1 else number
+    return out
+
+
 def _format(kind: str, value: float) -> str:
     if kind in units.FORMATTERS and kind not in ("count", "ratio"):
         return cast(str, units.FORMATTERS[kind](round(value)))  # a quantity's formatter writes text

@@ -301,6 +301,11 @@ def format_frequency(value: int) -> str:
 
 
 # Each formatter takes what its unit stores: integers in base units, a ratio's float.
+# A quantity's column in base units beside its label (a sweep's results.csv): the name's suffix and the scale
+# from what its parser returns (bytes, B/s, ps, FLOP/s) to the base unit (bytes, B/s, s, FLOP/s).
+BASE_COLUMNS = {"bytes": ("_bytes", 1), "bandwidth": ("_bytes_per_s", 1), "time": ("_s", 1e-12),
+                "flops": ("_flop_per_s", 1)}
+
 FORMATTERS: dict[str, Callable[[Any], str | float]] = {
     "bytes": format_bytes,
     "bandwidth": format_bandwidth,

@@ -214,12 +214,37 @@ def validate_llmcompass() -> str:
     return report.llmcompass_markdown(llmcompass.rows())
 
 
+def memory_wall_table() -> str:
+    """The case study's table at N = 1024 (``scripts/memory_wall.py``)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import memory_wall
+
+    names = {"bert-base": "BERT-Base", "bert-large": "BERT-Large", "gpt2": "GPT-2"}
+    rows = ["| model | FLOPs | MOPs | FLOP/B | latency |", "|---|---|---|---|---|"]
+    for r in memory_wall.case_study([1024]).itertuples():
+        rows.append(f"| {names[r.model]} | {r.flops / 1e9:.0f} G | {gb(r.mops)} GB | {r.arithmetic_intensity:.3g} | "
+                    f"{r.latency_s:.3g} s |")
+    return "\n".join(rows)
+
+
+def sram_cliff() -> str:
+    """Step time of a Llama-3.1-8B decode step on ``wse-3`` against its SRAM (``scripts/sram_cliff.py``)."""
+    sizes = (2, 4, 8, 16, 32, 64)
+    t = {g: Run("wse-3", "llama-3.1-8b", sets={"sram.capacity": f"{g}GB"}).summary()["step_time_s"] for g in sizes}
+    fit = max(sizes[1:], key=lambda g: t[g // 2] / t[g])  # where one doubling gains most
+    return (f"  - Below {fit} GB the weights that do not fit stream from MemoryX every step: {ms(t[2])} ms at 2 GB,\n"
+            f"    {ms(t[fit // 2])} ms at {fit // 2} GB.\n"
+            f"  - At {fit} GB they fit, nothing leaves the wafer, and the step takes {ms(t[fit])} ms. That is the\n"
+            f"    cliff, {t[fit // 2] / t[fit]:.0f}x in one doubling.")
+
+
 BLOCKS: dict[str, Callable[[], str]] = {"every-preset": every_preset, "deployments": deployments,
                                         "power-cap": power_cap, "shows": shows,
                                         "validate-calibration": validate_calibration,
                                         "validate-microbench": validate_microbench,
                                         "validate-measured": validate_measured,
-                                        "validate-llmcompass": validate_llmcompass}
+                                        "validate-llmcompass": validate_llmcompass,
+                                        "memory-wall": memory_wall_table, "sram-cliff": sram_cliff}
 
 
 def markers(name: str) -> tuple[str, str]:

@@ -203,13 +203,11 @@ def test_importers_refuse_an_empty_graph_and_write_nothing(monkeypatch, capsys, 
     onnx.save(onnx.helper.make_model(onnx.helper.make_graph([], "empty", [], [])), str(path))
     _one_line(monkeypatch, capsys, tmp_path, "import", "onnx", str(path),
               expect="empty.onnx: ops: the graph holds no ops", out_option="-o")
-    pytest.importorskip("chakra", reason="the chakra extra is not installed")
-    from chakra.schema.protobuf import et_def_pb2 as pb
-    from chakra.src.third_party.utils.protolib import encodeMessage
+    pytest.importorskip("google.protobuf", reason="the chakra extra (protobuf) is not installed")
+    from memsim.workload.importers.chakra_schema import frame, schema
 
     et = tmp_path / "empty.et"
-    with open(et, "wb") as fh:
-        encodeMessage(fh, pb.GlobalMetadata(version="0.0.4"))
+    et.write_bytes(frame(schema().GlobalMetadata(version="0.0.4")))
     _one_line(monkeypatch, capsys, tmp_path, "import", "chakra", str(et),
               expect="empty.et: ops: the graph holds no ops", out_option="-o")
     et.write_text("not protobuf, just some words that are long enough to look like a message\n")

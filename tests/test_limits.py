@@ -80,10 +80,10 @@ def test_the_console_names_the_limit_and_exits_2(monkeypatch, capsys, tmp_path):
     assert not (tmp_path / "o").exists()
 
 
-def test_the_readme_states_the_limits_in_force():
+def test_the_docs_state_the_limits_in_force():
     from pathlib import Path
 
-    text = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text().split())
+    text = " ".join((Path(__file__).resolve().parents[1] / "docs" / "usage.md").read_text().split())
     for value, what in ((limits.MAX_RANKS, "ranks in a collective"), (limits.MAX_CHIPS, "chips"),
                         (limits.MAX_LAYERS, "layers"), (limits.MAX_OPS, "ops in a step"),
                         (limits.MAX_TASKS, "ops x micro-batches")):

@@ -38,7 +38,7 @@ def test_sram_sweep_with_two_workers_writes_one_row_per_point(tmp_path):
     res = sweeping.run_sweep(_base(), sweeping.parse_sweeps([SRAM]), out, workers=2, progress=False)
     df = pd.read_csv(out / "results.csv")
     assert list(df["sram.capacity"]) == ["256 KiB", "512 KiB", "1 MiB", "2 MiB", "4 MiB"]
-    assert list(df.columns[:2]) == ["sram.capacity", "error"] and df["error"].isna().all()
+    assert list(df.columns[:3]) == ["sram.capacity", "sram.capacity_bytes", "error"] and df["error"].isna().all()
     assert (df["workload.tokens"] == 512).all()
     hbm = df["bytes_per_level.hbm.total"].tolist()
     assert hbm == sorted(hbm, reverse=True) and hbm[0] > hbm[-1]
@@ -106,7 +106,8 @@ def test_cli_sweep_yaml_keep_and_plot(monkeypatch, capsys, tmp_path):
                     "--keep", "--no-progress")
     assert code == 0, io.err
     df = pd.read_csv(out / "results.csv")
-    assert len(df) == 4 and list(df.columns[:3]) == ["sram.capacity", "hbm.bandwidth", "error"]
+    assert len(df) == 4 and list(df.columns[:5]) == ["sram.capacity", "sram.capacity_bytes", "hbm.bandwidth",
+                                                     "hbm.bandwidth_bytes_per_s", "error"]
     for kept in df["outputs"]:  # each point's outputs under its key, named in its row
         summary = pd.read_json(out / kept / "summary.json", typ="series")
         row = df[df["outputs"] == kept].iloc[0]
@@ -429,3 +430,27 @@ def test_a_dask_scheduler_not_reached_is_one_line_before_anything_is_written(mon
     code, io = _sweep_cli(monkeypatch, capsys, tmp_path / "o", "batch=1,2", extra=["--scheduler", address])
     assert code == 2 and needle in io.err and len(io.err.strip().splitlines()) == 1, io.err
     assert not (tmp_path / "o").exists()
+
+
+def test_swept_quantities_get_a_numeric_column_and_the_console_a_results_table(monkeypatch, capsys, tmp_path):
+    code, io = _sweep_cli(monkeypatch, capsys, tmp_path / "o", "sram.capacity=128KiB,1MiB,16MiB", "hbm.latency=1us")
+    assert code == 0, io.err
+    df = pd.read_csv(tmp_path / "o" / "results.csv")
+    assert list(df.columns[:5]) == ["sram.capacity", "sram.capacity_bytes", "hbm.latency", "hbm.latency_s", "error"]
+    assert df["sram.capacity_bytes"].tolist() == [128 << 10, 1 << 20, 16 << 20]
+    assert df["hbm.latency_s"].tolist() == pytest.approx([1e-6] * 3)
+    # sorted by the number, not the label ("1 MiB" < "128 KiB" as text)
+    assert df.sort_values("sram.capacity_bytes")["sram.capacity"].tolist() == ["128KiB", "1MiB", "16MiB"]
+    table = io.out.splitlines()
+    head = next(i for i, line in enumerate(table) if line.startswith("sram.capacity"))
+    assert table[head].split()[:4] == ["sram.capacity", "hbm.latency", "step", "ms"]
+    for line, ms in zip(table[head + 1:head + 4], df["step_time_s"] * 1e3):
+        assert float(line.split()[2]) == pytest.approx(ms, rel=1e-3)
+
+
+def test_a_run_option_given_and_swept_is_refused(monkeypatch, capsys, tmp_path):
+    code, io = _sweep_cli(monkeypatch, capsys, tmp_path / "o", "context=8,16")  # --context 16 is given as well
+    assert code == 2 and io.err.strip() == "memsim: error: --context: given and also swept (--set context=...): give one"
+    assert not (tmp_path / "o").exists()
+    code, io = _sweep_cli(monkeypatch, capsys, tmp_path / "o", "batch=1,2")  # --batch left at its default
+    assert code == 0, io.err

@@ -1,6 +1,6 @@
 """The declaration of a spec field: its YAML key, the kind of quantity it holds and its help.
 
-The loader, the checks every spec constructor runs and the README's field table are driven by
+The loader, the checks every spec constructor runs and docs/hardware-fields.md are driven by
 this metadata, so a field cannot exist without a unit and a description.
 """
 from __future__ import annotations

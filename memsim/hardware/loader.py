@@ -274,3 +274,38 @@ def _dump(obj: Any) -> Any:
         else:
             out[key] = value
     return out
+
+
+# A number given for a quantity from Python (``simulate(set={"sram.capacity": 64 * 2**20})``) is in base units:
+# bytes, B/s, seconds, FLOP/s, J per bit or FLOP, W, Hz. Written out with its unit, it is checked as any text.
+BASE_UNITS = {"bytes": (1, "B"), "bandwidth": (1, "B/s"), "time": (1e12, "ps"), "flops": (1, "FLOP/s"),
+              "bit_energy": (1e15, "fJ/bit"), "flop_energy": (1e15, "fJ/FLOP"), "power": (1, "W"),
+              "frequency": (1, "Hz")}
+
+
+def unit_at(path: str) -> str | None:
+    """The kind of quantity the hardware field at ``path`` (as ``--set`` takes it) holds, or None."""
+    parts = path.split(".")
+    cls: type
+    if parts[0] in _LISTS:
+        cls, parts = _LISTS[parts[0]], parts[2:]
+    elif parts[0] in _SECTIONS:
+        cls, parts = _SECTIONS[parts[0]], parts[1:]
+    elif parts[0] in yaml_fields(ChipSpec):
+        cls = ChipSpec
+    else:  # a level or a link, by its name
+        parts = parts[1:]
+        cls = MemoryLevel if parts and parts[0] in yaml_fields(MemoryLevel) else LinkSpec
+    f = yaml_fields(cls).get(parts[0]) if parts else None
+    if f is None:
+        return None
+    unit = f.metadata["unit"]
+    if unit in _TABLES:
+        return _TABLES[unit] if len(parts) == 2 else None
+    return unit if len(parts) == 1 else None
+
+
+def number_text(path: str, value: float) -> str:
+    """A number set from Python for the field at ``path``, as text in its base unit (``"67108864 B"``)."""
+    scale, suffix = BASE_UNITS.get(unit_at(path) or "", (1, ""))
+    return f"{value * scale:.15g} {suffix}".strip()

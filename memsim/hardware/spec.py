@@ -2,7 +2,7 @@
 
 Every numeric field carries its unit in its name and, in its metadata, the YAML key it
 is read from, the kind of quantity it holds and a one-line description. The loader and
-the README's field table are generated from this metadata, so a field cannot exist
+the field reference (docs/hardware-fields.md) are generated from this metadata, so a field cannot exist
 without a unit and a description. The same metadata (a least value, the choices, the class
 of a section or list) drives the checks every constructor runs (``memsim.hardware.checks``).
 """

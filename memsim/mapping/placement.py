@@ -16,11 +16,45 @@ staging, and only tensors with nowhere else to go (an SRAM-only chip) may use th
 """
 from __future__ import annotations
 
+import dataclasses
+
 from memsim.errors import CapacityError, run_field
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping.lower import tile_floor
 from memsim.units import human_bytes
 from memsim.workload.graph import OpGraph, Tensor
+
+# Families whose machines keep weights in SRAM by design (a wafer's cores, an RDU's or LPU's on-chip memory):
+# a scratchpad whose YAML says nothing is a home for every class, weights spilling to slower levels.
+RESIDENT_FAMILIES = ("wafer", "rdu")
+EVERY_CLASS = ("weight", "kv", "activation")
+DEVICE_MEMORY = ("hbm", "gddr", "lpddr")
+
+
+def sram_may_hold(chip: ChipSpec) -> bool:
+    """Whether the chip's scratchpad can keep weights from one operator to the next: on a family that keeps
+    them there, or on a GPU-family chip with no device memory (its SRAM is its memory)."""
+    return chip.family in RESIDENT_FAMILIES or (chip.family == "gpu" and
+                                                 not any(lvl.kind in DEVICE_MEMORY for lvl in chip.levels))
+
+
+def default_holds(graph: OpGraph, chip: ChipSpec, kv_copies: int = 1) -> ChipSpec:
+    """The chip with its scratchpad's ``holds`` decided where the YAML left it out. On a family that keeps
+    weights in SRAM, every class. On a GPU-family chip with no device memory (no HBM, GDDR or LPDDR level:
+    the SRAM is its memory, as on a chip designed around it), every class if all of the step's weights and KV
+    cache fit in it beside its operators' tiles, so they live in the fastest level that holds them. Otherwise
+    the kind's default: a GPU's shared memory and a CPU's caches belong to one kernel at a time and only stage
+    tiles (a weight cannot stay in them from one kernel to the next)."""
+    sram = chip.sram
+    if sram.holds is not None or not sram_may_hold(chip):
+        return chip
+    if chip.family not in RESIDENT_FAMILIES:
+        persistent = [t for t in graph.tensors.values() if t.klass in ("weight", "kv")]
+        need = sum(t.bytes * (kv_copies if t.klass == "kv" else 1) for t in persistent)
+        if not persistent or need + _needs(graph, chip)[0] > chip.chip_capacity(sram):
+            return chip
+    levels = tuple(dataclasses.replace(lvl, holds=EVERY_CLASS) if lvl is sram else lvl for lvl in chip.levels)
+    return dataclasses.replace(chip, levels=levels)
 
 
 def place(graph: OpGraph, chip: ChipSpec, kv_copies: int = 1, where: str = "",

@@ -16,6 +16,7 @@ from memsim.hardware.spec import ChipSpec
 from memsim.mapping import collectives, overlap, system
 from memsim.mapping.layout import Grid, Layout, branches, lay_out, stage_graphs
 from memsim.mapping.lower import Context, capacity_bytes, lower, lowering_key
+from memsim.mapping.placement import default_holds
 from memsim.mapping.plan import BRANCH, COMPUTE, OpTask, Plan, Step
 from memsim.mapping.prefetch import Prefetcher
 from memsim.mapping.roofline import staged_roofline
@@ -182,4 +183,4 @@ def make_plan(graph: OpGraph, chip: ChipSpec, grid: Grid | None = None,
     layout = Layout(pp=grid.pp, tp=grid.tp, microbatches=tuple(microbatches),
                     kv_copies=len(microbatches) if len(microbatches) > 1 and
                     len({g.meta.context for g in microbatches}) == 1 else 1)
-    return strategy(graph, chip, layout)
+    return strategy(graph, default_holds(graph, chip, layout.kv_copies), layout)

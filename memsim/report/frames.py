@@ -8,12 +8,10 @@ from memsim.hardware.rates import peak_bandwidth
 from memsim.hardware.resource import Ref
 from memsim.mapping import Plan
 from memsim.mapping.roofline import peak_rate
+from memsim.report.columns import TIMELINE_COLUMNS
 from memsim.report.energy import FJ_PER_J, per_op
 from memsim.units import PS_PER_S, transfer_ps
 from memsim.workload import OpGraph
-
-TIMELINE_COLUMNS = ["start_s", "end_s", "chip", "stream", "resource", "kind", "op", "op_kind", "layer", "bytes",
-                    "flops", "src", "dst", "cause", "holder", "count", "busy_s", "energy_j"]
 
 
 def timeline(result: EngineResult) -> pd.DataFrame:

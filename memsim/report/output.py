@@ -34,8 +34,9 @@ from memsim.files import check_file
 
 MARKER = "summary.json"  # a folder holding it is a memsim run the next run may replace
 FIGURES = ("gantt.png", "roofline.png", "stalls.png", "energy.png")  # what ``memsim plot run`` adds
+REPORT = "report.html"  # what ``memsim report`` (or ``run --html``) adds
 # Every file a run folder can hold: the run's outputs and the figures ``memsim plot run`` adds.
-OWN = frozenset({MARKER, "ops.csv", "timeline.csv", "hardware.yaml", "trace.perfetto.json", *FIGURES})
+OWN = frozenset({MARKER, "ops.csv", "timeline.csv", "hardware.yaml", "trace.perfetto.json", REPORT, *FIGURES})
 DEFERRED = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 

@@ -9,37 +9,46 @@ from memsim import units
 from memsim.errors import ConfigError, run_field
 from memsim.report.output import as_numbers, read_table
 
-_SIZE_PARSERS = (units.parse_bytes, units.parse_bandwidth, units.parse_time_ps, units.parse_flops)
+# A swept quantity's parser and how its tick labels are written (sizes in KiB/MiB/GiB, not 2^20).
+_SIZE_PARSERS = ((units.parse_bytes, units.format_bytes), (units.parse_bandwidth, units.format_bandwidth),
+                 (units.parse_time_ps, units.format_time), (units.parse_flops, units.format_flops))
 
 
-def axis_values(values: pd.Series) -> tuple[list[float], bool]:
-    """Numbers for the x axis, and whether a log axis suits them (sizes, or a 10x span)."""
+def axis_of(values: pd.Series):
+    """Numbers for the x axis, whether a log axis suits them, and a tick formatter (None: plain numbers)."""
     texts = [str(v) for v in values]
     try:
         nums = [float(t) for t in texts]
-        return nums, min(nums) > 0 and max(nums) / min(nums) >= 10
+        return nums, min(nums) > 0 and max(nums) / min(nums) >= 10, None
     except ValueError:
         pass
-    for parse in _SIZE_PARSERS:
+    for parse, shown in _SIZE_PARSERS:
         try:
-            return [float(parse(t)) for t in texts], True
+            nums = [float(parse(t)) for t in texts]
         except units.UnitError:
             continue
+        return nums, min(nums) > 0 and max(nums) / min(nums) >= 4, lambda v, _pos, shown=shown: shown(round(v))
     raise ConfigError(f"cannot plot non-numeric values such as {texts[0]!r}", field=run_field("x"))
+
+
+def _spans_decades(values: pd.Series) -> bool:
+    values = values[values > 0]
+    return len(values) > 1 and values.max() / values.min() >= 10
 
 
 def plot_sweep(results: Path, x_field: str | None = None, output: Path | None = None) -> Path:
     df = read_table(results, "sweep results.csv", ("error", "step_time_s"), ("step_time_s",))
     byte_cols = [c for c in df.columns if c.startswith("bytes_per_level.") and c.endswith(".total")]
     df = as_numbers(df, byte_cols, str(results))
-    swept = list(df.columns[: list(df.columns).index("error")])
+    lead = list(df.columns[: list(df.columns).index("error")])
+    swept = [c for c in lead if not any(c == f + suffix for f in lead for suffix, _ in units.BASE_COLUMNS.values())]
     if not swept:
         raise ConfigError("not a memsim sweep: no swept field before the error column", file=str(results))
     x_field = x_field or swept[0]
     if x_field not in swept:
         raise ConfigError(f"not a swept field (swept: {', '.join(swept)})", file=str(results), field=x_field)
     ok = df[df["error"].isna() | (df["error"] == "")].copy()
-    ok["_x"], log = axis_values(ok[x_field]) if len(ok) else ([], False)
+    ok["_x"], log, ticks = axis_of(ok[x_field]) if len(ok) else ([], False, None)
     others = [f for f in swept if f != x_field]
     byte_cols = [c for c in byte_cols if ok[c].any()]
     try:
@@ -47,6 +56,7 @@ def plot_sweep(results: Path, x_field: str | None = None, output: Path | None = 
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.ticker import FuncFormatter, NullFormatter
     except ImportError:
         raise ConfigError("plots need matplotlib (pip install '.[plot]')", field="plot") from None
     fig, (ax_t, ax_b) = plt.subplots(1, 2, figsize=(11, 4))
@@ -63,7 +73,17 @@ def plot_sweep(results: Path, x_field: str | None = None, output: Path | None = 
         ax.grid(True, which="both", alpha=0.3)
         if log:
             ax.set_xscale("log", base=2)
+        if ticks is not None:
+            ax.set_xticks(sorted(set(ok["_x"])))
+            ax.xaxis.set_major_formatter(FuncFormatter(ticks))
+            ax.xaxis.set_minor_formatter(NullFormatter())
+            ax.tick_params(axis="x", labelrotation=30)
+    if _spans_decades(ok["step_time_s"]):  # a cliff spans decades: a linear axis would flatten one side
+        ax_t.set_yscale("log")
+        ax_t.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
     ax_b.set_yscale("log")
+    ax_b.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: units.human_bytes(v)))
+    ax_b.yaxis.set_minor_formatter(NullFormatter())
     if ax_b.lines:
         ax_b.legend(fontsize=8)
     if others:

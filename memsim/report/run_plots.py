@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from memsim import units
 from memsim.errors import ConfigError
 from memsim.files import load_json
 from memsim.hardware.loader import load_chip
+from memsim.report.ceilings import ceilings
 from memsim.report.output import FIGURES, read_table
 
 # tab10 and tab20b shades: compute green, transfers blue, every stall cause its own hue
@@ -29,6 +29,7 @@ EXTRA_COLORS = ("#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94"
                 "#637939", "#8c6d31", "#843c39", "#7b4173", "#e7ba52", "#6b6ecf", "#b5cf6b", "#de9ed6")
 MIN_DISTANCE = 0.2  # in RGB space (0-1 per channel): colours closer than this are hard to tell apart
 MAX_BARS = 60_000  # beyond this the Gantt chart merges intervals per operator
+MIN_WIDTH = 0.0015  # of the span: a narrower interval is drawn this wide, so it shows at all (never wider)
 TIMELINE_READ = ("start_s", "end_s", "chip", "resource", "kind", "op", "cause", "layer")  # the columns drawn
 
 
@@ -62,7 +63,7 @@ def colours(labels: Iterable[str]) -> dict[str, str]:
     return {label: out[label] for label in labels}
 
 
-def _label(kind: str, cause) -> str:
+def label_of(kind: str, cause) -> str:
     """What a timeline row is drawn as: its kind, or its stall's cause (a wait on a busy compute
     unit is told apart from computing)."""
     if kind != "stall":
@@ -94,7 +95,7 @@ def _save(fig, path: Path) -> Path:
 
 def timeline_labels(timeline: pd.DataFrame) -> list[str]:
     """The labels a run's timeline is drawn with, in order of first appearance."""
-    return list(dict.fromkeys(_label(k, c) for k, c in zip(timeline["kind"], timeline["cause"])))
+    return list(dict.fromkeys(label_of(k, c) for k, c in zip(timeline["kind"], timeline["cause"])))
 
 
 def gantt(timeline: pd.DataFrame, path: Path, palette: dict[str, str] | None = None) -> Path:
@@ -105,17 +106,18 @@ def gantt(timeline: pd.DataFrame, path: Path, palette: dict[str, str] | None = N
         tl = tl.groupby(keys, dropna=False, sort=False).agg(start_s=("start_s", "min"), end_s=("end_s", "max"))
         tl = tl.reset_index()
     palette = palette or colours(timeline_labels(tl))
-    tl = tl.assign(_label=[_label(k, c) for k, c in zip(tl["kind"], tl["cause"])])
+    tl = tl.assign(_label=[label_of(k, c) for k, c in zip(tl["kind"], tl["cause"])])
     tracks = list(dict.fromkeys(zip(tl.chip, tl.resource)))
     fig, ax = plt.subplots(figsize=(13, 0.5 * len(tracks) + 1.5))
+    least = (tl.end_s.max() - tl.start_s.min()) * 1e3 * MIN_WIDTH if len(tl) else 0.0
     for y, (chip, res) in enumerate(tracks):
         rows = tl[(tl.chip == chip) & (tl.resource == res)]
         for key, part in rows.groupby("_label", sort=False):
-            bars = list(zip(part.start_s * 1e3, (part.end_s - part.start_s) * 1e3))
-            ax.broken_barh(bars, (y - 0.4, 0.8), color=palette[key], label=key)
+            bars = list(zip(part.start_s * 1e3, ((part.end_s - part.start_s) * 1e3).clip(lower=least)))
+            ax.broken_barh(bars, (y - 0.4, 0.8), color=palette[key], label=key, linewidth=0)  # edges widen thin bars
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles))
-    ax.legend(unique.values(), unique.keys(), fontsize=8, ncols=4, loc="upper right")
+    ax.legend(unique.values(), unique.keys(), fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     ax.set_yticks(range(len(tracks)), [f"{c} {r}" for c, r in tracks], fontsize=8)
     ax.set_xlabel("time (ms)")
     ax.set_title("timeline: compute, stalls by cause, transfers")
@@ -123,27 +125,33 @@ def gantt(timeline: pd.DataFrame, path: Path, palette: dict[str, str] | None = N
     return _save(fig, path)
 
 
-def roofline(ops: pd.DataFrame, hardware: dict, path: Path) -> Path:
+def roofline(ops: pd.DataFrame, hardware: dict, path: Path, chip=None) -> Path:
+    """Every operator's achieved TFLOP/s against its arithmetic intensity, under the chip's compute
+    ceilings (each dtype's matrix peak, the vector peak) and its main memory's slope, ridge marked."""
     plt = _pyplot()
-    peak = max(units.parse_flops(v) for v in hardware["compute"]["peak"].values())
-    memories = [lvl for lvl in hardware["levels"] if lvl["kind"] in ("hbm", "gddr", "lpddr", "ddr")]
-    memories = memories or [lvl for lvl in hardware["levels"] if lvl["name"] == "sram"]  # SRAM-only chips
-    bw = units.parse_bandwidth(memories[0]["bandwidth"]) if memories else None
+    c = ceilings(chip)
     o = ops[(ops.flops > 0) & (ops.duration_s > 0) & (ops.arithmetic_intensity < float("inf"))].copy()
-    o["achieved"] = o.flops / o.duration_s
-    fig, ax = plt.subplots(figsize=(7, 5))
+    o["achieved"] = o.flops / o.duration_s / 1e12
+    fig, ax = plt.subplots(figsize=(8, 5))
     for kind, part in o.groupby("op_kind"):
-        ax.scatter(part.arithmetic_intensity, part.achieved, s=14, label=kind)
-    lo, hi = max(1e-3, o.arithmetic_intensity.min() / 2), o.arithmetic_intensity.max() * 2
+        ax.scatter(part.arithmetic_intensity, part.achieved, s=14, label=kind, zorder=3)
+    ridge, bw = c.ridge(), dict(c.memory)[c.main]
+    lo = max(1e-2, min(o.arithmetic_intensity.min() if len(o) else ridge, ridge) / 4)
+    hi = max(o.arithmetic_intensity.max() if len(o) else ridge, ridge) * 4
     xs = [lo * (hi / lo) ** (i / 100) for i in range(101)]
-    ax.plot(xs, [min(peak, x * bw) if bw else peak for x in xs], color="k", lw=1,
-            label=f"roofline ({memories[0]['name']})" if memories else "peak")
+    for i, (dtype, flops) in enumerate(c.compute):
+        ax.plot(xs, [min(flops, x * bw) / 1e12 for x in xs], lw=1.2 if i == 0 else 0.8,
+                ls="-" if i == 0 else "--", color="k" if i == 0 else "0.5")
+        ax.annotate(f"{dtype} {flops / 1e12:.4g}", (hi, flops / 1e12), fontsize=7, ha="right", va="bottom")
+    ax.plot([ridge], [c.compute[0][1] / 1e12], "kx", ms=8)
+    ax.annotate(f"ridge {ridge:.3g} FLOP/B", (ridge, c.compute[0][1] / 1e12), fontsize=8, ha="right", va="top",
+                xytext=(-4, -4), textcoords="offset points")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (FLOP/byte moved off chip)")
-    ax.set_ylabel("achieved FLOP/s")
-    ax.set_title(f"roofline: {hardware['name']}")
-    ax.legend(fontsize=8)
+    ax.set_xlabel("arithmetic intensity (FLOP per byte moved off chip)")
+    ax.set_ylabel("achieved TFLOP/s")
+    ax.set_title(f"roofline: {hardware['name']} ({c.main} {bw / 1e12:.3g} TB/s)")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
     return _save(fig, path)
@@ -156,7 +164,7 @@ def stalls_per_layer(timeline: pd.DataFrame, path: Path, palette: dict[str, str]
     table = st.pivot_table(index="layer", columns="cause", values="seconds", aggfunc="sum", fill_value=0.0)
     fig, ax = plt.subplots(figsize=(11, 4))
     bottom = None
-    labels = {cause: _label("stall", cause) for cause in table.columns}
+    labels = {cause: label_of("stall", cause) for cause in table.columns}
     palette = palette or colours(labels.values())
     for cause in table.columns:
         values = table[cause] * 1e3
@@ -254,9 +262,9 @@ def energy(data: dict, path: Path, palette: dict[str, str] | None = None) -> Pat
     return _save(fig, path)
 
 
-def plot_run(folder: Path) -> list[Path]:
-    """The figures of a run's output folder (the energy figure where the run has energy); its files
-    are checked before anything is drawn."""
+def plot_run(folder: Path, output: Path | None = None) -> list[Path]:
+    """The figures of a run's output folder (the energy figure where the run has energy), written to
+    ``output`` (default: the run's folder); its files are checked before anything is drawn."""
     folder = Path(folder)
     for name in ("timeline.csv", "ops.csv", "hardware.yaml"):
         if not (folder / name).is_file():
@@ -264,11 +272,13 @@ def plot_run(folder: Path) -> list[Path]:
     timeline = read_table(folder / "timeline.csv", "timeline", TIMELINE_READ, ("start_s", "end_s", "layer"))
     ops = read_table(folder / "ops.csv", "ops table", ("op_kind", "flops", "duration_s", "arithmetic_intensity"),
                      ("flops", "duration_s", "arithmetic_intensity"))
-    _, hardware = load_chip(folder / "hardware.yaml")
+    chip, hardware = load_chip(folder / "hardware.yaml")
     spent = read_energy(folder / "summary.json")
     palette = colours([*timeline_labels(timeline), *(spent["parts"] if spent else ())])
-    gantt_png, roofline_png, stalls_png, energy_png = (folder / name for name in FIGURES)
-    paths = [gantt(timeline, gantt_png, palette), roofline(ops, hardware, roofline_png),
+    where = Path(output) if output is not None else folder
+    where.mkdir(parents=True, exist_ok=True)
+    gantt_png, roofline_png, stalls_png, energy_png = (where / name for name in FIGURES)
+    paths = [gantt(timeline, gantt_png, palette), roofline(ops, hardware, roofline_png, chip),
              stalls_per_layer(timeline, stalls_png, palette)]
     if spent is not None:
         paths.append(energy(spent, energy_png, palette))

@@ -41,3 +41,22 @@ def spill_warning(graph: OpGraph, plan: Plan) -> str | None:
         return None
     return ("host memory holds " + "; ".join(parts) + f": read over the link every step; more chips "
             f"({run_field('tp')}), a smaller dtype or more memory on the chip keeps them there")
+
+
+def idle_warning(graph: OpGraph, plan: Plan) -> str | None:
+    """One line naming a level that could hold weights or KV cache placed in a slower level but is not a home
+    for them (its ``holds`` leaves them out), or None. A GPU's shared memory and the caches are never named:
+    they belong to one kernel at a time (``placement.default_holds``)."""
+    from memsim.mapping.placement import DEVICE_MEMORY, sram_may_hold
+
+    chip = plan.chip
+    order = [lvl.name for lvl in chip.levels]
+    for klass, levels in bytes_by_level(graph, plan).items():
+        for lvl in chip.levels:
+            could = lvl.kind in (*DEVICE_MEMORY, "ddr") or (lvl.is_scratchpad and sram_may_hold(chip))
+            slower = sum(b for name, b in levels.items() if order.index(name) > order.index(lvl.name))
+            if could and not lvl.via and not lvl.home_for(klass) and slower and slower <= chip.chip_capacity(lvl):
+                return (f"{lvl.name} ({human_bytes(chip.chip_capacity(lvl))}) holds no {NAMES[klass]} while "
+                        f"{human_bytes(slower)} of them live in slower levels: its holds: leaves out {klass} "
+                        f"(--set {lvl.name}.holds=...)")
+    return None

@@ -9,7 +9,7 @@ from memsim.hardware.resource import LEVEL, LINK, SYSTEM, Ref, link_label
 from memsim.mapping import Plan
 from memsim.mapping.plan import COMPUTE as COMPUTE_STREAM
 from memsim.mapping.roofline import op_dtype
-from memsim.report import energy
+from memsim.report import energy, spill
 from memsim.report.summary_fields import Summary
 from memsim.units import PS_PER_S
 from memsim.workload import OpGraph
@@ -183,6 +183,7 @@ def summarize(graph: OpGraph, plan: Plan, result: EngineResult, micro: tuple[OpG
         chips=plan.chips,
         grid={"tp": plan.tp, "pp": plan.chips // plan.tp},
         embedding_placement=table_placement(graph, plan),
+        placement=spill.bytes_by_level(graph, plan),
         dominant_stall=dominant if busy < step_s / 2 else "compute",
         ops=len(plan.tasks),
         engine={"events": result.events, "simulated_ops": result.simulated_tasks,

@@ -59,7 +59,7 @@ class Summary:
         "lower bound: the largest of, for each chip (or region), its FLOPs at peak (matrix peak for GEMMs and "
         "attention, vector peak for the rest), each level's compulsory bytes at peak bandwidth and its "
         "collectives' least time; each link direction's bytes at its bandwidth; and the least time of the path "
-        "through the pipeline stages (see Execution model)")
+        "through the pipeline stages (docs/how-it-works.md, execution model)")
     roofline_bound: str = summary_field(
         "text", RECOMPUTED,
         "what bounds the roofline: `compute`, a level name, a link direction (`link:nvlink[0>sw]`, `link:c2c`) or"
@@ -79,6 +79,10 @@ class Summary:
         " every chip. `total` splits into `compulsory` bytes (what each operator moves with unlimited SRAM: each "
         "operand once) and `capacity` bytes (the re-fetches its tiles add because SRAM is finite, as a cache's "
         "capacity misses)")
+    placement: dict = summary_field(
+        "object", ONCE,
+        "where the weights and the KV cache live: for `weight` and `kv`, the bytes of one tensor-parallel rank's "
+        "share (its pipeline stages together) in each memory level that holds some")
     compute_busy_s: float = summary_field(
         "s", SUMMED,
         "time the compute units were busy computing, summed over the chips simulated (one per pipeline stage). "
@@ -195,7 +199,7 @@ class Summary:
     chip_power_w: float = summary_field(
         "W", RECOMPUTED,
         "the highest mean power of any one chip (a wafer's regions together) over any window of `power_window_s`,"
-        " static included: what its power cap holds (see Energy and power)")
+        " static included: what its power cap holds (docs/energy.md)")
     power_window_s: float = summary_field(
         "s", RECOMPUTED,
         "the window of the power cap and of `peak_power_w`: `power.window`, or the whole step if it is shorter")

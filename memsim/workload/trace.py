@@ -1,6 +1,6 @@
 """The versioned trace file: an ``OpGraph`` as JSON, written and read back exactly.
 
-Schema ``memsim-trace`` version 1 (documented in the README):
+Schema ``memsim-trace`` version 1, declared in ``trace_schema`` (and documented from it):
 ``{"schema", "version", "meta", "tensors": [...], "ops": [...]}``.
 """
 from __future__ import annotations
@@ -15,9 +15,7 @@ from memsim.errors import TraceError, about_file
 from memsim.files import load_json
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
 from memsim.workload.meta import StepMeta
-
-SCHEMA = "memsim-trace"
-VERSION = 1
+from memsim.workload.trace_schema import FIELDS, SCHEMA, VERSION
 
 
 def to_json(g: OpGraph) -> dict[str, Any]:
@@ -35,10 +33,8 @@ def to_json(g: OpGraph) -> dict[str, Any]:
 
 
 # The keys of each object in a trace, and those that may be left out.
-_KEYS = {"": ("schema", "version", "meta", "tensors", "ops"), "tensor": ("name", "shape", "dtype", "class", "bytes"),
-         "op": ("name", "kind", "layer", "dtype", "flops", "inputs", "outputs", "dims", "deps"),
-         "input": ("tensor", "bytes")}
-_OPTIONAL = {"meta", "dims", "deps"}
+_KEYS = {obj: tuple(keys) for obj, keys in FIELDS.items()}
+_OPTIONAL = {key for keys in FIELDS.values() for key, (required, _) in keys.items() if not required}
 
 
 def _req(obj: dict, key: str, kind: type | tuple, file: str, where: str) -> Any:

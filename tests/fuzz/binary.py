@@ -2,11 +2,10 @@
 strategies that damage their protobuf fields and then, now and then, their bytes.
 
 Both extras are optional: without onnx there are no ONNX seeds (the kind is skipped), and
-without mlc-chakra the Chakra kind feeds random bytes.
+without protobuf the Chakra kind feeds random bytes.
 """
 from __future__ import annotations
 
-import io
 import math
 
 from hypothesis import strategies as st
@@ -173,12 +172,14 @@ ATTR_VALUES = (("int64_val", -1), ("int64_val", -2 ** 63), ("int64_val", 2 ** 63
 
 
 def _pb():
+    """Chakra's schema as memsim declares it (protobuf alone), or None without protobuf."""
     try:
-        from chakra.schema.protobuf import et_def_pb2 as pb
-        from chakra.src.third_party.utils.protolib import encodeMessage
+        import google.protobuf  # noqa: F401
     except ImportError:
-        return None, None
-    return pb, encodeMessage
+        return None
+    from memsim.workload.importers.chakra_schema import schema
+
+    return schema()
 
 
 def _node(pb, i, name, kind, data=(), ctrl=(), **attrs):
@@ -191,16 +192,13 @@ def _node(pb, i, name, kind, data=(), ctrl=(), **attrs):
 
 
 def _encode(meta, nodes) -> bytes:
-    _, encode = _pb()
-    buf = io.BytesIO()
-    encode(buf, meta)
-    for n in nodes:
-        encode(buf, n)
-    return buf.getvalue()
+    from memsim.workload.importers.chakra_schema import frame
+
+    return frame(meta, *nodes)
 
 
 def chakra_seeds() -> dict[str, bytes]:
-    pb, _ = _pb()
+    pb = _pb()
     if pb is None:
         return {}
     i64, u64 = "int64_val", "uint64_val"
@@ -217,23 +215,17 @@ def chakra_seeds() -> dict[str, bytes]:
 
 
 def _decode(data: bytes):
-    from chakra.src.third_party.utils.protolib import decodeMessage
+    from memsim.workload.importers.chakra_schema import split
 
-    pb, _ = _pb()
-    fh = io.BytesIO(data)
-    meta = pb.GlobalMetadata()
-    decodeMessage(fh, meta)
-    nodes = []
-    while True:
-        n = pb.Node()
-        if not decodeMessage(fh, n):
-            return meta, nodes
-        nodes.append(n)
+    pb = _pb()
+    messages = split(data, "seed")
+    meta = pb.GlobalMetadata.FromString(next(messages))
+    return meta, [pb.Node.FromString(m) for m in messages]
 
 
 @st.composite
 def chakra_mutant(draw, seed: bytes) -> tuple[bytes, list[str]]:
-    pb, _ = _pb()
+    pb = _pb()
     meta, nodes = _decode(seed)
     recipe = []
     for _ in range(draw(st.sampled_from((0, 1, 1, 2, 3)))):

@@ -272,7 +272,7 @@ def chakra_case(draw, s: Seeds) -> Case:
         recipe = [f"seed chakra {name}", *recipe]
     else:  # no protobuf schema to mutate with: garbage must still give one line
         data = draw(st.binary(max_size=256))
-        recipe = ["random bytes (mlc-chakra is not installed)"]
+        recipe = ["random bytes (protobuf is not installed)"]
     ranks = draw(st.sampled_from(("4", "4", "4", "1", "2", "0", "-1", "3")))
     return Case("chakra", {"et.0.et": data},
                 [["import", "chakra", "{DIR}/et.0.et", "-o", "{DIR}/t.json", "--ranks", ranks],

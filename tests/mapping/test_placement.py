@@ -6,7 +6,7 @@ import textwrap
 import pytest
 
 from memsim import hardware
-from memsim.errors import CapacityError
+from memsim.errors import CapacityError, MemsimWarning
 from memsim.hardware import load_chip
 from memsim.hardware.resource import Ref
 from memsim.mapping.placement import place
@@ -288,3 +288,37 @@ def test_an_activation_that_fits_no_level_is_refused_like_weights():
     with pytest.raises(CapacityError) as info:
         place(graph, chip)
     assert info.value.field == f"tensors[{name}]" and "fits in no memory level" in info.value.message
+
+
+SRAM_CHIP = """name: sram-chip
+family: {family}
+compute: {{units: 100, peak: {{bf16: 500 TFLOP/s}}, vector_peak: 50 TFLOP/s}}
+levels:
+  - {{name: sram, kind: sram, capacity: 32 GB, bandwidth: 100 TB/s, latency: 10 ns{holds}}}
+  - {{name: ddr, kind: ddr, capacity: 512 GB, bandwidth: 200 GB/s, latency: 100 ns}}
+"""
+
+
+@pytest.mark.parametrize("family", ["gpu", "rdu"])
+def test_a_chip_whose_memory_is_its_sram_keeps_the_weights_there_without_a_holds_line(tmp_path, family):
+    from memsim import simulate
+
+    path = tmp_path / "chip.yaml"
+    path.write_text(SRAM_CHIP.format(family=family, holds=""))
+    r = simulate(str(path), "llama-3.1-8b", context=2048)
+    assert set(r.summary["placement"]["weight"]) == {"sram"} and set(r.summary["placement"]["kv"]) == {"sram"}
+    assert r.summary["placement"]["weight"]["sram"] == r.summary["weight_bytes_stored"]
+    staged = tmp_path / "staged.yaml"  # the same chip told that its SRAM only stages tiles
+    staged.write_text(SRAM_CHIP.format(family=family, holds=", holds: []"))
+    with pytest.warns(MemsimWarning, match=r"sram \(32.00 GB\) holds no weights while 16.06 GB of them live in"):
+        slow = simulate(str(staged), "llama-3.1-8b", context=2048)
+    assert set(slow.summary["placement"]["weight"]) == {"ddr"}
+    assert slow.summary["step_time_s"] > 10 * r.summary["step_time_s"]
+
+
+def test_a_gpu_with_device_memory_keeps_its_shared_memory_for_tiles(tmp_path):
+    """Shared memory belongs to one kernel at a time: even a model that fits it lives in HBM."""
+    from memsim import simulate
+
+    r = simulate("h100-sxm", "llama-2-7b", context=16, set={"sram.capacity": "64GB"})
+    assert set(r.summary["placement"]["weight"]) == {"hbm"}

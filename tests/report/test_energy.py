@@ -118,10 +118,10 @@ def test_generation_energy_is_its_steps_energy_and_per_generated_token():
     assert s["peak_power_w"] == pytest.approx(max(d["peak_power_w"] for d in [prefill, *steps]))
 
 
-def test_the_readme_power_cap_table_is_what_memsim_computes():
+def test_the_docs_power_cap_table_is_what_memsim_computes():
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "energy.md").read_text()
     for cap, label in (("400W", "400 W (TDP)"), ("250W", "250 W"), ("150W", "150 W")):
         runs = [simulate("a100-80gb-sxm", "llama-2-7b", phase=phase, batch=1, set={"execution.power_cap": cap}, **kw)
                 .summary for phase, kw in (("decode", {"context": 2048}), ("prefill", {"prompt": 4096}))]

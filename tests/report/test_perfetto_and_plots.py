@@ -90,3 +90,28 @@ def test_merged_dequant_and_link_rows_reach_the_trace_and_the_figures(tiny_model
 
 def _tid(trace: dict, name: str) -> int:
     return next(e["tid"] for e in trace["traceEvents"] if e["name"] == "thread_name" and e["args"]["name"] == name)
+
+
+def test_figures_go_where_asked_and_a_rerun_redraws_them_instead_of_deleting_them(monkeypatch, capsys, tmp_path,
+                                                                                   tiny_chip_path, tiny_model_path):
+    pytest.importorskip("matplotlib", reason="figures need the plot extra")
+    from memsim import cli
+
+    def memsim(*args):
+        monkeypatch.setattr("sys.argv", ["memsim", *args])
+        try:
+            cli.entry()
+        except SystemExit as exc:
+            assert exc.code == 0, capsys.readouterr().err
+        return capsys.readouterr()
+
+    out, figs = tmp_path / "out", tmp_path / "figs"
+    run = ("run", "--hw", str(tiny_chip_path), "--model", str(tiny_model_path), "--out", str(out), "--sensitivity", "0")
+    memsim(*run, "--context", "16")
+    memsim("plot", "run", str(out), "-o", str(figs))
+    assert {p.name for p in figs.iterdir()} >= {"gantt.png", "roofline.png", "stalls.png"}
+    assert not (out / "gantt.png").exists()  # -o: nothing drawn beside the run
+    memsim("plot", "run", str(out))
+    before = (out / "gantt.png").read_bytes()
+    printed = memsim(*run, "--context", "64").out  # a re-run of the folder draws its figures again
+    assert f"wrote {out / 'gantt.png'}" in printed and (out / "gantt.png").read_bytes() != before

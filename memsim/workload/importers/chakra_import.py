@@ -1,4 +1,4 @@
-"""Chakra importer (extra ``chakra``): MLCommons execution traces through ``mlc-chakra``.
+"""Chakra importer (extra ``chakra``): MLCommons execution traces, read with Chakra's schema (chakra_schema).
 
 COMP nodes become ``compute`` ops (their ``num_ops`` at matrix rate, their ``tensor_size``
 streamed), MEM_LOAD / MEM_STORE nodes become ``compute`` ops that only move bytes, and
@@ -19,6 +19,7 @@ from memsim.errors import ConfigError, about_file
 from memsim.files import read_bytes
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
 from memsim.workload.importers import IMPORTERS, OUTPUT, Importer, ImportReport, Option
+from memsim.workload.importers.chakra_schema import schema, split
 from memsim.workload.meta import StepMeta
 
 COLLECTIVE = {"ALL_REDUCE": "allreduce", "ALL_GATHER": "allgather", "REDUCE_SCATTER": "reduce_scatter",
@@ -34,36 +35,12 @@ def _attrs(node) -> dict:
     return out
 
 
-def _messages(data: bytes, file: str):
-    """The length-delimited messages of an execution trace (each a varint size, then the bytes)."""
-    pos = 0
-    while pos < len(data):
-        size = shift = 0
-        while True:
-            if pos >= len(data) or shift > 63:
-                raise ConfigError("not a Chakra execution trace (a message length is cut short)", file=file)
-            byte = data[pos]
-            pos += 1
-            size |= (byte & 0x7F) << shift
-            shift += 7
-            if not byte & 0x80:
-                break
-        if pos + size > len(data):
-            raise ConfigError(f"not a Chakra execution trace (a message of {size} bytes runs past the end of the "
-                              "file)", file=file)
-        yield data[pos:pos + size]
-        pos += size
-
-
 def read_nodes(path: Path):
-    try:
-        from chakra.schema.protobuf import et_def_pb2 as pb
-        from google.protobuf.message import DecodeError
-    except ImportError:
-        raise ConfigError("the Chakra importer needs the chakra extra (pip install '.[chakra]')",
-                          field="import") from None
+    pb = schema()
+    from google.protobuf.message import DecodeError
+
     file = str(path)
-    messages = _messages(read_bytes(Path(path)), file)
+    messages = split(read_bytes(Path(path)), file)
     try:
         meta = pb.GlobalMetadata.FromString(next(messages))
     except StopIteration:

@@ -1,0 +1,33 @@
+"""The roofline of a chip: its compute ceilings (the matrix peak of each dtype it gives, and the
+vector peak) and its memory ceilings (each level's and link's peak bandwidth, a host level's as its
+link allows), with the ridge point of each pair: the arithmetic intensity at which a kernel stops
+being bound by that memory. Both roofline figures (``run_plots``, ``html``) draw from here."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memsim.hardware import rates
+from memsim.hardware.resource import Ref
+from memsim.hardware.spec import ChipSpec
+
+
+@dataclass(frozen=True)
+class Ceilings:
+    compute: tuple[tuple[str, float], ...]  # (dtype or "vector", FLOP/s), highest first
+    memory: tuple[tuple[str, float], ...]  # (level or link:NAME, B/s), highest first
+    main: str  # the memory level the chip's weights stream from (its first device or host memory)
+
+    def ridge(self, dtype: str | None = None, level: str | None = None) -> float:
+        """FLOP per byte at which the ``dtype`` ceiling (default: the highest) meets ``level``'s (default: main)."""
+        flops = dict(self.compute)[dtype] if dtype else self.compute[0][1]
+        return flops / dict(self.memory)[level or self.main]
+
+
+def ceilings(chip: ChipSpec) -> Ceilings:
+    compute = sorted([*chip.compute.peak_flops_per_s, ("vector", chip.compute.vector_flops_per_s)],
+                     key=lambda kv: -kv[1])
+    memory = [(lvl.name, float(rates.peak_bandwidth(chip, Ref.level(lvl.name)))) for lvl in chip.levels]
+    memory += [(f"link:{link.name}", float(link.peak_bandwidth)) for link in chip.links]
+    homes = [lvl.name for lvl in chip.levels if lvl.kind in ("hbm", "gddr", "lpddr", "ddr", "external")]
+    return Ceilings(compute=tuple((k, float(v)) for k, v in compute),
+                    memory=tuple(sorted(memory, key=lambda kv: -kv[1])), main=(homes or [chip.sram.name])[0])

@@ -1,0 +1,155 @@
+"""One self-contained HTML page of a run (``memsim report DIR``, ``memsim run --html``): the summary,
+where the weights and KV cache were placed, the stall breakdown, an interactive timeline per chip
+and resource, the roofline with its ceilings and the energy. The figures are plotly's (the ``report``
+extra), with plotly.js inlined once, so the page opens offline and from a file. It is read back from
+the run's folder, as ``memsim plot run`` reads it, so any finished run can be reported.
+"""
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from memsim.errors import ConfigError
+from memsim.files import load_json
+from memsim.hardware.loader import load_chip
+from memsim.report.ceilings import ceilings
+from memsim.report.output import read_table
+from memsim.report.run_plots import TIMELINE_READ, colours, label_of, read_energy, timeline_labels
+from memsim.units import human_bytes
+
+MAX_BARS = 20_000  # beyond this the timeline merges intervals per operator, as the Gantt chart does
+MIN_WIDTH = 0.002  # of the step: narrower intervals are drawn this wide (their hover gives the true time)
+STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;padding:0 1.5em;max-width:1200px;color:#222}
+table{border-collapse:collapse;margin:.5em 0}td,th{border-bottom:1px solid #ddd;padding:.2em .8em;text-align:left}
+td.n{text-align:right;font-variant-numeric:tabular-nums}h2{margin-top:1.6em}.note{color:#666}"""
+
+
+def _plotly():
+    try:
+        import plotly.graph_objects as go
+        import plotly.io as pio
+        from plotly.offline import get_plotlyjs
+    except ImportError:
+        raise ConfigError("the HTML report needs plotly (pip install '.[report]')", field="report") from None
+    return go, pio, get_plotlyjs
+
+
+def _table(rows: list[tuple[Any, ...]], head: tuple[str, ...]) -> str:
+    def cell(v: Any) -> str:
+        return f'<td class="n">{v:.6g}</td>' if isinstance(v, float) else f"<td>{html.escape(str(v))}</td>"
+    body = "".join("<tr>" + "".join(cell(v) for v in row) + "</tr>" for row in rows)
+    return "<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>" + body + "</table>"
+
+
+def _summary_rows(s: dict[str, Any]) -> list[tuple[str, Any]]:
+    w = s.get("workload", {})
+    rows = [("hardware", f"{s['hardware']} ({s.get('family', '')})"),
+            ("workload", " ".join(f"{k}={v}" for k, v in w.items() if v is not None)),
+            ("step time (ms)", s["step_time_s"] * 1e3), ("roofline (ms)", s["roofline_s"] * 1e3),
+            ("bound", s.get("roofline_bound", "")), ("FLOPs", float(s["flops_total"])),
+            ("compute busy (ms)", s["compute_busy_s"] * 1e3)]
+    rows += [(f"{lvl} bytes", human_bytes(b["total"])) for lvl, b in s.get("bytes_per_level", {}).items() if b["total"]]
+    e = s.get("energy_j", {})
+    rows.append(("energy (J)", e["total"]) if e.get("total") else ("energy", "not modelled: the chip gives no energy"))
+    return rows
+
+
+def _timeline_figure(go, tl: pd.DataFrame, chip: str, palette: dict[str, str], step_ms: float):
+    part = tl[tl.chip == chip]
+    if len(part) > MAX_BARS:
+        part = part.groupby(["resource", "op", "kind", "cause"], dropna=False, sort=False).agg(
+            start_s=("start_s", "min"), end_s=("end_s", "max")).reset_index()
+    fig = go.Figure()
+    width = (part.end_s - part.start_s) * 1e3
+    part = part.assign(_label=[label_of(k, c) for k, c in zip(part.kind, part.cause)], _ms=width,
+                       _drawn=width.clip(lower=step_ms * MIN_WIDTH))
+    for name, rows in part.groupby("_label", sort=False):
+        fig.add_trace(go.Bar(base=rows.start_s * 1e3, x=rows._drawn, y=rows.resource, orientation="h", name=str(name),
+                             marker_color=palette[str(name)], customdata=list(zip(rows.op.fillna(""), rows._ms)),
+                             hovertemplate="%{customdata[0]}<br>%{base:.4f} ms, %{customdata[1]:.4f} ms long"
+                                           f"<extra>{html.escape(str(name))}</extra>"))
+    fig.update_layout(barmode="overlay", title=f"{chip}: compute, stalls by cause, transfers", xaxis_title="time (ms)",
+                      height=260 + 28 * part.resource.nunique(), legend={"orientation": "h", "y": -0.25})
+    return fig
+
+
+def _roofline_figure(go, ops: pd.DataFrame, chip) -> Any:
+    c = ceilings(chip)
+    o = ops[(ops.flops > 0) & (ops.duration_s > 0) & (ops.arithmetic_intensity < float("inf"))]
+    fig = go.Figure()
+    for kind, part in o.groupby("op_kind"):
+        fig.add_trace(go.Scatter(x=part.arithmetic_intensity, y=part.flops / part.duration_s / 1e12, mode="markers",
+                                 name=str(kind), text=part.op, hovertemplate="%{text}: %{y:.3g} TFLOP/s"))
+    lo = max(1e-2, min(o.arithmetic_intensity.min(), c.ridge()) / 4) if len(o) else 1e-2
+    hi = max(o.arithmetic_intensity.max() if len(o) else 1, c.ridge()) * 4
+    xs = [lo * (hi / lo) ** (i / 60) for i in range(61)]
+    main_bw = dict(c.memory)[c.main]
+    for dtype, flops in c.compute:
+        fig.add_trace(go.Scatter(x=xs, y=[min(flops, x * main_bw) / 1e12 for x in xs], mode="lines",
+                                 name=f"{dtype} {flops / 1e12:.4g} TFLOP/s", line={"width": 1}))
+    ridge = c.ridge()
+    fig.add_trace(go.Scatter(x=[ridge], y=[c.compute[0][1] / 1e12], mode="markers+text", name="ridge point",
+                             text=[f"ridge {ridge:.3g} FLOP/B ({c.main})"], textposition="bottom left",
+                             marker={"symbol": "x", "size": 10, "color": "black"}))
+    fig.update_layout(title=f"roofline: {chip.name} ({c.main} {main_bw / 1e12:.3g} TB/s)", xaxis_type="log",
+                      yaxis_type="log", xaxis_title="arithmetic intensity (FLOP per byte moved off chip)",
+                      yaxis_title="TFLOP/s", height=480)
+    return fig
+
+
+def _bar_figure(go, values: dict[str, float], title: str, unit: str, palette: dict[str, str]):
+    names = list(values)
+    return go.Figure(go.Bar(x=[values[n] for n in names], y=names, orientation="h",
+                            marker_color=[palette.get(n, "#888") for n in names])).update_layout(
+        title=title, xaxis_title=unit, height=140 + 30 * len(names), yaxis={"autorange": "reversed"})
+
+
+def render(folder: Path) -> str:
+    """The page of the run in ``folder``."""
+    go, pio, plotlyjs = _plotly()
+    folder = Path(folder)
+    for name in ("summary.json", "timeline.csv", "ops.csv", "hardware.yaml"):
+        if not (folder / name).is_file():
+            raise ConfigError(f"missing {name}: not a memsim run folder", file=str(folder))
+    s = load_json(folder / "summary.json")
+    if not isinstance(s, dict) or "step_time_s" not in s:
+        raise ConfigError("not a memsim summary (no step_time_s)", file=str(folder / "summary.json"))
+    tl = read_table(folder / "timeline.csv", "timeline", TIMELINE_READ, ("start_s", "end_s", "layer"))
+    ops = read_table(folder / "ops.csv", "ops table", ("op", "op_kind", "flops", "duration_s", "arithmetic_intensity"),
+                     ("flops", "duration_s", "arithmetic_intensity"))
+    chip, _ = load_chip(folder / "hardware.yaml")
+    spent = read_energy(folder / "summary.json")
+    palette = colours([*timeline_labels(tl), *(spent["parts"] if spent else ())])
+    figures: list[tuple[str, str, Any]] = []
+    stalls = dict(sorted(s.get("stall_s", {}).items(), key=lambda kv: -kv[1]))
+    if stalls:
+        figures.append(("stalls", "Stall breakdown", _bar_figure(go, {k: v * 1e3 for k, v in stalls.items()},
+                                                                 "compute idle, by cause", "ms", palette)))
+    for chip_id in dict.fromkeys(tl.chip):
+        figures.append((f"timeline-{chip_id}", f"Timeline of {chip_id}",
+                        _timeline_figure(go, tl, chip_id, palette, s["step_time_s"] * 1e3)))
+    figures.append(("roofline", "Roofline", _roofline_figure(go, ops, chip)))
+    if spent is not None:
+        figures.append(("energy", "Energy", _bar_figure(go, dict(spent["parts"]), "energy by part", "J", palette)))
+    placed = [(klass, lvl, human_bytes(b)) for klass, levels in s.get("placement", {}).items() for lvl, b in levels.items()]
+    w = s.get("workload", {})
+    title = f"memsim: {s['hardware']}, {w.get('model') or w.get('source', 'trace')} {w.get('phase', '')}"
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
+             f"<style>{STYLE}</style><script>{plotlyjs()}</script></head><body>", f"<h1>{html.escape(title)}</h1>",
+             "<h2>Summary</h2>", _table(_summary_rows(s), ("", "")),
+             "<h2>Placement</h2>", _table(placed, ("tensors", "level", "bytes")) if placed else "<p>none</p>"]
+    used = s.get("estimates", {}).get("used", []) if isinstance(s.get("estimates"), dict) else []
+    if used:
+        parts.append(f"<p class='note'>The result rests on {len(used)} estimated preset values: "
+                     f"{html.escape(', '.join(map(str, used)))} (summary.json, estimates).</p>")
+    for div, heading, fig in figures:
+        parts += [f"<h2>{html.escape(heading)}</h2>",
+                  pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=div,
+                              config={"displaylogo": False, "responsive": True})]
+    parts.append(f"<script>document.body.dataset.figures = {json.dumps([d for d, _, _ in figures])}.length;</script>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
