@@ -29,6 +29,7 @@ from memsim import (
 from memsim.chipfile import chip_path
 from memsim.errors import CapacityError, ConfigError, MemsimWarning, is_run, run_field
 from memsim.hardware.estimates import Estimate
+from memsim.hardware.estimates import set_path as estimates_set_path
 from memsim.hardware.loader import build, dump_chip, estimates_of, load_chip, read_yaml
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import SystemSpec
@@ -191,6 +192,14 @@ def _load_chip_raw(hw: str, sets: Iterable[str] | Iterable[tuple[str, str]] | di
     return chip, str(hw_path), raw
 
 
+def family_defaults(hw: str) -> list[str]:
+    """The YAML paths of the efficiencies ``hw``'s file leaves out, which its family fills in (as estimates)."""
+    from memsim.hardware.families import efficiency_defaults
+    from memsim.hardware.loader import read_chip
+
+    return list(efficiency_defaults(read_chip(hardware.resolve(hw, "hardware", hardware.HW_SUFFIXES))))
+
+
 def estimates(hw: str, sets: Iterable[str] | Iterable[tuple[str, str]] | dict[str, str] = (),
               system: str | None = None) -> tuple[Estimate, ...]:
     """The estimated values of a chip (with its overrides applied: a value set is no longer an
@@ -294,6 +303,11 @@ def run(spec: RunSpec) -> Result:
 
     top = spec.sensitivity if spec.sensitivity is not None else sensitivity.auto(result.summary)
     shown = sensitivity.report(result.summary, found, result.moved, top, rerun)
+    overridden = {k for k, _ in runspec.overrides(spec.set)}
+    defaults = [p for p in family_defaults(spec.hw)  # a level's field may be set by its short path (hbm.efficiency)
+                if not {estimates_set_path(p), estimates_set_path(p).removeprefix("levels.")} & overridden]
+    if defaults:
+        shown["defaults"] = defaults
     if spec.sensitivity is None and not top:
         shown["not_rerun"] = sensitivity.work(result.summary)
     return dataclasses.replace(result, summary=report.checked({**result.summary, "estimates": shown}))

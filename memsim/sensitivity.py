@@ -175,6 +175,9 @@ def lines(estimates: dict[str, Any], step_s: float = 0.0) -> list[str]:
         span = f"{lo * 1e3:.4g} to {hi * 1e3:.4g} ms" if row["step_swing"] else "step time unchanged"
         out.append(f"    {row['field']:<28} {row['value']} [{row['range'][0]} .. {row['range'][1]}]: {span}, "
                    f"energy {row['energy_j'][0]:.4g} to {row['energy_j'][1]:.4g} J")
+    if estimates.get("defaults"):
+        out.append(f"    left out of the chip's file, its family's: {', '.join(estimates['defaults'])} (estimates, "
+                   "never the ideal 1.0; set them or start from a preset with base:)")
     low, high = estimates.get("band_s", (0.0, 0.0))
     if step_s > 0 and high - low > BAND_SHOWN * step_s:
         out.append(f"    the step time lies between {low * 1e3:.4g} and {high * 1e3:.4g} ms across these ranges (each "

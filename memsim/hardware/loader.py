@@ -17,6 +17,7 @@ from memsim.errors import ConfigError, about_file, run_field
 from memsim.files import load_yaml
 from memsim.hardware import estimates
 from memsim.hardware.estimates import Estimate
+from memsim.hardware.families import efficiency_defaults
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import (
     ChipSpec,
@@ -233,10 +234,20 @@ def apply_override(raw: dict[str, Any], path: str, value: Any, file: str = run_f
     node[parts[-1]] = value
 
 
+def with_family_defaults(raw: Any) -> Any:
+    """The raw mapping with each efficiency it leaves out set to its family's, as an estimate with its
+    range (``families.efficiency_defaults``), so a run says it rests on them."""
+    for path, (value, low, high, _) in efficiency_defaults(raw).items():
+        node = raw["compute"] if path.startswith("compute.") else \
+            next(lvl for lvl in raw["levels"] if f"levels[{lvl.get('name')}]." in path)
+        node["efficiency"] = {"estimate": value, "range": [low, high]}
+    return raw
+
+
 def load_chip(path: Path, overrides: list[tuple[str, str]] | tuple = ()) -> tuple[ChipSpec, dict[str, Any]]:
     """Return the validated spec and the raw mapping it was built from (its base's fields and
     the overrides applied)."""
-    raw = copy.deepcopy(read_chip(path))
+    raw = with_family_defaults(copy.deepcopy(read_chip(path)))
     for key, value in overrides:
         apply_override(raw, key, value)
     file = f"{path} (with {run_field('set')})" if overrides else str(path)

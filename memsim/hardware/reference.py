@@ -16,6 +16,11 @@ KINDS = {"bytes": "size", "bandwidth": "bandwidth", "time": "time", "flops": "ra
          "classes": "tensor classes", "ops": "op kinds"}
 
 
+# Fields a hardware file leaves out that its family fills in as estimates (``families.efficiency_defaults``).
+FAMILY_FILLED = {"compute.efficiency": "family's estimate (`1.0` in Python)",
+                 "levels[].efficiency": "a device memory's: family's estimate; else `1.0`"}
+
+
 def _default(f: Field) -> str:
     if f.default is MISSING and f.default_factory is MISSING:
         return "required"
@@ -51,7 +56,8 @@ def _rows(cls: type, prefix: str, sections: list[tuple[str, type]]) -> list[str]
         elif f.metadata["unit"] == "list":
             sections.append((f"{prefix}{key}[].", f.metadata["of"]))
         else:
-            rows.append(f"| `{prefix}{key}` | {KINDS.get(f.metadata['unit'], f.metadata['unit'])} | {_default(f)} | "
+            default = FAMILY_FILLED.get(f"{prefix}{key}", _default(f))
+            rows.append(f"| `{prefix}{key}` | {KINDS.get(f.metadata['unit'], f.metadata['unit'])} | {default} | "
                         f"{_meaning(f)} |")
     return rows
 

@@ -227,7 +227,8 @@ class Summary:
         "has) and, with `--sensitivity N`, the N it is most sensitive to (`sensitive`: each `field`, `value`, "
         "`range`, `step_time_s` and `energy_j` at the low and high ends, and the relative swings) with `band_s`, the "
         "least and greatest step time over every estimate used, each alone at the ends of its range (the console "
-        "names it when it is wider than 10% of the step); added to the whole run, not per step", optional=True)
+        "names it when it is wider than 10% of the step); `defaults`: the efficiencies the chip's file left out, "
+        "which its family filled in as estimates; added to the whole run, not per step", optional=True)
 
     def as_dict(self) -> dict[str, Any]:
         """The summary as ``summary.json`` holds it: its keys in the declared order, absent ones left out."""

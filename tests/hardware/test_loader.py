@@ -215,7 +215,9 @@ def test_minimal_chip_loads_with_defaults(tmp_path):
     assert chip.execution == dataclasses.replace(hardware.ExecutionSpec(), **family)  # the defaults, its family's
     assert chip.sram.channels == 1 and chip.sram.scope == "chip" and chip.sram.efficiency == 1.0
     assert chip.level("hbm").channels == 4
-    assert chip.compute.efficiency == 1.0
+    from memsim.hardware.families import COMPUTE_EFFICIENCY, MEMORY_EFFICIENCY
+    assert chip.compute.efficiency == COMPUTE_EFFICIENCY[chip.family][0]  # the family's, not the ideal 1.0
+    assert chip.level("hbm").efficiency == MEMORY_EFFICIENCY[chip.family][0]
 
 
 def test_unknown_field_names_file_and_dotted_field(tmp_path):
@@ -354,7 +356,7 @@ def test_effective_bandwidth_and_chip_capacity_scale_per_unit(tmp_path):
     assert chip.sram.effective_bandwidth(chip.compute.units) == 4 * 10 * 10**12 // 2
     hbm = chip.level("hbm")
     assert chip.chip_capacity(hbm) == 16 * 10**9
-    assert hbm.effective_bandwidth(chip.compute.units) == 3_350_000_000_000
+    assert hbm.effective_bandwidth(chip.compute.units) == int(3_350_000_000_000 * hbm.efficiency)  # the family's
 
 
 @pytest.mark.parametrize(
@@ -456,3 +458,27 @@ def test_a_chip_built_in_python_runs_as_its_yaml_preset(preset):
     assert runs[0].end_ps == runs[1].end_ps and runs[0].records == runs[1].records
     gpu = dataclasses.replace(built, execution=dataclasses.replace(execution, **BY_FAMILY))
     assert gpu != loaded  # the values a chip leaves out matter
+
+
+def test_an_efficiency_left_out_takes_the_familys_estimate_and_the_run_says_so(tmp_path):
+    from memsim import simulate
+    from memsim.hardware.families import COMPUTE_EFFICIENCY, MEMORY_EFFICIENCY
+
+    path = tmp_path / "mine.yaml"
+    path.write_text("name: mine\nfamily: gpu\ncompute: {units: 100, peak: {bf16: 500 TFLOP/s}, vector_peak: 50 TFLOP/s}\n"
+                    "levels:\n  - {name: sram, kind: sram, capacity: 20 MiB, bandwidth: 100 TB/s, latency: 10 ns}\n"
+                    "  - {name: hbm, kind: hbm, capacity: 80 GB, bandwidth: 2 TB/s, latency: 500 ns}\n")
+    chip, _ = load_chip(path)
+    assert chip.compute.efficiency == COMPUTE_EFFICIENCY["gpu"][0] < 1
+    assert chip.level("hbm").efficiency == MEMORY_EFFICIENCY["gpu"][0] < 1
+    assert chip.sram.efficiency == 1.0  # a scratchpad's is not a device memory's
+    r = simulate(str(path), "gpt2", context=64)
+    assert r.summary["estimates"]["defaults"] == ["compute.efficiency", "levels[hbm].efficiency"]
+    assert "compute.efficiency" in r.summary["estimates"]["used"]
+    ideal = simulate(str(path), "gpt2", context=64, set={"compute.efficiency": "1", "hbm.efficiency": "1"})
+    assert "defaults" not in ideal.summary["estimates"]  # set by the user: theirs, not the family's
+    assert ideal.summary["step_time_s"] < r.summary["step_time_s"]
+    # a file that starts from a preset inherits the preset's measured values, not the family's
+    derived = tmp_path / "derived.yaml"
+    derived.write_text("base: h100-sxm\nhbm.bandwidth: 2 TB/s\n")
+    assert load_chip(derived)[0].compute.efficiency == 0.8
