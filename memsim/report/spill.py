@@ -44,9 +44,10 @@ def spill_warning(graph: OpGraph, plan: Plan) -> str | None:
 
 
 def idle_warning(graph: OpGraph, plan: Plan) -> str | None:
-    """One line naming a level that could hold weights or KV cache placed in a slower level but is not a home
-    for them (its ``holds`` leaves them out), or None. A GPU's shared memory and the caches are never named:
-    they belong to one kernel at a time (``placement.default_holds``)."""
+    """One line naming a level that stays idle as a home, its ``holds`` naming no class at all, while weights or
+    KV cache it has room for sit in a slower level; or None. A level that is a home for some class (a dataflow
+    chip's SRAM kept for activations by design) is a choice, not an oversight; a GPU's shared memory and the
+    caches are never named: they belong to one kernel at a time (``placement.default_holds``)."""
     from memsim.mapping.placement import DEVICE_MEMORY, sram_may_hold
 
     chip = plan.chip
@@ -55,8 +56,9 @@ def idle_warning(graph: OpGraph, plan: Plan) -> str | None:
         for lvl in chip.levels:
             could = lvl.kind in (*DEVICE_MEMORY, "ddr") or (lvl.is_scratchpad and sram_may_hold(chip))
             slower = sum(b for name, b in levels.items() if order.index(name) > order.index(lvl.name))
-            if could and not lvl.via and not lvl.home_for(klass) and slower and slower <= chip.chip_capacity(lvl):
-                return (f"{lvl.name} ({human_bytes(chip.chip_capacity(lvl))}) holds no {NAMES[klass]} while "
-                        f"{human_bytes(slower)} of them live in slower levels: its holds: leaves out {klass} "
-                        f"(--set {lvl.name}.holds=...)")
+            idle = not any(lvl.home_for(k) for k in ("weight", "kv", "activation"))
+            if could and idle and not lvl.via and slower and slower <= chip.chip_capacity(lvl):
+                return (f"{lvl.name} ({human_bytes(chip.chip_capacity(lvl))}) is a home for nothing while "
+                        f"{human_bytes(slower)} of {NAMES[klass]} live in slower levels: its holds: is empty "
+                        f"(--set {lvl.name}.holds=weight,kv,activation keeps them there)")
     return None
