@@ -11,18 +11,20 @@ from typing import Any
 __version__ = "0.1.0"
 
 _HOME = {"Result": "memsim.api", "simulate": "memsim.api", "simulate_graph": "memsim.api", "explain": "memsim.api",
-         "sweep_frame": "memsim.api",
+         "sweep_frame": "memsim.api", "serve": "memsim.serving",
          "RunSpec": "memsim.runspec", "CapacityError": "memsim.errors", "ConfigError": "memsim.errors",
          "MemsimError": "memsim.errors", "TraceError": "memsim.errors"}
 
+ALIASES = {"serve": "simulate_serving"}  # a public name that is not its module's
+
 __all__ = ["CapacityError", "ConfigError", "MemsimError", "Result", "RunSpec", "TraceError", "__version__",
-           "explain", "simulate", "simulate_graph", "sweep_frame"]
+           "explain", "serve", "simulate", "simulate_graph", "sweep_frame"]
 
 
 def __getattr__(name: str) -> Any:
     if name not in _HOME:
         raise AttributeError(f"module 'memsim' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_HOME[name]), name)
+    value = getattr(importlib.import_module(_HOME[name]), ALIASES.get(name, name))
     globals()[name] = value
     return value
 

@@ -11,6 +11,7 @@ import click
 
 from memsim import __version__, api, catalog, console_table, hardware, inputs, limits, report, runspec, workload
 from memsim.atomic import atomic_write_text, check_output_file
+from memsim.cli_serve import serve_cmd
 from memsim.console import by_interrupt, interrupted
 from memsim.errors import FLAGS, MemsimError, MemsimWarning, flags_named, shown
 from memsim.runspec import RunSpec
@@ -321,6 +322,9 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 
 
 _PLAIN_WARNING = warnings.showwarning
+
+
+main.add_command(serve_cmd)
 
 
 def entry() -> None:

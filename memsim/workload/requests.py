@@ -1,0 +1,136 @@
+"""The requests a serving run is given: each its arrival time, prompt and output tokens, and an
+optional shared prefix. From a CSV trace (``read_requests``) or drawn (``synthetic``): Poisson or
+bursty (gamma) arrivals at a rate, prompt and output lengths fixed, uniform or lognormal, from a
+seed, so the same seed gives the same requests.
+
+Trace schema (CSV, a header row, one request a row; ``COLUMNS``): ``arrival_s`` (seconds, not
+before 0, in order), ``prompt_tokens`` (at least 1), ``output_tokens`` (at least 1), and optionally
+``prefix_id`` (text) with ``prefix_tokens`` (the first that many prompt tokens are shared by every
+request of that id). A bad row is one line naming the file, the row and the column.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from memsim import limits
+from memsim.errors import ConfigError
+from memsim.files import read_text
+
+COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens", "prefix_id", "prefix_tokens")
+REQUIRED = COLUMNS[:3]
+ARRIVALS = ("poisson", "gamma")
+LENGTHS = ("fixed", "uniform", "lognormal")
+MAX_TOKENS = 1 << 20  # a request's prompt or output
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Request:
+    id: int
+    arrival_s: float
+    prompt: int
+    output: int
+    prefix_id: str = ""
+    prefix: int = 0  # leading prompt tokens shared with every request of ``prefix_id``
+
+    def __post_init__(self) -> None:
+        where = f"requests[{self.id}]"
+        if not (math.isfinite(self.arrival_s) and self.arrival_s >= 0):
+            raise ConfigError(f"arrival {self.arrival_s!r} s must be a finite time not before 0", field=where)
+        for name, value in (("prompt_tokens", self.prompt), ("output_tokens", self.output)):
+            if not 1 <= value <= MAX_TOKENS:
+                raise ConfigError(f"{name} {value} must be 1 to {MAX_TOKENS}", field=where)
+        if not 0 <= self.prefix <= self.prompt or (self.prefix and not self.prefix_id):
+            raise ConfigError(f"prefix_tokens {self.prefix} must be 0 to the prompt ({self.prompt}), with a prefix_id",
+                              field=where)
+
+
+def read_requests(path: Path) -> tuple[Request, ...]:
+    """The requests of a CSV trace, checked row by row (see the module)."""
+    file = str(path)
+    reader = csv.DictReader(io.StringIO(read_text(Path(path))))
+    header = reader.fieldnames or []
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        raise ConfigError(f"missing column {missing[0]!r} (columns: {', '.join(COLUMNS)})", file=file, field="header")
+    unknown = [c for c in header if c not in COLUMNS]
+    if unknown:
+        raise ConfigError(f"unknown column {unknown[0]!r} (columns: {', '.join(COLUMNS)})", file=file, field="header")
+    out: list[Request] = []
+    for i, row in enumerate(reader):
+        limits.check(i + 1, limits.MAX_OPS, "requests", "rows", file)
+        where = f"row {i + 2}"  # the header is row 1
+
+        try:
+            request = Request(id=i, arrival_s=float(_number(row, "arrival_s", float, file, where)),
+                              prompt=int(_number(row, "prompt_tokens", int, file, where)),
+                              output=int(_number(row, "output_tokens", int, file, where)),
+                              prefix_id=(row.get("prefix_id") or "").strip(),
+                              prefix=int(_number(row, "prefix_tokens", int, file, where))
+                              if (row.get("prefix_tokens") or "").strip() else 0)
+        except ConfigError as exc:
+            if exc.file:
+                raise
+            raise ConfigError(exc.message, file=file, field=where) from None
+        if out and request.arrival_s < out[-1].arrival_s:
+            raise ConfigError(f"arrival_s {request.arrival_s:g} is before the row above's: rows go in arrival order",
+                              file=file, field=where)
+        out.append(request)
+    if not out:
+        raise ConfigError("holds no requests", file=file, field="rows")
+    return tuple(out)
+
+
+def _number(row: dict, column: str, kind: type, file: str, where: str) -> int | float:
+    text = (row.get(column) or "").strip()
+    try:
+        return float(text) if kind is float else int(text, 10)
+    except ValueError:
+        raise ConfigError(f"{column}: {text!r} is not {'a number' if kind is float else 'a whole number'}",
+                          file=file, field=where) from None
+
+
+def _lengths(rng: np.random.Generator, kind: str, median: int, spread: float, n: int) -> np.ndarray:
+    """``n`` token counts: ``fixed`` at ``median``; ``uniform`` on [median (1 - spread), median (1 + spread)];
+    ``lognormal`` with that median and sigma ``spread``; at least 1."""
+    if kind == "fixed":
+        values = np.full(n, float(median))
+    elif kind == "uniform":
+        values = rng.uniform(median * (1 - spread), median * (1 + spread), n)
+    elif kind == "lognormal":
+        values = rng.lognormal(math.log(median), spread, n)
+    else:
+        raise ConfigError(f"unknown length distribution {kind!r} ({', '.join(LENGTHS)})", field="lengths")
+    return np.clip(np.rint(values), 1, MAX_TOKENS).astype(int)
+
+
+def synthetic(n: int, rate: float, *, arrival: str = "poisson", burstiness: float = 1.0, prompt: int = 512,
+              output: int = 128, lengths: str = "fixed", spread: float = 0.5, seed: int = 0,
+              prefix: int = 0) -> tuple[Request, ...]:
+    """``n`` requests arriving at ``rate`` a second: ``poisson`` (exponential gaps) or ``gamma`` (gaps of
+    coefficient of variation ``burstiness``: above 1 bursty); lengths drawn by ``lengths`` around ``prompt``
+    and ``output``; with ``prefix`` > 0 every request shares its first ``prefix`` prompt tokens."""
+    if not 1 <= n <= limits.MAX_OPS:
+        raise ConfigError(f"must be 1 to {limits.MAX_OPS:,}", field="requests")
+    if not (math.isfinite(rate) and rate > 0):
+        raise ConfigError("must be a positive rate (requests a second)", field="rate")
+    if arrival not in ARRIVALS:
+        raise ConfigError(f"unknown arrival process {arrival!r} ({', '.join(ARRIVALS)})", field="arrival")
+    if not (math.isfinite(burstiness) and burstiness > 0) or not (math.isfinite(spread) and 0 <= spread < 5):
+        raise ConfigError("burstiness must be positive and spread in [0, 5)", field="arrival")
+    rng = np.random.default_rng(seed)
+    if arrival == "poisson":
+        gaps = rng.exponential(1 / rate, n)
+    else:  # gamma gaps of mean 1/rate and coefficient of variation ``burstiness``
+        shape = 1 / burstiness ** 2
+        gaps = rng.gamma(shape, 1 / (rate * shape), n)
+    arrivals = np.cumsum(gaps) - gaps[0]  # the first request arrives at 0
+    prompts = np.maximum(_lengths(rng, lengths, prompt, spread, n), prefix + 1 if prefix else 1)
+    outputs = _lengths(rng, lengths, output, spread, n)
+    return tuple(Request(id=i, arrival_s=float(arrivals[i]), prompt=int(prompts[i]), output=int(outputs[i]),
+                         prefix_id="shared" if prefix else "", prefix=prefix) for i in range(n))

@@ -1,0 +1,71 @@
+"""The serving loop on its own, with step times given: batching, KV blocks, preemption, prefix caching."""
+from __future__ import annotations
+
+import pytest
+
+from memsim.engine.serving import Limits, serve
+from memsim.errors import ConfigError
+from memsim.workload.requests import Request
+
+
+def step_time(batch):  # a prefill costs its tokens, a decode step its batch: simple and exact
+    return 1e-4 * sum(t for _, t, _ in batch.prefills) + 1e-3 + 1e-5 * len(batch.decodes)
+
+
+def reqs(*specs):
+    return [Request(id=i, arrival_s=a, prompt=p, output=o, prefix_id=pid, prefix=pre)
+            for i, (a, p, o, pid, pre) in enumerate((*s, "", 0) if len(s) == 3 else s for s in specs)]
+
+
+def test_one_request_alone_takes_its_prefill_then_one_decode_a_token():
+    seqs, steps, _ = serve(reqs((0.0, 100, 5)), "prefill_first", Limits(kv_blocks=100), step_time)
+    s = seqs[0]
+    assert s.first_token_s == pytest.approx(step_time_of(prefill=100))
+    assert s.end_s - s.first_token_s == pytest.approx(4 * step_time_of(decodes=1))
+    assert [r["prefills"] + r["decodes"] for r in steps] == [1, 1, 1, 1, 1] and s.generated == 5
+
+
+def step_time_of(prefill=0, decodes=0):
+    return 1e-4 * prefill + 1e-3 + 1e-5 * decodes
+
+
+def test_prefills_go_first_and_decodes_batch_together():
+    seqs, steps, _ = serve(reqs((0.0, 10, 3), (0.0, 10, 3)), "prefill_first", Limits(kv_blocks=100), step_time)
+    assert steps[0]["prefills"] == 2 and steps[1]["decodes"] == 2
+    assert all(s.end_s == seqs[0].end_s for s in seqs)
+
+
+def test_a_full_kv_cache_preempts_the_newest_and_every_request_still_finishes():
+    # 4 blocks of 16 tokens: two sequences of 20-token prompts fit, but not both growing to 60 tokens
+    specs = [(0.0, 20, 40), (0.0, 20, 40)]
+    seqs, steps, _ = serve(reqs(*specs), "prefill_first", Limits(kv_blocks=4, block_tokens=16), step_time)
+    assert sum(s.preemptions for s in seqs) >= 1
+    assert all(s.generated == s.output and s.end_s is not None for s in seqs)
+    assert max(r["kv_blocks_used"] for r in steps) <= 4
+
+
+def test_a_request_larger_than_the_cache_is_refused_naming_it():
+    with pytest.raises(ConfigError, match="request 0 needs 7 KV blocks") as info:
+        serve(reqs((0.0, 100, 10)), "prefill_first", Limits(kv_blocks=5, block_tokens=16), step_time)
+    assert info.value.field == "requests[0]"
+
+
+def test_prefix_caching_computes_and_stores_a_shared_prefix_once():
+    specs = [(i * 1.0, 1100, 2, "sys", 1000) for i in range(4)]
+    on, _, _ = serve(reqs(*specs), "prefill_first", Limits(kv_blocks=1000, prefix_caching=True), step_time)
+    off, _, _ = serve(reqs(*specs), "prefill_first", Limits(kv_blocks=1000), step_time)
+    assert on[0].first_token_s - on[0].arrival_s == pytest.approx(off[0].first_token_s - off[0].arrival_s)
+    for a, b in zip(on[1:], off[1:]):  # later requests compute only what follows the cached prefix
+        assert a.first_token_s - a.arrival_s < 0.2 * (b.first_token_s - b.arrival_s)
+
+
+def test_static_batching_admits_nothing_until_its_batch_is_done():
+    seqs, _, _ = serve(reqs((0.0, 10, 10), (0.0005, 10, 2)), "static", Limits(kv_blocks=100), step_time)
+    assert seqs[1].scheduled_s >= seqs[0].end_s  # arrived during the first batch: waits for all of it
+
+
+def test_the_time_in_system_integral_is_littles_law():
+    specs = [(i * 0.003, 50, 20) for i in range(200)]
+    seqs, _, area = serve(reqs(*specs), "prefill_first", Limits(kv_blocks=2000), step_time)
+    span = max(s.end_s for s in seqs) - min(s.arrival_s for s in seqs)
+    assert area / span == pytest.approx(len(seqs) / span * sum(s.end_s - s.arrival_s for s in seqs) / len(seqs))

@@ -1,0 +1,94 @@
+"""memsim serve: requests on a deployment, each step timed by memsim's engine."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import memsim
+from memsim import cli, simulate
+
+HW, MODEL = "h100-sxm", "llama-3.1-8b"
+
+
+def test_under_light_load_ttft_is_the_prefill_step_and_tpot_the_decode_step():
+    r = memsim.serve(HW, MODEL, rate=0.05, count=4, prompt=512, output=32, seed=1)
+    prefill = simulate(HW, MODEL, phase="prefill", batch=1, prompt=512, sensitivity=0).summary["step_time_s"]
+    decode = simulate(HW, MODEL, phase="decode", batch=1, context=512 + 16, sensitivity=0).summary["step_time_s"]
+    assert (r.requests.queue_s == 0).all()
+    for ttft, tpot in zip(r.requests.ttft_s, r.requests.tpot_s):
+        assert ttft == pytest.approx(prefill, rel=0.02)
+        assert tpot == pytest.approx(decode, rel=0.02)
+
+
+def test_littles_law_holds_for_the_simulated_queue():
+    s = memsim.serve(HW, MODEL, rate=30, count=400, prompt=256, output=64, lengths="uniform", seed=2).summary
+    assert s["mean_in_system"] == pytest.approx(s["requests_per_s"] * s["e2e_s_mean"], rel=0.02)
+    assert s["mean_in_system"] > 2  # a real queue, not one request at a time
+
+
+@pytest.mark.slow
+def test_throughput_saturates_and_more_hbm_moves_the_saturation_up():
+    def run(rate, hbm):
+        return memsim.serve(HW, MODEL, rate=rate, count=300, prompt=1024, output=256, seed=3,
+                            set={"hbm.capacity": hbm}).summary
+
+    small = [run(rate, "24GB") for rate in (4, 16, 32)]  # 24 GB: 16 GB of weights leave 3,785 KV blocks
+    big = run(32, "80GB")
+    assert small[1]["output_tokens_per_s"] > 2 * small[0]["output_tokens_per_s"]  # rises with the rate ...
+    assert small[2]["output_tokens_per_s"] < 1.15 * small[1]["output_tokens_per_s"]  # ... then flattens
+    assert small[2]["queue_s_p90"] > 2 * small[1]["queue_s_p90"] > 1.0  # while the queue grows
+    assert small[2]["kv"]["peak_blocks"] > 0.9 * small[2]["kv"]["blocks"]  # the KV cache is what saturates
+    assert big["output_tokens_per_s"] > 1.3 * small[2]["output_tokens_per_s"]
+
+
+def test_prefix_caching_lowers_ttft_and_kv_blocks_for_a_shared_prefix():
+    kw = {"rate": 4, "count": 40, "prompt": 200, "output": 32, "prefix": 1000, "seed": 4}
+    on, off = memsim.serve(HW, MODEL, prefix_caching=True, **kw).summary, memsim.serve(HW, MODEL, **kw).summary
+    assert on["ttft_s_mean"] < 0.7 * off["ttft_s_mean"]
+    assert on["kv"]["peak_blocks"] < off["kv"]["peak_blocks"]
+
+
+def test_the_same_seed_gives_byte_identical_outputs(tmp_path):
+    for name in ("a", "b"):
+        memsim.serve(HW, MODEL, rate=10, count=60, lengths="lognormal", seed=5).write(tmp_path / name)
+    for file in ("requests.csv", "steps.csv", "serve.json"):
+        assert (tmp_path / "a" / file).read_bytes() == (tmp_path / "b" / file).read_bytes()
+    summary = json.loads((tmp_path / "a" / "serve.json").read_text())
+    assert summary["surrogate"]["max_error"] <= 0.02  # interpolated step times against full simulation
+
+
+def test_the_command_line_serves_and_refuses_a_bad_trace_in_one_line(monkeypatch, capsys, tmp_path):
+    def memsim_cli(*args):
+        monkeypatch.setattr("sys.argv", ["memsim", "serve", *args])
+        try:
+            cli.entry()
+        except SystemExit as exc:
+            return exc.code, capsys.readouterr()
+        return 0, capsys.readouterr()
+
+    trace = tmp_path / "t.csv"
+    trace.write_text("arrival_s,prompt_tokens,output_tokens\n0,128,8\n0.01,64,4\n")
+    code, io = memsim_cli("--requests", str(trace), "--out", str(tmp_path / "o"))
+    assert code == 0 and "served 2 requests" in io.out
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["requests.csv", "serve.json", "steps.csv"]
+    trace.write_text("arrival_s,prompt_tokens,output_tokens\n0,128,8\n0.01,lots,4\n")
+    code, io = memsim_cli("--requests", str(trace), "--out", str(tmp_path / "p"))
+    assert code == 2 and io.err.strip() == f"memsim: error: {trace}: row 3: prompt_tokens: 'lots' is not a whole number"
+    assert not (tmp_path / "p").exists()
+
+
+@pytest.mark.parametrize(("args", "expect"), [
+    (("--count", "0"), "--count: must be 1 to"),
+    (("--block-tokens", "100000"), "--block-tokens: must be a whole number from 1 to 4,096"),
+    (("--slo-tpot", "0"), "--slo-tpot: must be a positive time"),
+    (("--rate", "-3"), "--rate: must be a positive rate"),
+    (("--count", "3", "--prompt", "1000000"), "requests[0]: request 0 needs 62508 KV blocks"),
+])
+def test_bad_serving_options_are_one_line_naming_the_flag(monkeypatch, capsys, tmp_path, args, expect):
+    monkeypatch.setattr("sys.argv", ["memsim", "serve", *args, "--out", str(tmp_path / "o")])
+    with pytest.raises(SystemExit) as exit_:
+        cli.entry()
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and expect in err and err.count("\n") == 1, err
+    assert not (tmp_path / "o").exists()

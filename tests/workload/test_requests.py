@@ -1,0 +1,57 @@
+"""Requests for a serving run: a CSV trace checked row by row, and synthetic arrivals from a seed."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from memsim.errors import ConfigError
+from memsim.workload.requests import read_requests, synthetic
+
+
+def test_a_trace_reads_back_with_its_prefixes(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("arrival_s,prompt_tokens,output_tokens,prefix_id,prefix_tokens\n0,100,5,sys,64\n0.5,80,3,,\n")
+    a, b = read_requests(path)
+    assert (a.arrival_s, a.prompt, a.output, a.prefix_id, a.prefix) == (0.0, 100, 5, "sys", 64)
+    assert (b.prefix_id, b.prefix) == ("", 0)
+
+
+@pytest.mark.parametrize(("text", "field", "needle"), [
+    ("arrival_s,prompt_tokens\n0,1\n", "header", "missing column 'output_tokens'"),
+    ("arrival_s,prompt_tokens,output_tokens,colour\n0,1,1,red\n", "header", "unknown column 'colour'"),
+    ("arrival_s,prompt_tokens,output_tokens\n0,1,1\nsoon,1,1\n", "row 3", "arrival_s: 'soon' is not a number"),
+    ("arrival_s,prompt_tokens,output_tokens\n0,0,1\n", "row 2", "prompt_tokens 0 must be 1 to"),
+    ("arrival_s,prompt_tokens,output_tokens\n1,5,1\n0.5,5,1\n", "row 3", "rows go in arrival order"),
+    ("arrival_s,prompt_tokens,output_tokens\nnan,5,1\n", "row 2", "finite time"),
+    ("arrival_s,prompt_tokens,output_tokens,prefix_id,prefix_tokens\n0,5,1,a,9\n", "row 2", "prefix_tokens 9"),
+    ("arrival_s,prompt_tokens,output_tokens\n", "rows", "holds no requests"),
+])
+def test_a_bad_trace_is_one_line_naming_the_file_and_row(tmp_path, text, field, needle):
+    path = tmp_path / "bad.csv"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        read_requests(path)
+    assert info.value.file == str(path) and info.value.field == field and needle in info.value.message
+    assert "\n" not in str(info.value)
+
+
+def test_synthetic_arrivals_follow_their_rate_and_repeat_with_their_seed():
+    reqs = synthetic(4000, rate=10.0, seed=7)
+    gaps = np.diff([r.arrival_s for r in reqs])
+    assert reqs[0].arrival_s == 0 and np.mean(gaps) == pytest.approx(0.1, rel=0.05)
+    assert np.std(gaps) / np.mean(gaps) == pytest.approx(1.0, rel=0.1)  # exponential gaps: CV 1
+    assert synthetic(50, rate=10.0, seed=7) == reqs[:50] and synthetic(50, rate=10.0, seed=8) != reqs[:50]
+    bursty = np.diff([r.arrival_s for r in synthetic(4000, rate=10.0, arrival="gamma", burstiness=3.0, seed=7)])
+    assert np.std(bursty) / np.mean(bursty) == pytest.approx(3.0, rel=0.15)
+    lengths = [r.prompt for r in synthetic(4000, rate=1.0, prompt=500, lengths="lognormal", spread=0.5, seed=1)]
+    assert np.median(lengths) == pytest.approx(500, rel=0.05)
+    shared = synthetic(3, rate=1.0, prompt=100, prefix=1000)
+    assert all(r.prompt == 1001 and r.prefix == 1000 and r.prefix_id for r in shared)
+
+
+def test_bad_synthetic_settings_are_refused():
+    for kwargs, field in (({"rate": 0}, "rate"), ({"rate": 1, "arrival": "storm"}, "arrival"),
+                          ({"rate": 1, "lengths": "zipf"}, "lengths")):
+        with pytest.raises(ConfigError) as info:
+            synthetic(10, **kwargs)
+        assert info.value.field == field
