@@ -250,6 +250,20 @@ def simulate_graph(hw: str, graph: workload.OpGraph, *, set: Iterable[str] | dic
     return dataclasses.replace(result, summary=report.checked({**result.summary, "estimates": used}))
 
 
+def load_chip_spec(hw: str, sets: Iterable[tuple[str, str]] = ()) -> tuple[hardware.ChipSpec, str]:
+    """A chip with its overrides, and its file: for ``simulate_step``."""
+    return _load_chip(hw, sets)
+
+
+def step_summary(chip: hardware.ChipSpec, hw_file: str, graph: workload.OpGraph) -> dict:
+    """One step's summary on a loaded chip (``load_chip_spec``), without its tables or the estimates' report: a
+    serving run's steps, many on one chip."""
+    with _blamed(hw_file):
+        plan, result = powercap.run(chip, lambda at: mapping.make_plan(graph, at, mapping.Grid.of(graph, 1)),
+                                    lambda p: engine.run(p, fast_forward=True, memoize=True))
+    return report.summarize(graph, plan, result, ())
+
+
 def simulate(hw: Any = RunSpec.hw, model: str | None = None, **options: Any) -> Result:
     """Simulate one step, or with ``phase="generate"`` a prefill of ``prompt`` tokens and
     ``generate`` decode steps. ``hw`` is a preset name, a path, a ``ChipSpec`` or a dict (a hardware

@@ -92,11 +92,18 @@ def run(out, perfetto, html, **kwargs):
 @click.option("--scheduler", help="Dask scheduler address (tcp://host:8786): run on that cluster")
 @click.option("--keep", is_flag=True, help="also write each point's full outputs under OUT/points/")
 @click.option("--no-progress", is_flag=True, help="no progress bar")
-def sweep(sets, sweep_file, out, workers, scheduler, keep, no_progress, **kwargs):
+@click.option("--serve", is_flag=True, help="sweep serving runs (memsim serve's keywords and hardware fields)")
+def sweep(sets, sweep_file, out, workers, scheduler, keep, no_progress, serve, **kwargs):
     """Run the cartesian product of swept fields; results.csv gets one row per point."""
     from memsim import sweep as sweeping
 
     base = _spec_values(kwargs)
+    if serve:
+        from memsim import serve_sweep
+
+        for line in serve_sweep.command(serve_sweep.base_of(base), sweeping.parse_sweeps(list(sets)), Path(out), workers):
+            click.echo(line)
+        return
     listed: dict = {}
     if sweep_file:
         fixed, listed = sweeping.read_sweep_file(Path(sweep_file))
@@ -191,15 +198,24 @@ def plot_run(folder, output):
     _plot_run(folder, output)
 
 
-def _plot_run(folder: str, output: str | None) -> None:
-    from memsim.report.run_plots import FIGURES
-    from memsim.report.run_plots import plot_run as draw
+def _plot_run(folder: str, output: str | None, kind: str = "run") -> None:
+    """The figures of a run's (``kind`` run) or a serving run's (serve) folder."""
+    from memsim.report import run_plots, serve_plots
 
+    figures, draw = (run_plots.FIGURES, run_plots.plot_run) if kind == "run" else (serve_plots.FIGURES, serve_plots.plot_serve)
     where = Path(output or folder)
-    for name in FIGURES:
+    for name in figures:
         check_output_file(where / name, "--output" if output else "FOLDER")
     for path in _writing("--output" if output else "FOLDER", str(where), lambda: draw(Path(folder), where)):
         click.echo(f"wrote {path}")
+
+
+@plot.command("serve")
+@click.argument("folder", type=click.Path(file_okay=False))
+@click.option("-o", "--output", type=click.Path(file_okay=False), help="folder for the figures (default: FOLDER)")
+def plot_serve(folder, output):
+    """Latency CDFs, KV-cache occupancy and batch size over time of a serve --out folder."""
+    _plot_run(folder, output, "serve")
 
 
 @main.command("report")

@@ -5,6 +5,8 @@ from pathlib import Path
 
 import click
 
+from memsim.engine.schedulers import SCHEDULERS
+from memsim.engine.serving_state import PREEMPTION
 from memsim.errors import MemsimError
 
 
@@ -13,7 +15,13 @@ from memsim.errors import MemsimError
 @click.option("--model", default="llama-3.1-8b", show_default=True, help="model name in configs/models or a config.json")
 @click.option("--weight-dtype", default="bf16", show_default=True, help="weight format")
 @click.option("--kv-dtype", default="bf16", show_default=True, help="KV-cache format")
-@click.option("--tp", default=1, show_default=True, type=int, help="tensor-parallel ranks")
+@click.option("--tp", default=1, show_default=True, type=int, help="tensor-parallel ranks: chips to an instance")
+@click.option("--replicas", default=1, show_default=True, type=int, help="instances serving whole requests")
+@click.option("--prefill-instances", "prefill", default=0, show_default=True, type=int,
+              help="disaggregated serving: instances that prefill (with --decode-instances)")
+@click.option("--decode-instances", "decode", default=0, show_default=True, type=int,
+              help="disaggregated serving: instances that decode, sent each KV cache over --handoff-link")
+@click.option("--handoff-link", default="", help="chip link a KV cache is sent over (default: the chip's interconnect)")
 @click.option("--set", "sets", multiple=True, metavar="PATH=VALUE", help="override a hardware field, repeatable")
 @click.option("--requests", "trace", type=click.Path(dir_okay=False), help="request trace CSV (docs/serving.md)")
 @click.option("--rate", default=1.0, show_default=True, type=float, help="synthetic arrivals: requests a second")
@@ -29,29 +37,38 @@ from memsim.errors import MemsimError
 @click.option("--spread", default=0.5, show_default=True, type=float, help="uniform: +- fraction; lognormal: sigma")
 @click.option("--prefix", default=0, show_default=True, type=int, help="synthetic: prompt tokens every request shares")
 @click.option("--seed", default=0, show_default=True, type=int, help="synthetic: the random seed")
-@click.option("--scheduler", default="prefill_first", show_default=True, type=click.Choice(["prefill_first", "static"]),
-              help="batching policy")
+@click.option("--users", default=0, show_default=True, type=int,
+              help="a closed loop: this many clients, each sending its next request when its last is done")
+@click.option("--think", default=0.0, show_default=True, type=float, help="closed loop: seconds between a client's requests")
+@click.option("--scheduler", default="prefill_first", show_default=True, type=click.Choice(list(SCHEDULERS)),
+              help="batching policy (docs/serving.md)")
+@click.option("--preemption", default="recompute", show_default=True, type=click.Choice(list(PREEMPTION)),
+              help="a preempted sequence's KV cache: recomputed, or swapped to the host level")
 @click.option("--block-tokens", default=16, show_default=True, type=int, help="tokens in one KV-cache block")
 @click.option("--max-seqs", default=256, show_default=True, type=int, help="sequences in one step at most")
-@click.option("--max-tokens", default=8192, show_default=True, type=int, help="tokens computed in one step at most")
+@click.option("--max-tokens", default=8192, show_default=True, type=int,
+              help="tokens computed in one step at most (chunked: the step's token budget)")
 @click.option("--prefix-caching", is_flag=True, help="share the KV blocks of a common prefix")
 @click.option("--slo-ttft", default=1.0, show_default=True, type=float, help="goodput: time to first token, s")
 @click.option("--slo-tpot", default=0.1, show_default=True, type=float, help="goodput: time per output token, s")
 @click.option("--out", type=click.Path(file_okay=False), help="folder for requests.csv, steps.csv and serve.json")
-def serve_cmd(hw, model, weight_dtype, kv_dtype, tp, sets, trace, rate, count, arrival, burstiness, prompt,
-              output_tokens, lengths, spread, prefix, seed, scheduler, block_tokens, max_seqs, max_tokens,
-              prefix_caching, slo_ttft, slo_tpot, out):
+def serve_cmd(hw, model, weight_dtype, kv_dtype, tp, replicas, prefill, decode, handoff_link, sets, trace, rate, count,
+              arrival, burstiness, prompt, output_tokens, lengths, spread, prefix, seed, users, think, scheduler,
+              preemption, block_tokens, max_seqs, max_tokens, prefix_caching, slo_ttft, slo_tpot, out):
     """Simulate requests arriving at a deployment: continuous batching, a paged KV cache, latency percentiles."""
     from memsim.cli import _writing
-    from memsim.serving import check_out, simulate_serving, summary_table
+    from memsim.serving import simulate_serving
+    from memsim.serving_report import check_out, summary_table
 
     if out:
         check_out(Path(out))
     try:
         result = simulate_serving(hw, model, requests=trace, rate=rate, count=count, arrival=arrival,
                                   burstiness=burstiness, prompt=prompt, output=output_tokens, lengths=lengths,
-                                  spread=spread, prefix=prefix, seed=seed, weight_dtype=weight_dtype,
-                                  kv_dtype=kv_dtype, tp=tp, set=list(sets), scheduler=scheduler,
+                                  spread=spread, prefix=prefix, seed=seed, users=users, think_s=think,
+                                  weight_dtype=weight_dtype, kv_dtype=kv_dtype, tp=tp, replicas=replicas,
+                                  prefill=prefill, decode=decode, handoff_link=handoff_link, set=list(sets),
+                                  scheduler=scheduler, preemption=preemption,
                                   block_tokens=block_tokens, max_seqs=max_seqs, max_tokens=max_tokens,
                                   prefix_caching=prefix_caching, slo_ttft_s=slo_ttft, slo_tpot_s=slo_tpot)
     except MemsimError as exc:  # name the flag, not the keyword
@@ -66,4 +83,6 @@ def serve_cmd(hw, model, weight_dtype, kv_dtype, tp, sets, trace, rate, count, a
 # The keywords memsim.serve names in its errors, as the command line's flags.
 FLAGS = {"requests": "--count", "rate": "--rate", "arrival": "--arrival/--burstiness/--spread", "lengths": "--lengths",
          "block_tokens": "--block-tokens", "max_seqs": "--max-seqs", "max_tokens": "--max-tokens",
-         "slo_ttft_s": "--slo-ttft", "slo_tpot_s": "--slo-tpot", "scheduler": "--scheduler", "hw": "--hw"}
+         "slo_ttft_s": "--slo-ttft", "slo_tpot_s": "--slo-tpot", "scheduler": "--scheduler", "hw": "--hw",
+         "preemption": "--preemption", "replicas": "--replicas", "prefill": "--prefill-instances",
+         "decode": "--decode-instances", "handoff_link": "--handoff-link", "users": "--users", "think_s": "--think"}

@@ -1,40 +1,38 @@
 """Serving: requests arriving at a deployment, batched step by step by a scheduler, each step timed by
 memsim's own engine (``memsim serve``, ``memsim.serve``).
 
-The deployment is a chip (``hw`` with its overrides), a model and its dtypes, ``tp`` ranks. What the
-KV cache can hold comes from the memory hierarchy: a probe step places the weights
-(``mapping.placement``), and every device level that is a home for the KV cache gives what the
-weights leave of it, in blocks of ``block_tokens`` tokens at the model's KV bytes per token (one
-rank's share). ``engine.serving`` runs the requests on SimPy under the chosen scheduler.
-
-A step's time is that of a simulated step of its shape: a prefill step of its sequences at their
-mean prompt (the same tokens in its GEMMs), a decode step of its batch at the mean context (the same
-KV bytes read by its attention). Shapes are interpolated between simulated steps on a grid of
-batches and lengths (``StepTimes``), each simulated once; ``serve.json`` gives how many it simulated
-and the interpolation's error against full simulation on sampled steps.
+The deployment is a chip (``hw`` with its overrides), a model and its dtypes, ``tp`` ranks to an instance,
+and its instances: ``replicas`` that each serve whole requests, or ``prefill`` and ``decode`` instances
+(disaggregated serving), a prefilled sequence's KV cache sent between them over ``handoff_link``. What
+the KV cache can hold comes from the memory hierarchy: a probe step places the weights
+(``mapping.placement``), and every device level that is a home for the KV cache gives what the weights
+leave of it, in blocks of ``block_tokens`` tokens at the model's KV bytes per token (one rank's share).
+With ``preemption: swap`` a preempted sequence's blocks go to the host level (one reached over a link),
+as far as what the weights leave of it allows, timed over that link. ``engine.serving`` runs the
+requests on SimPy; ``serving_steps`` times each step.
 """
 from __future__ import annotations
 
 import dataclasses
-import json
+import functools
 import math
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from memsim import api
-from memsim.atomic import atomic_write_text
-from memsim.engine.serving import SCHEDULERS, Batch, Limits
-from memsim.engine.serving import serve as run_requests
+from memsim import api, serving_report, workload
+from memsim.engine.schedulers import SCHEDULERS
+from memsim.engine.serving import Instance, serve_instances
+from memsim.engine.serving_state import PREEMPTION, Limits, Seq
 from memsim.errors import ConfigError, MemsimWarning
+from memsim.serving_steps import Segments, StepTimes
 from memsim.workload.requests import Request
 
-PERCENTILES = (50, 90, 99)
 MAX_BLOCK_TOKENS = 4096  # tokens in one KV block (serving stacks use 8 to 256)
+MAX_INSTANCES = 1024
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,16 +43,68 @@ class Deployment:
     kv_dtype: str = "bf16"
     tp: int = 1
     set: tuple = ()
+    replicas: int = 1  # instances serving whole requests
+    prefill: int = 0  # disaggregated: prefill instances ...
+    decode: int = 0  # ... and decode instances
+    handoff_link: str = ""  # the chip link a KV cache is sent over between them (default: the chip's interconnect)
 
-    def run(self, phase: str, batch: int, length: int) -> dict:
-        """The summary of one step of ``batch`` sequences: a prefill of ``length`` prompt tokens, or a decode at
-        ``length`` tokens of context."""
-        key = "prompt" if phase == "prefill" else "context"
+    def __post_init__(self) -> None:
+        for name in ("replicas", "prefill", "decode"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_INSTANCES:
+                raise ConfigError(f"must be a whole number from 0 to {MAX_INSTANCES}", field=name)
+        if (self.prefill > 0) != (self.decode > 0):
+            raise ConfigError("disaggregated serving needs both prefill and decode instances", field="prefill")
+        if not self.prefill and self.replicas < 1:
+            raise ConfigError("must be at least 1", field="replicas")
+
+    @property
+    def layout(self) -> str:
+        unit = f"{self.tp} chip{'s' * (self.tp > 1)}"
+        if self.prefill:
+            return f"{self.prefill} prefill + {self.decode} decode instances of {unit}"
+        return f"{self.replicas} instance{'s' * (self.replicas > 1)} of {unit}"
+
+    def run(self, phase: str, batch: int, length: int) -> tuple[float, float]:
+        """One step of ``batch`` sequences: a prefill of ``length`` prompt tokens, or a decode at ``length`` tokens
+        of context; its time and energy."""
+        s = self.summary(phase, batch, length)
+        return s["step_time_s"], s["energy_j"]["total"]
+
+    def mixed(self, segments: Segments) -> tuple[float, float]:
+        """A mixed step (``workload.StepSpec.mixed``): its time and energy."""
+        s = self.mixed_summary(segments)
+        return s["step_time_s"], s["energy_j"]["total"]
+
+    def summary(self, phase: str, batch: int, length: int) -> dict:
+        """A plain step's summary: as a mixed step of one group (the same graph), but a prefill on a chip that
+        pipelines its layers, which streams the prompt through them in chunks (``api.step_graphs``)."""
+        chip, _ = _chip(self.hw, self.set)
+        if phase == "decode" or chip.execution.pipeline != "layers":
+            return self.mixed_summary(((batch, 1, length),) if phase == "decode" else ((batch, length, 0),))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", MemsimWarning)  # the probe step says it once (kv_capacity)
             return api.simulate(self.hw, self.model, phase=phase, batch=batch, weight_dtype=self.weight_dtype,
                                 kv_dtype=self.kv_dtype, tp=self.tp, set=self.set, sensitivity=0,
-                                **{key: length}).summary
+                                prompt=length).summary
+
+    def mixed_summary(self, segments: Segments) -> dict:
+        chip, hw_path = _chip(self.hw, self.set)
+        step = workload.StepSpec.mixed(segments, weight_dtype=self.weight_dtype, kv_dtype=self.kv_dtype, tp=self.tp,
+                                       quantize_embeddings=chip.execution.embedding_dtype == "weight")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MemsimWarning)
+            return api.step_summary(chip, hw_path, workload.build_step(_model(self.model), step))
+
+
+@functools.lru_cache(maxsize=8)
+def _chip(hw: str, sets: tuple) -> tuple[Any, str]:
+    return api.load_chip_spec(hw, sets)
+
+
+@functools.lru_cache(maxsize=8)
+def _model(name: str) -> workload.ModelConfig:
+    return workload.model_config(name)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,14 +112,17 @@ class Policy:
     scheduler: str = "prefill_first"
     block_tokens: int = 16
     max_seqs: int = 256
-    max_tokens: int = 8192
+    max_tokens: int = 8192  # chunked: the token budget of a step
     prefix_caching: bool = False
+    preemption: str = "recompute"
     slo_ttft_s: float = 1.0  # goodput counts the requests that meet both
     slo_tpot_s: float = 0.1
 
     def __post_init__(self) -> None:
         if self.scheduler not in SCHEDULERS:
             raise ConfigError(f"unknown scheduler {self.scheduler!r} ({', '.join(SCHEDULERS)})", field="scheduler")
+        if self.preemption not in PREEMPTION:
+            raise ConfigError(f"unknown preemption {self.preemption!r} ({', '.join(PREEMPTION)})", field="preemption")
         for name, most in (("block_tokens", MAX_BLOCK_TOKENS), ("max_seqs", 1 << 20), ("max_tokens", 1 << 24)):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= most:
@@ -85,17 +138,13 @@ class KVCache:
     blocks: int
     unit_tile: int  # the chip's (``execution.unit_tile``), for the step times
     levels: dict[str, int]  # the bytes each level that holds it gives it, after the weights
-
-
-def grid(n: int, per_octave: int) -> tuple[int, int]:
-    """The grid points around ``n`` (1 to 8 exactly, then ``per_octave`` a doubling): the lengths and batches a
-    run simulates, each once; between them a step's time is interpolated."""
-    if n <= 8:
-        return n, n
-    octave = 2 ** int(math.log2(n))
-    step = max(1, octave // per_octave)
-    low = n // step * step
-    return low, low if low == n else low + step
+    host: str = ""  # the host level a preempted sequence may be swapped to, and its room in blocks
+    host_blocks: int = 0
+    swap_s_per_block: float = 0.0  # one block over the host level's link
+    handoff_bytes_per_s: float = 0.0  # a KV cache sent to another instance: bandwidth, latency, energy per byte
+    handoff_latency_s: float = 0.0
+    handoff_j_per_byte: float = 0.0
+    fill: dict[str, int] = field(default_factory=dict)  # blocks each level holds, filled in order
 
 
 def kv_capacity(dep: Deployment, block_tokens: int) -> KVCache:
@@ -103,159 +152,118 @@ def kv_capacity(dep: Deployment, block_tokens: int) -> KVCache:
     probe = api.simulate(dep.hw, dep.model, phase="decode", batch=1, context=block_tokens,
                          weight_dtype=dep.weight_dtype, kv_dtype=dep.kv_dtype, tp=dep.tp, set=dep.set,
                          sensitivity=0)
-    longer = api.load_workload(api.resolve(dep.hw, dep.model, phase="decode", batch=1, context=2 * block_tokens,
-                                           weight_dtype=dep.weight_dtype, kv_dtype=dep.kv_dtype, tp=dep.tp, set=dep.set))
+    config = workload.model_config(dep.model)
+    longer = workload.build_step(config, workload.StepSpec.make("decode", context=2 * block_tokens,
+                                                                 weight_dtype=dep.weight_dtype, kv_dtype=dep.kv_dtype,
+                                                                 tp=dep.tp))
     per_token = (longer.bytes_of("kv") - probe.graph.bytes_of("kv")) // block_tokens
+    block = max(1, per_token * block_tokens)
     chip = probe.plan.chip
     weights = probe.summary["placement"].get("weight", {})
     levels = {lvl.name: max(0, chip.chip_capacity(lvl) - weights.get(lvl.name, 0))
               for lvl in chip.levels if lvl.home_for("kv") and not lvl.via}
-    blocks = sum(levels.values()) // max(1, per_token * block_tokens)
+    blocks = sum(levels.values()) // block
     if blocks < 1:
         raise ConfigError(f"the weights leave no room for a KV block of {block_tokens} tokens "
                           f"({', '.join(f'{k} {v:,} B' for k, v in levels.items()) or 'no level holds the KV cache'})",
                           field="hw")
-    return KVCache(bytes_per_token=per_token, blocks=blocks, levels=levels, unit_tile=chip.execution.unit_tile)
+    host = next((lvl for lvl in chip.levels if lvl.via), None)
+    swap: dict[str, Any] = {}
+    if host is not None:
+        bus = chip.link(host.via)
+        swap = {"host": host.name, "swap_s_per_block": block / bus.achievable(bus.count),
+                "host_blocks": max(0, chip.chip_capacity(host) - weights.get(host.name, 0)) // block}
+    if dep.handoff_link and dep.handoff_link not in {lk.name for lk in chip.links}:
+        raise ConfigError(f"{dep.hw} has no link {dep.handoff_link!r} ({', '.join(lk.name for lk in chip.links)})",
+                          field="handoff_link")
+    link = chip.link(dep.handoff_link) if dep.handoff_link else chip.interconnect
+    if dep.prefill and link is None:
+        raise ConfigError(f"{dep.hw} has no link to send a KV cache between instances over", field="handoff_link")
+    handoff: dict[str, Any] = {} if link is None else {"handoff_bytes_per_s": link.achievable(link.count),
+                                       "handoff_latency_s": link.latency_ps * 1e-12,
+                                       "handoff_j_per_byte": link.energy_fj_per_bit * 8e-15}
+    fill, left = {}, blocks
+    for name, room in levels.items():
+        fill[name] = min(left, room // block)
+        left -= fill[name]
+    return KVCache(bytes_per_token=per_token, blocks=blocks, levels=levels, unit_tile=chip.execution.unit_tile,
+                   fill=fill, **swap, **handoff)
 
 
-@dataclass(kw_only=True)
-class StepTimes:
-    """Each batch's time and energy. A decode step of ``b`` sequences at mean context ``n`` is interpolated,
-    bilinearly, between simulated steps at the grid points around ``b`` and ``n`` (``grid``); a prefill step
-    is simulated at its own shape (its GEMMs' time steps with their row tiles, which no interpolation
-    follows). Each step shape is simulated once. ``check`` compares the interpolation with full simulations
-    of sampled steps."""
-    dep: Deployment
-    tile: int = 0  # the chip's unit tile (rows): a prefill's time steps with it
-    cache: dict[tuple, tuple[float, float]] = field(default_factory=dict)
-    calls: list[tuple[str, int, int]] = field(default_factory=list)  # each step's shape, in order
-    times: list[tuple[float, float]] = field(default_factory=list)  # each step's time and energy, in order
-
-    def shape(self, batch: Batch) -> tuple[str, int, int]:
-        if batch.prefills and batch.decodes:
-            raise ConfigError("a step that mixes prefills and decodes needs a scheduler that builds mixed steps",
-                              field="scheduler")
-        if batch.prefills:
-            return "prefill", len(batch.prefills), max(1, round(np.mean([t for _, t, _ in batch.prefills])))
-        return "decode", len(batch.decodes), max(1, round(np.mean([c for _, c in batch.decodes])))
-
-    def simulated(self, phase: str, b: int, n: int) -> tuple[float, float]:
-        key = (phase, b, n)
-        if key not in self.cache:
-            s = self.dep.run(phase, b, n)
-            self.cache[key] = (s["step_time_s"], s["energy_j"]["total"])
-        return self.cache[key]
-
-    def estimate(self, phase: str, b: int, n: int) -> tuple[float, float]:
-        if phase == "prefill":
-            return self._prefill(b, n)
-        (b0, b1), (n0, n1) = grid(b, 4), grid(n, 2)
-        wb = (b - b0) / (b1 - b0) if b1 > b0 else 0.0
-        wn = (n - n0) / (n1 - n0) if n1 > n0 else 0.0
-        corners = {(i, j): self.simulated(phase, bb, nn) for i, bb in enumerate((b0, b1)) for j, nn in enumerate((n0, n1))}
-        return tuple(sum(corners[i, j][k] * (wb if i else 1 - wb) * (wn if j else 1 - wn) for i in (0, 1) for j in (0, 1))
-                     for k in (0, 1))  # type: ignore[return-value]
-
-    def _prefill(self, b: int, n: int) -> tuple[float, float]:
-        """A prefill's GEMMs take a time that steps with their row tiles (``execution.unit_tile`` rows of the
-        batch's ``b x n`` tokens): interpolated in ``n`` only between the two ends of its tile, where the tile
-        count, and so the waves, are the same; simulated at its own shape where the tile is under ``b`` rows."""
-        rows = b * n
-        top = -(-rows // self.tile) * self.tile if self.tile else 0
-        lo, hi = -(-(top - self.tile + 1) // b) if self.tile else n, top // b if self.tile else n
-        if not self.tile or not lo <= n <= hi or hi - lo < 1:
-            return self.simulated("prefill", b, n)
-        w = (n - lo) / (hi - lo)
-        a, z = self.simulated("prefill", b, lo), self.simulated("prefill", b, hi)
-        return a[0] + w * (z[0] - a[0]), a[1] + w * (z[1] - a[1])
-
-    def __call__(self, batch: Batch) -> float:
-        key = self.shape(batch)
-        self.calls.append(key)
-        self.times.append(self.estimate(*key))
-        return self.times[-1][0]
-
-    def check(self, samples: int, seed: int = 0) -> dict[str, float]:
-        """The interpolation's relative error in step time against full simulation, on ``samples`` of the run's
-        step shapes drawn at random (off the grid points, where it is exact by construction)."""
-        shapes = sorted({k for k in self.calls if self.estimate(*k) != self.cache.get(k)})
-        if not shapes:
-            return {"sampled": 0, "max_error": 0.0, "mean_error": 0.0}
-        rng = np.random.default_rng(seed)
-        picked = [shapes[i] for i in rng.choice(len(shapes), min(samples, len(shapes)), replace=False)]
-        errors = []
-        for phase, b, n in picked:
-            exact = self.dep.run(phase, b, n)["step_time_s"]
-            errors.append(abs(self.estimate(phase, b, n)[0] / exact - 1))
-        return {"sampled": len(picked), "max_error": float(max(errors)), "mean_error": float(np.mean(errors))}
-
-
-def serve(dep: Deployment, requests: tuple[Request, ...], policy: Policy = Policy(), check: int = 8) -> dict[str, Any]:
-    """Simulate the requests on the deployment; returns ``requests`` and ``steps`` (DataFrames) and ``summary``."""
-    kv = kv_capacity(dep, policy.block_tokens)
+def instances(dep: Deployment, policy: Policy, kv: KVCache, times: StepTimes) -> list[Instance]:
+    """The deployment's instances, each with the KV cache one instance has."""
+    if policy.preemption == "swap" and kv.host_blocks < 1:
+        raise ConfigError(f"{dep.hw} has no host level with room for a KV block to swap to", field="preemption")
     limits = Limits(kv_blocks=kv.blocks, block_tokens=policy.block_tokens, max_seqs=policy.max_seqs,
-                    max_tokens=policy.max_tokens, prefix_caching=policy.prefix_caching)
-    times = StepTimes(dep=dep, tile=kv.unit_tile)
-    seqs, steps, area = run_requests(requests, policy.scheduler, limits, times)
+                    max_tokens=policy.max_tokens, prefix_caching=policy.prefix_caching,
+                    preemption=policy.preemption, swap_blocks=kv.host_blocks if policy.preemption == "swap" else 0)
+    if not dep.prefill:
+        return [Instance(scheduler=policy.scheduler, limits=limits, step_time=times)] * dep.replicas
+    return ([Instance(scheduler=policy.scheduler, limits=limits, step_time=times, role="prefill")] * dep.prefill +
+            [Instance(scheduler="decode_only", limits=limits, step_time=times, role="decode")] * dep.decode)
+
+
+def serve(dep: Deployment, requests: tuple[Request, ...], policy: Policy = Policy(), check: int = 8,
+          users: int = 0, think_s: float = 0.0, steps_cache: dict | None = None) -> dict[str, Any]:
+    """Simulate the requests on the deployment (``users`` > 0: a closed loop of that many clients); returns
+    ``requests`` and ``steps`` (DataFrames) and ``summary``. ``steps_cache``: the simulated steps of earlier runs
+    of the same deployment and block size, shared (each grid step is the same simulation)."""
+    kv = kv_capacity(dep, policy.block_tokens)
+    times = StepTimes(run=dep.run, mixed=dep.mixed, tile=kv.unit_tile, chunked=policy.scheduler == "chunked",
+                      kv_tokens=kv.blocks * policy.block_tokens, swap_s_per_block=kv.swap_s_per_block,
+                      cache=steps_cache if steps_cache is not None else {})
+
+    def handoff(seq: Seq) -> float:
+        return kv.handoff_latency_s + seq.context * kv.bytes_per_token / kv.handoff_bytes_per_s
+
+    seqs, steps, area = serve_instances(requests, instances(dep, policy, kv, times),
+                                        handoff if dep.prefill else None, users=users, think_s=think_s)
     reqs = pd.DataFrame([s.row() for s in seqs])
-    step_rows = pd.DataFrame(steps)
-    if len(step_rows):  # the simulated shape each step was timed as, and its energy
-        step_rows.insert(2, "shape", [f"{phase} batch={b} length={n}" for phase, b, n in times.calls])
-        step_rows["energy_j"] = [energy for _, energy in times.times]
-    summary = _summary(reqs, step_rows, kv, policy, times)
+    rows = pd.DataFrame(steps)
+    if len(rows):  # the simulated shape each step was timed as, its energy and its KV blocks in each level
+        rows.insert(3, "shape", [" ".join(map(str, times.calls[i])) for i in rows.call])
+        rows["energy_j"] = [times.times[i][1] for i in rows.call]
+        rows = rows.sort_values(["start_s", "instance"], kind="stable").drop(columns="call").reset_index(drop=True)
+        below = 0
+        for name, held in kv.fill.items():
+            rows[f"kv_blocks_{name}"] = (rows.kv_blocks_used - below).clip(0, held)
+            below += held
+    summary = serving_report.summarize(reqs, rows, blocks=kv.blocks,
+                                       slo={"ttft_s": policy.slo_ttft_s, "tpot_s": policy.slo_tpot_s})
+    handed = float(reqs.handoff_s.sum())
+    summary["handoff"] = {"mean_s": float(reqs.handoff_s.mean()) if dep.prefill else 0.0,
+                          "energy_j": float((reqs.prompt_tokens + 1).sum() * kv.bytes_per_token * dep.tp *
+                                            kv.handoff_j_per_byte) if dep.prefill else 0.0, "total_s": handed}
+    summary["energy_j"] += summary["handoff"]["energy_j"]
     summary["mean_in_system"] = area / summary["span_s"] if summary["span_s"] else 0.0
+    summary["kv"].update(block_tokens=policy.block_tokens, bytes_per_token=kv.bytes_per_token, levels=kv.levels,
+                         fill=kv.fill, host=kv.host, host_blocks=kv.host_blocks)
     summary["surrogate"] = {"grid_steps": len(times.cache), **times.check(check)}
-    return {"requests": reqs, "steps": step_rows, "summary": summary}
+    summary["limit"] = limit(dep, rows, times, kv)
+    summary["deployment"] = {"hw": dep.hw, "model": dep.model, "tp": dep.tp, "replicas": dep.replicas if not
+                             dep.prefill else 0, "prefill": dep.prefill, "decode": dep.decode, "layout": dep.layout}
+    summary.update(scheduler=policy.scheduler, prefix_caching=policy.prefix_caching, preemption=policy.preemption,
+                   users=users)
+    return {"requests": reqs, "steps": rows, "summary": summary}
 
 
-def _summary(reqs: pd.DataFrame, steps: pd.DataFrame, kv: KVCache, policy: Policy, times: StepTimes) -> dict:
-    span = float(reqs.e2e_s.add(reqs.arrival_s).max() - reqs.arrival_s.min())
-    busy = float((steps.end_s - steps.start_s).sum()) if len(steps) else 0.0
-    tokens = int(reqs.output_tokens.sum())
-    good = reqs[(reqs.ttft_s <= policy.slo_ttft_s) & (reqs.tpot_s <= policy.slo_tpot_s)]
-    area = float(((steps.end_s - steps.start_s) * steps.kv_blocks_used).sum()) if len(steps) else 0.0
-    pct = {f"{col}_p{p}": float(np.percentile(reqs[col], p)) for col in ("ttft_s", "tpot_s", "e2e_s", "queue_s")
-           for p in PERCENTILES}
-    energy = float(steps["energy_j"].sum()) if "energy_j" in steps else 0.0
-    return {"requests": len(reqs), "span_s": span, "requests_per_s": len(reqs) / span if span else 0.0,
-            "output_tokens_per_s": tokens / span if span else 0.0, **pct,
-            "ttft_s_mean": float(reqs.ttft_s.mean()), "tpot_s_mean": float(reqs.tpot_s.mean()),
-            "e2e_s_mean": float(reqs.e2e_s.mean()),
-            "goodput_requests_per_s": len(good) / span if span else 0.0,
-            "slo": {"ttft_s": policy.slo_ttft_s, "tpot_s": policy.slo_tpot_s},
-            "busy_fraction": busy / span if span else 0.0, "preemptions": int(reqs.preemptions.sum()),
-            "kv": {"blocks": kv.blocks, "block_tokens": policy.block_tokens, "bytes_per_token": kv.bytes_per_token,
-                   "levels": kv.levels, "mean_utilization": area / busy / kv.blocks if busy else 0.0,
-                   "peak_blocks": int(steps.kv_blocks_used.max()) if len(steps) else 0},
-            "energy_j": energy, "energy_per_token_j": energy / tokens if tokens else 0.0,
-            "avg_power_w": energy / span if span else 0.0, "steps": len(steps),
-            "scheduler": policy.scheduler,
-            "prefix_caching": policy.prefix_caching}
+FULL = 0.95  # a KV cache this full turns sequences away
 
 
-FILES = ("requests.csv", "steps.csv", "serve.json")
-
-
-def check_out(out: Path) -> None:
-    """Refuse an ``--out`` that holds anything a serving run does not write (nothing is created)."""
-    from memsim.atomic import check_writable_parent, folder_entries
-    from memsim.errors import run_field
-
-    foreign = [name for name in folder_entries(Path(out), run_field("out")) if name not in FILES]
-    if foreign:
-        raise ConfigError(f"holds {foreign[0]!r}, which no serving run writes: give a new or empty folder",
-                          file=str(out), field=run_field("out"))
-    check_writable_parent(Path(out).absolute(), run_field("out"))
-
-
-def write(result: dict, out: Path) -> list[Path]:
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / name for name in FILES]
-    atomic_write_text(paths[0], result["requests"].to_csv(index=False))
-    atomic_write_text(paths[1], result["steps"].to_csv(index=False))
-    atomic_write_text(paths[2], json.dumps(result["summary"], indent=2) + "\n")
-    return paths
+def limit(dep: Deployment, steps: pd.DataFrame, times: StepTimes, kv: KVCache) -> dict[str, Any]:
+    """What limits the run: the KV cache's capacity where it was full for a tenth of the busy time or more, else
+    the resource that bounds its most frequent step (``roofline_bound``: a memory level, a link or compute)."""
+    if not len(steps):
+        return {}
+    busy = steps.end_s - steps.start_s
+    full = float(busy[steps.kv_blocks_used >= FULL * kv.blocks].sum() / busy.sum()) if busy.sum() else 0.0
+    key = pd.Series([" ".join(map(str, k)) for k in times.calls]).mode().iloc[0].split()
+    shape = (key[0], *map(int, key[1:]))
+    s = dep.mixed_summary(times.exact[tuple(shape)]) if shape[0] == "mixed" else dep.summary(*shape)
+    bound = s["roofline_bound"]
+    by = (f"KV cache capacity ({', '.join(n for n, b in kv.fill.items() if b)})" if full >= 0.1 else
+          "compute" if bound == "compute" else f"{bound} bandwidth")
+    return {"by": by, "kv_full_fraction": full, "step": " ".join(key), "step_bound": bound}
 
 
 @dataclass(frozen=True)
@@ -271,46 +279,36 @@ class ServeResult:
                 f"TTFT p90 {s['ttft_s_p90'] * 1e3:.4g} ms, TPOT p90 {s['tpot_s_p90'] * 1e3:.4g} ms)")
 
     def write(self, out: str | Path) -> list[Path]:
-        return write({"requests": self.requests, "steps": self.steps, "summary": self.summary}, Path(out))
+        return serving_report.write(self.requests, self.steps, self.summary, Path(out))
+
+
+DEPLOYMENT = {f.name for f in dataclasses.fields(Deployment)} - {"hw", "model", "set"}
 
 
 def simulate_serving(hw: str = "h100-sxm", model: str = "llama-3.1-8b", *, requests: str | Path | None = None,
                      rate: float = 1.0, count: int = 100, arrival: str = "poisson", burstiness: float = 1.0,
                      prompt: int = 512, output: int = 128, lengths: str = "fixed", spread: float = 0.5,
-                     prefix: int = 0, seed: int = 0, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
-                     tp: int = 1, set: Any = (), check: int = 8, **policy: Any) -> ServeResult:
+                     prefix: int = 0, seed: int = 0, users: int = 0, think_s: float = 0.0, set: Any = (),
+                     check: int = 8, **options: Any) -> ServeResult:
     """``memsim serve`` from Python: a request trace (``requests``, a CSV) or ``count`` synthetic requests at
-    ``rate`` a second, on a deployment, under a scheduler (``Policy``'s fields as keywords)."""
+    ``rate`` a second (or sent by ``users`` clients in a closed loop, each ``think_s`` after its last
+    finished), on a deployment (``Deployment``'s fields as keywords) under a scheduler (``Policy``'s)."""
     from memsim import runspec
     from memsim.workload.requests import read_requests, synthetic
 
+    if not isinstance(users, int) or isinstance(users, bool) or not 0 <= users <= 1 << 20:
+        raise ConfigError("must be a whole number of clients from 0", field="users")
+    if not (math.isfinite(think_s) and think_s >= 0):
+        raise ConfigError("must be a time in seconds, not negative", field="think_s")
     reqs = read_requests(Path(requests)) if requests is not None else synthetic(
         count, rate, arrival=arrival, burstiness=burstiness, prompt=prompt, output=output, lengths=lengths,
         spread=spread, seed=seed, prefix=prefix)
-    unknown = sorted(policy.keys() - {f.name for f in dataclasses.fields(Policy)})
+    policy = {f.name for f in dataclasses.fields(Policy)}
+    unknown = sorted(options.keys() - policy - DEPLOYMENT)
     if unknown:
         raise ConfigError(f"unknown keyword {unknown[0]!r}", field=unknown[0])
-    dep = Deployment(hw=hw, model=model, weight_dtype=weight_dtype, kv_dtype=kv_dtype, tp=tp,
-                     set=runspec.overrides(set))
-    result = serve(dep, reqs, Policy(**policy), check=check)
+    dep = Deployment(hw=hw, model=model, set=runspec.overrides(set),
+                     **{k: v for k, v in options.items() if k in DEPLOYMENT})
+    result = serve(dep, reqs, Policy(**{k: v for k, v in options.items() if k in policy}), check=check,
+                   users=users, think_s=think_s)
     return ServeResult(result["requests"], result["steps"], result["summary"])
-
-
-def summary_table(s: dict) -> str:
-    """The console lines of a serving run."""
-    kv = s["kv"]
-    lines = [f"served {s['requests']} requests in {s['span_s']:.4g} s: {s['requests_per_s']:.4g} req/s, "
-             f"{s['output_tokens_per_s']:.4g} output tokens/s ({s['scheduler']})"]
-    for name, key in (("TTFT", "ttft_s"), ("TPOT", "tpot_s"), ("E2E", "e2e_s"), ("queue", "queue_s")):
-        lines.append(f"  {name:<6} ms   p50 {s[key + '_p50'] * 1e3:10.4g}   p90 {s[key + '_p90'] * 1e3:10.4g}   "
-                     f"p99 {s[key + '_p99'] * 1e3:10.4g}")
-    lines.append(f"  goodput          {s['goodput_requests_per_s']:.4g} req/s within TTFT {s['slo']['ttft_s']:g} s "
-                 f"and TPOT {s['slo']['tpot_s']:g} s")
-    lines.append(f"  KV cache         {kv['blocks']:,} blocks of {kv['block_tokens']} tokens in "
-                 f"{', '.join(kv['levels'])}; mean use {kv['mean_utilization']:.1%}, peak {kv['peak_blocks']:,}; "
-                 f"{s['preemptions']} preemptions")
-    lines.append(f"  energy           {s['energy_per_token_j']:.4g} J/token, {s['avg_power_w']:.4g} W while serving")
-    sur = s["surrogate"]
-    lines.append(f"  step times       {sur['grid_steps']} steps simulated; interpolation error on {sur['sampled']} "
-                 f"sampled steps: max {sur['max_error']:.2%}")
-    return "\n".join(lines)

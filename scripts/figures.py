@@ -214,6 +214,21 @@ def validate_llmcompass() -> str:
     return report.llmcompass_markdown(llmcompass.rows())
 
 
+def validate_serving() -> str:
+    """TensorRT-LLM's offline serving throughput (``memsim.validation.serving``; ``scripts/validate.py --serving``)."""
+    from memsim.validation import serving
+
+    return serving.markdown(serving.rows())
+
+
+def serve_capacity() -> str:
+    """Requests a second at a p90 TTFT SLO on three chips (``scripts/capacity.py``)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import capacity
+
+    return capacity.markdown(capacity.study())
+
+
 def memory_wall_table() -> str:
     """The case study's table at N = 1024 (``scripts/memory_wall.py``)."""
     sys.path.insert(0, str(ROOT / "scripts"))
@@ -244,7 +259,8 @@ BLOCKS: dict[str, Callable[[], str]] = {"every-preset": every_preset, "deploymen
                                         "validate-microbench": validate_microbench,
                                         "validate-measured": validate_measured,
                                         "validate-llmcompass": validate_llmcompass,
-                                        "memory-wall": memory_wall_table, "sram-cliff": sram_cliff}
+                                        "memory-wall": memory_wall_table, "sram-cliff": sram_cliff,
+                                        "validate-serving": validate_serving, "serve-capacity": serve_capacity}
 
 
 def markers(name: str) -> tuple[str, str]:

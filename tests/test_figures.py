@@ -26,7 +26,12 @@ def test_differences_compare_numbers_within_one_percent_and_words_exactly():
 SLOW = {"shows", "deployments", "every-preset", "validate-calibration", "validate-microbench"}
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n
+# The blocks that rerun a published experiment whole (minutes): run with -m heavy before changing them.
+HEAVY = {"validate-serving", "serve-capacity"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else
+                                  pytest.param(n, marks=pytest.mark.heavy) if n in HEAVY else n
                                   for n in sorted(figures.BLOCKS)])
 def test_readme_block_is_what_the_script_prints(name):
     written = figures.block_in(figures.page_of(name).read_text(encoding="utf-8"), name)

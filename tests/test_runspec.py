@@ -32,7 +32,7 @@ def test_cli_options_are_runspec_fields_with_the_same_defaults(command):
             assert tuple(p.type.choices) == f.metadata["choices"]
     declared = {f.name for f in fields(RunSpec)}
     own = {"run": {"out", "perfetto", "html"}, "trace": {"output"},
-           "sweep": {"sets", "sweep_file", "out", "workers", "scheduler", "keep", "no_progress"}}[command]
+           "sweep": {"sets", "sweep_file", "out", "workers", "scheduler", "keep", "no_progress", "serve"}}[command]
     assert set(params) - {"help"} <= declared | own
 
 

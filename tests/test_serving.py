@@ -39,6 +39,7 @@ def test_throughput_saturates_and_more_hbm_moves_the_saturation_up():
     assert small[2]["output_tokens_per_s"] < 1.15 * small[1]["output_tokens_per_s"]  # ... then flattens
     assert small[2]["queue_s_p90"] > 2 * small[1]["queue_s_p90"] > 1.0  # while the queue grows
     assert small[2]["kv"]["peak_blocks"] > 0.9 * small[2]["kv"]["blocks"]  # the KV cache is what saturates
+    assert small[2]["limit"]["by"] == "KV cache capacity (hbm)" and small[0]["limit"]["kv_full_fraction"] == 0
     assert big["output_tokens_per_s"] > 1.3 * small[2]["output_tokens_per_s"]
 
 
@@ -92,3 +93,49 @@ def test_bad_serving_options_are_one_line_naming_the_flag(monkeypatch, capsys, t
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and expect in err and err.count("\n") == 1, err
     assert not (tmp_path / "o").exists()
+
+
+def test_chunked_prefill_keeps_p99_tpot_under_a_full_budget_step_where_prefill_first_exceeds_it():
+    from memsim.serving import Deployment
+
+    kw = {"rate": 2.5, "count": 40, "prompt": 8000, "output": 32, "seed": 7}
+    first = memsim.serve(HW, MODEL, **kw)
+    chunked = memsim.serve(HW, MODEL, scheduler="chunked", max_tokens=512, **kw)
+    decodes = int(chunked.steps.decodes.max())
+    assert decodes <= 8 and chunked.steps.tokens.max() <= 512
+    # The bound: the longest step chunked prefill can take here, the whole budget with 8 decodes at their
+    # longest context beside the last chunk of a prompt.
+    bound = Deployment().mixed(((8, 1, 8000 + 32), (1, 512 - 8, 8000 - 504)))[0]
+    assert chunked.summary["tpot_s_p99"] <= bound < first.summary["tpot_s_p99"]
+    assert chunked.summary["surrogate"]["max_error"] <= 0.02
+
+
+def test_disaggregated_serving_sends_each_kv_cache_over_the_link():
+    r = memsim.serve(HW, MODEL, rate=2, count=10, prompt=1000, output=16, prefill=1, decode=1, seed=8)
+    kv = r.summary["kv"]
+    link = memsim.simulate(HW, MODEL, sensitivity=0).chip.interconnect
+    expected = link.latency_ps * 1e-12 + 1001 * kv["bytes_per_token"] / link.achievable(link.count)
+    assert r.requests.handoff_s.to_numpy() == pytest.approx(expected)
+    assert set(r.requests.instance) == {1}  # every sequence decoded on the decode instance
+    assert (r.steps[r.steps.instance == 0].decodes == 0).all()
+    assert r.summary["handoff"]["energy_j"] > 0 and r.summary["deployment"]["layout"].startswith("1 prefill + 1 decode")
+
+
+def test_swapping_to_host_memory_frees_hbm_without_recomputing():
+    kw = {"rate": 50, "count": 60, "prompt": 512, "output": 512, "seed": 9, "set": {"hbm.capacity": "17GB"}}
+    swap = memsim.serve(HW, MODEL, preemption="swap", **kw).summary
+    assert swap["preemptions"] > 0 and swap["swapped_blocks"] > 0 and swap["kv"]["host"] == "ddr"
+    assert swap["requests"] == 60
+
+
+def test_a_closed_loop_of_users_holds_that_many_requests_in_flight():
+    s = memsim.serve(HW, MODEL, users=4, count=40, prompt=256, output=32).summary
+    assert 3.5 < s["mean_in_system"] <= 4.0  # four clients, each always waiting on its request
+    assert s["mean_in_system"] == pytest.approx(s["requests_per_s"] * s["e2e_s_mean"], rel=0.02)
+
+
+def test_replicas_serve_more_at_the_same_latency():
+    kw = {"rate": 40, "count": 200, "prompt": 1024, "output": 128, "seed": 10}
+    one, two = memsim.serve(HW, MODEL, **kw).summary, memsim.serve(HW, MODEL, replicas=2, **kw).summary
+    assert two["ttft_s_p90"] < one["ttft_s_p90"]
+    assert two["deployment"]["replicas"] == 2

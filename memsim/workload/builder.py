@@ -1,82 +1,35 @@
-"""Build the operator DAG of one step of a transformer: decode or prefill.
+"""Build the operator DAG of one step of a transformer: decode, prefill, or a mixed step.
 
 A step processes ``tokens`` new tokens per sequence for ``batch`` sequences on top of a
 KV cache holding ``context`` tokens (decode: tokens=1, context=C; prefill: tokens=P,
-context=0). A speculative verify step is a decode step of K+1 tokens on the cache: its
-queries attend to the cache and to each other causally, and every one of them gets logits
-(the target checks each drafted token), where a prefill computes logits for its last.
+context=0). A mixed step (a serving scheduler's: decodes at their own contexts beside prefill
+chunks) is a list of segments, each ``sequences`` sequences of ``tokens`` new tokens on
+``context`` cached ones: its GEMMs run on every segment's rows together, and each segment has
+its own attention op at its own shape (as serving stacks launch prefill and decode attention
+separately), each reading its share of the queries, keys and values. A speculative verify step is a
+decode step of K+1 tokens on the cache: its queries attend to the cache and to each other causally,
+and every one of them gets logits (the target checks each drafted token), where a prefill computes
+logits for its last.
 Decoders (GPT-2, Llama family with grouped-query attention) and encoders (BERT) are supported.
 """
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import math
 import warnings
-from dataclasses import dataclass
 
 from memsim.errors import ConfigError, MemsimWarning, run_field
-from memsim.workload.dtypes import KV_DTYPES, WEIGHT_DTYPES, nbytes, weight_storage_bytes
+from memsim.workload.dtypes import nbytes, weight_storage_bytes
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
 from memsim.workload.meta import StepMeta
-from memsim.workload.models import MAX_SHAPE, ModelConfig
+from memsim.workload.models import ModelConfig
 from memsim.workload.moe import moe_mlp
+from memsim.workload.step import StepSpec, split
+
+__all__ = ["StepSpec", "build_step", "shard", "split"]
 
 # Vector operations per element, for the FLOP count of memory-bound ops.
 FLOPS_PER_ELEMENT = {"add": 1, "rope": 6, "silu_mul": 5, "gelu": 8, "layernorm": 8, "rmsnorm": 5}
-
-
-@dataclass(frozen=True, slots=True)
-class StepSpec:
-    phase: str  # decode | prefill
-    batch: int
-    tokens: int  # new tokens per sequence in this step
-    context: int  # tokens already in the KV cache
-    weight_dtype: str = "bf16"
-    kv_dtype: str = "bf16"
-    act_dtype: str = "bf16"
-    group_size: int = 128  # int4 weights: one scale and zero point per this many weights
-    tp: int = 1  # tensor-parallel ranks: the DAG describes one rank's shard
-    expert_parallel: bool = False  # MoE experts are spread over the tp ranks instead of split
-    logits: bool = True  # False for a prefill chunk that is not the last: no LM head yet
-    quantize_embeddings: bool = False  # the embedding table is stored in ``weight_dtype`` (else ``act_dtype``)
-    embedding_shards: int = 1  # vocabulary shards of the embedding table, looked up one after another
-
-    @classmethod
-    def make(cls, phase: str, batch: int = 1, context: int = 0, prompt: int = 0,
-             weight_dtype: str = "bf16", kv_dtype: str = "bf16", group_size: int = 128, tp: int = 1,
-             expert_parallel: bool = False, tokens: int = 1, quantize_embeddings: bool = False,
-             embedding_shards: int = 1) -> StepSpec:
-        """``tokens``: a decode step's new tokens per sequence (K+1 for a speculative verify step)."""
-        if phase not in ("decode", "prefill"):
-            raise ConfigError(f"unknown phase {phase!r} for one step (decode, prefill)", field=run_field("phase"))
-        if weight_dtype not in WEIGHT_DTYPES:
-            raise ConfigError(f"{weight_dtype!r} is not one of {', '.join(WEIGHT_DTYPES)}", field=run_field("weight_dtype"))
-        if kv_dtype not in KV_DTYPES:
-            raise ConfigError(f"{kv_dtype!r} is not one of {', '.join(KV_DTYPES)}", field=run_field("kv_dtype"))
-        for value, option in ((batch, run_field("batch")), (context, run_field("context")), (prompt, run_field("prompt")),
-                              (group_size, run_field("group_size")), (tp, run_field("tp")), (tokens, run_field("draft_k"))):
-            if value > MAX_SHAPE:
-                raise ConfigError(f"must be at most {MAX_SHAPE}", field=option)
-        if batch < 1:
-            raise ConfigError("must be at least 1", field=run_field("batch"))
-        if group_size < 1:
-            raise ConfigError("must be at least 1", field=run_field("group_size"))
-        if tp < 1:
-            raise ConfigError("must be at least 1", field=run_field("tp"))
-        if phase == "decode":
-            if context < 0:
-                raise ConfigError("must not be negative", field=run_field("context"))
-            if tokens < 1:
-                raise ConfigError("a decode step takes at least 1 token", field=run_field("draft_k"))
-            return cls(phase, batch, tokens, context, weight_dtype, kv_dtype, group_size=group_size, tp=tp,
-                       expert_parallel=expert_parallel, quantize_embeddings=quantize_embeddings,
-                       embedding_shards=embedding_shards)
-        if prompt < 1:
-            raise ConfigError(f"prefill needs {run_field('prompt')} of at least 1 token", field=run_field("prompt"))
-        return cls(phase, batch, prompt, 0, weight_dtype, kv_dtype, group_size=group_size, tp=tp,
-                   expert_parallel=expert_parallel, quantize_embeddings=quantize_embeddings,
-                   embedding_shards=embedding_shards)
 
 
 class _Builder:
@@ -85,7 +38,7 @@ class _Builder:
         self.g = OpGraph(meta=StepMeta(model=m.name, arch=m.arch, phase=s.phase, batch=s.batch, tokens=s.tokens,
                                        context=s.context, weight_dtype=s.weight_dtype, kv_dtype=s.kv_dtype,
                                        group_size=s.group_size, tp=s.tp, expert_parallel=s.expert_parallel))
-        self.rows = s.batch * s.tokens
+        self.rows = sum(n * t for n, t, _ in s.segments) if s.segments else s.batch * s.tokens
 
     # -- tensors ---------------------------------------------------------------
     def tensor(self, name: str, shape: tuple[int, ...], klass: str, dtype: str | None = None) -> str:
@@ -114,13 +67,15 @@ class _Builder:
            **dims: int) -> None:
         self.g.add_op(Op(name, kind, layer, self.s.act_dtype, flops, inputs, outputs, tuple(sorted(dims.items()))))
 
-    def matmul(self, name: str, layer: int, x: str, n: int, out: str, rows: int | None = None,
+    def matmul(self, name: str, layer: int, x: str | tuple[str, ...], n: int, out: str, rows: int | None = None,
                bias: bool | None = None) -> str:
+        """``x``: the input, or the row blocks it comes in (a mixed step's attention outputs)."""
         rows = rows or self.rows
-        k = self.g.tensors[x].shape[-1]
+        xs = (x,) if isinstance(x, str) else x
+        k = self.g.tensors[xs[0]].shape[-1]
         w = self.projection(f"{name}.weight", (k, n))
         self.act(out, n, rows)
-        self.op(name, "matmul", layer, 2 * rows * n * k, self.full(x, w, *self.bias(name, n, bias)), (out,),
+        self.op(name, "matmul", layer, 2 * rows * n * k, self.full(*xs, w, *self.bias(name, n, bias)), (out,),
                 m=rows, n=n, k=k)
         return out
 
@@ -149,23 +104,36 @@ class _Builder:
             self.tensor(p, (h,), "weight")
         return self.vector(name, "norm", layer, (x,), f"{name}.out", h, FLOPS_PER_ELEMENT[kind], params)
 
-    def attention(self, name: str, layer: int, q: str, k: str, v: str) -> str:
-        m, s = self.m, self.s
+    def attention(self, name: str, layer: int, q: str, k: str, v: str) -> str | tuple[str, ...]:
+        """The step's attention op; a mixed step's, one per segment (its outputs, in row blocks)."""
+        s = self.s
+        if not s.segments:
+            return self.attention_op(name, layer, (q, k, v), s.batch, s.tokens, s.context, self.rows)
+        outs = []
+        for j, (n, t, c) in enumerate(s.segments):
+            share = n * t / self.rows
+            reads = tuple(Read(x, math.ceil(self.g.tensors[x].bytes * share)) for x in (q, k, v))
+            outs.append(self.attention_op(f"{name}.s{j}", layer, reads, n, t, c, n * t))
+        return tuple(outs)
+
+    def attention_op(self, name: str, layer: int, qkv: tuple[str, ...] | tuple[Read, ...], batch: int, t: int,
+                     c: int, rows: int) -> str:
+        """``batch`` sequences of ``t`` new tokens attending to ``c`` cached ones and to each other."""
+        m = self.m
         hd, kvh = m.head_dim, m.kv_heads
-        ins = [q, k, v]
-        if s.context:
-            ins += [self.tensor(f"{name}.k_cache", (s.batch, kvh, s.context, hd), "kv"),
-                    self.tensor(f"{name}.v_cache", (s.batch, kvh, s.context, hd), "kv")]
-        outs = [self.act(f"{name}.out", m.heads * hd)]
+        ins = [r if isinstance(r, Read) else Read(r, self.g.tensors[r].bytes) for r in qkv]
+        if c:
+            ins += self.full(self.tensor(f"{name}.k_cache", (batch, kvh, c, hd), "kv"),
+                             self.tensor(f"{name}.v_cache", (batch, kvh, c, hd), "kv"))
+        outs = [self.act(f"{name}.out", m.heads * hd, rows)]
         if not m.is_encoder:  # decoders append this step's keys and values to the cache
-            outs += [self.tensor(f"{name}.k_new", (s.batch, kvh, s.tokens, hd), "kv"),
-                     self.tensor(f"{name}.v_new", (s.batch, kvh, s.tokens, hd), "kv")]
+            outs += [self.tensor(f"{name}.k_new", (batch, kvh, t, hd), "kv"),
+                     self.tensor(f"{name}.v_new", (batch, kvh, t, hd), "kv")]
         causal = 0 if m.is_encoder else 1
-        t, c = s.tokens, s.context
         pairs = t * (c + t) if not causal else t * c + t * (t + 1) // 2
-        flops = 4 * s.batch * m.heads * pairs * hd  # QK^T and PV
-        self.op(name, "attention", layer, flops, self.full(*ins), tuple(outs),
-                batch=s.batch, heads=m.heads, kv_heads=kvh, q_len=t, kv_len=c + t, head_dim=hd,
+        flops = 4 * batch * m.heads * pairs * hd  # QK^T and PV
+        self.op(name, "attention", layer, flops, tuple(ins), tuple(outs),
+                batch=batch, heads=m.heads, kv_heads=kvh, q_len=t, kv_len=c + t, head_dim=hd,
                 causal=causal, pairs=pairs)
         return outs[0]
 
@@ -233,7 +201,7 @@ class _Builder:
         x = self.norm("final_norm", -1, x)
         # A prefill needs logits at the last position of each sequence only; a decode step (a
         # speculative verify step of several tokens) at every new position.
-        last, rows = x, self.rows if s.phase == "decode" else s.batch
+        last, rows = x, self.rows if s.phase == "decode" else s.batch  # mixed: each sequence's last
         if rows < self.rows:
             last = self.act("final_norm.last", h, s.batch)
             self.g.add_op(Op("take_last", "elementwise", -1, s.act_dtype, 0,
@@ -329,34 +297,13 @@ class _Builder:
         return self.norm(f"{p}.mlp_norm", i, x2)
 
 
-def split(step: StepSpec, parts: int, prompt_chunks: bool = False) -> tuple[StepSpec, ...]:
-    """The micro-batches a step runs as, one after another through a pipeline: the batch split
-    evenly, or else a prefill's prompt split into chunks that each attend to the ones before
-    (only the last computes logits). With ``prompt_chunks`` (a layer-pipelined chip streaming a
-    prefill through its regions) the prompt is split whatever the batch: were the batch split
-    whenever it divides, one sequence more could switch a prefill to prompt chunks and make it
-    faster (batch parts each compute their sequences' logits, streaming the LM head once each)."""
-    if parts < 1:
-        raise ConfigError("must be at least 1", field=run_field("microbatches"))
-    if parts == 1:
-        return (step,)
-    chunked = step.phase == "prefill" and step.tokens >= parts
-    if step.batch % parts == 0 and not (prompt_chunks and chunked):
-        return (dataclasses.replace(step, batch=step.batch // parts),) * parts
-    if chunked:
-        bounds = [step.tokens * k // parts for k in range(parts + 1)]
-        return tuple(dataclasses.replace(step, tokens=b - a, context=step.context + a, logits=k == parts - 1)
-                     for k, (a, b) in enumerate(itertools.pairwise(bounds)))
-    raise ConfigError(f"{parts} micro-batches split neither the batch of {step.batch} nor the "
-                      f"{step.tokens} tokens of a prefill", field=run_field("microbatches"))
-
-
 def build_step(model: ModelConfig, step: StepSpec) -> OpGraph:
     """The operator DAG of one step of ``model``."""
-    if model.is_encoder and step.phase == "decode":
+    if model.is_encoder and step.phase in ("decode", "mixed"):
         raise ConfigError(f"{model.name} is an encoder: use {run_field('phase')} prefill", field=run_field("phase"))
-    if step.context + step.tokens > model.max_positions:  # architects do simulate longer contexts
-        warnings.warn(MemsimWarning(f"{run_field('context')}/{run_field('prompt')}: {step.context + step.tokens} tokens exceed "
+    longest = max((c + t for _, t, c in step.segments), default=step.context + step.tokens)
+    if longest > model.max_positions:  # architects do simulate longer contexts
+        warnings.warn(MemsimWarning(f"{run_field('context')}/{run_field('prompt')}: {longest} tokens exceed "
                                     f"{model.name}'s {model.max_positions} positions"), stacklevel=2)
     if step.embedding_shards > 1 and model.tie_embeddings:
         raise ConfigError(f"{model.name}'s LM head reads its whole embedding table (they are tied): the table "

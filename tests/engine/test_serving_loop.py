@@ -69,3 +69,62 @@ def test_the_time_in_system_integral_is_littles_law():
     seqs, _, area = serve(reqs(*specs), "prefill_first", Limits(kv_blocks=2000), step_time)
     span = max(s.end_s for s in seqs) - min(s.arrival_s for s in seqs)
     assert area / span == pytest.approx(len(seqs) / span * sum(s.end_s - s.arrival_s for s in seqs) / len(seqs))
+
+
+def test_chunked_prefill_splits_a_long_prompt_and_keeps_decoding_every_step():
+    specs = [(0.0, 40, 30), (0.01, 1000, 2)]  # a long prompt arrives while the first request decodes
+    limits = Limits(kv_blocks=1000, max_tokens=128)
+    seqs, steps, _ = serve(reqs(*specs), "chunked", limits, step_time)
+    assert max(r["tokens"] for r in steps) <= 128
+    long_steps = [r for r in steps if r["prefills"] and r["start_s"] >= 0.01 and r["start_s"] < seqs[1].first_token_s]
+    assert len(long_steps) >= 1000 // 128  # its prompt in chunks ...
+    assert all(r["decodes"] == 1 for r in long_steps if r["start_s"] < seqs[0].end_s)  # ... beside the decodes
+    first, _, _ = serve(reqs(*specs), "prefill_first", limits, step_time)
+    # the decode is not stalled by the whole prefill
+    assert seqs[0].end_s - seqs[0].first_token_s < first[0].end_s - first[0].first_token_s
+
+
+def test_swap_preemption_moves_blocks_to_the_host_and_back_without_recomputing():
+    specs = [(0.0, 20, 40), (0.0, 20, 40)]
+    computed = []
+
+    def timed(batch):
+        computed.append(sum(t for _, t, _ in batch.prefills))
+        return step_time(batch)
+
+    limits = Limits(kv_blocks=4, block_tokens=16, preemption="swap", swap_blocks=8)
+    seqs, steps, _ = serve(reqs(*specs), "prefill_first", limits, timed)
+    assert sum(s.preemptions for s in seqs) >= 1 and sum(r["swapped_blocks"] for r in steps) >= 2
+    assert sum(computed) == 40  # each prompt prefilled once: nothing recomputed
+    assert all(s.generated == s.output for s in seqs)
+
+
+def test_a_closed_loop_keeps_at_most_its_users_in_the_system():
+    specs = [(0.0, 50, 10)] * 9
+    seqs, _, _ = serve(reqs(*specs), "prefill_first", Limits(kv_blocks=1000), step_time, users=3, think_s=0.5)
+    for k in range(3, 9):  # a client sends its next request its think time after the last one ended
+        assert seqs[k].arrival_s == pytest.approx(seqs[k - 3].end_s + 0.5)
+    events = sorted([(s.arrival_s, 1) for s in seqs] + [(s.end_s, -1) for s in seqs], key=lambda e: (e[0], e[1]))
+    level = peak = 0
+    for _, change in events:
+        level += change
+        peak = max(peak, level)
+    assert peak == 3
+
+
+def test_replicas_share_the_load_and_disaggregation_sends_prefilled_sequences_to_decode():
+    from memsim.engine.serving import Instance, serve_instances
+
+    limits = Limits(kv_blocks=1000)
+    both = [Instance(scheduler="prefill_first", limits=limits, step_time=step_time)] * 2
+    seqs, steps, _ = serve_instances(reqs((0.0, 100, 5), (0.0, 100, 5)), both)
+    assert {s.instance for s in seqs} == {0, 1}
+    assert seqs[0].first_token_s == seqs[1].first_token_s == pytest.approx(step_time_of(prefill=100))
+    split = [Instance(scheduler="prefill_first", limits=limits, step_time=step_time, role="prefill"),
+             Instance(scheduler="decode_only", limits=limits, step_time=step_time, role="decode")]
+    seqs, steps, _ = serve_instances(reqs((0.0, 100, 5), (0.5, 100, 5)), split, handoff=lambda s: 0.01)
+    assert all(r["decodes"] == 0 for r in steps if r["instance"] == 0)
+    assert all(r["prefills"] == 0 for r in steps if r["instance"] == 1)
+    s = seqs[0]
+    assert s.handoff_s == pytest.approx(0.01) and s.instance == 1
+    assert s.end_s - s.first_token_s == pytest.approx(0.01 + 4 * step_time_of(decodes=1))

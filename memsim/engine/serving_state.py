@@ -1,0 +1,126 @@
+"""What a serving instance holds between steps: its limits, its sequences, its queue and its KV blocks.
+
+The KV cache is paged: ``Limits.kv_blocks`` blocks of ``block_tokens`` tokens each. A sequence holds
+the blocks of its context. A scheduler (``engine.schedulers``) reads and changes a ``State`` to form
+each step's ``Batch``; the loop (``engine.serving``) times the batch and advances the sequences.
+"""
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+PREEMPTION = ("recompute", "swap")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Limits:
+    kv_blocks: int  # blocks the KV cache has, per rank
+    block_tokens: int = 16
+    max_seqs: int = 256  # sequences in one step
+    max_tokens: int = 8192  # tokens computed in one step (prefill_first: a prompt counts whole; chunked: the budget)
+    prefix_caching: bool = False
+    preemption: str = "recompute"  # or swap: a preempted sequence's blocks go to the host level and come back
+    swap_blocks: int = 0  # blocks the host level has room for (swap)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Batch:
+    """One step's work: each prefill's (sequence, tokens computed, context before them), each decode's
+    (sequence, context before its new token), and the KV blocks swapped out to and in from the host."""
+    prefills: tuple[tuple[int, int, int], ...] = ()
+    decodes: tuple[tuple[int, int], ...] = ()
+    swap_out: int = 0
+    swap_in: int = 0
+
+    @property
+    def tokens(self) -> int:
+        return sum(t for _, t, _ in self.prefills) + len(self.decodes)
+
+
+@dataclass(kw_only=True, eq=False)  # a sequence is itself: compared by identity
+class Seq:
+    id: int
+    arrival_s: float
+    prompt: int
+    output: int
+    prefix_id: str = ""
+    prefix: int = 0
+    generated: int = 0
+    prefilled: int = 0  # of the prompt and ``recompute``, the tokens whose KV is computed
+    blocks: int = 0
+    shared: int = 0  # of ``blocks``, those of a cached prefix it shares
+    scheduled_s: float | None = None
+    first_token_s: float | None = None
+    end_s: float | None = None
+    preemptions: int = 0
+    recompute: int = 0  # tokens generated before a preemption, prefilled again with the prompt
+    swapped: int = 0  # blocks it holds on the host level, swapped out
+    handoff_s: float = 0.0  # disaggregated: the time its KV cache took to reach the decode instance
+    instance: int = 0  # the instance that served it (its decode instance, disaggregated)
+
+    @property
+    def context(self) -> int:
+        return self.prompt + self.generated
+
+    @property
+    def to_prefill(self) -> int:
+        return self.prompt + self.recompute
+
+    @property
+    def decoding(self) -> bool:
+        return self.prefilled >= self.to_prefill
+
+    def row(self) -> dict:
+        """A finished sequence's times: queueing, time to first token, per output token, end to end."""
+        assert self.scheduled_s is not None and self.first_token_s is not None and self.end_s is not None
+        return {"id": self.id, "arrival_s": self.arrival_s, "prompt_tokens": self.prompt,
+                "output_tokens": self.output, "queue_s": self.scheduled_s - self.arrival_s,
+                "ttft_s": self.first_token_s - self.arrival_s,
+                "tpot_s": (self.end_s - self.first_token_s) / (self.output - 1) if self.output > 1 else 0.0,
+                "e2e_s": self.end_s - self.arrival_s, "preemptions": self.preemptions,
+                "handoff_s": self.handoff_s, "instance": self.instance}
+
+
+@dataclass(kw_only=True)
+class State:
+    """What a scheduler sees and changes: the queue, the running and swapped sequences and the free blocks."""
+    limits: Limits
+    waiting: deque = field(default_factory=deque)
+    running: list = field(default_factory=list)
+    swapped: deque = field(default_factory=deque)  # preempted to the host level, to come back in order
+    free: int = 0
+    swap_free: int = 0
+    prefixes: dict = field(default_factory=dict)  # prefix id -> blocks cached
+    swap_out: int = 0  # blocks moved out and in while forming this step
+    swap_in: int = 0
+
+    def __post_init__(self) -> None:
+        self.free = self.free or self.limits.kv_blocks
+        self.swap_free = self.limits.swap_blocks
+
+    def blocks_for(self, tokens: int) -> int:
+        return math.ceil(tokens / self.limits.block_tokens)
+
+    def admit_blocks(self, seq: Seq) -> tuple[int, int]:
+        """Blocks a sequence takes to prefill, and of them those a cached prefix already holds."""
+        need = self.blocks_for(seq.to_prefill)
+        cached = self.prefixes.get(seq.prefix_id, 0) if self.limits.prefix_caching and seq.prefix_id else 0
+        return need, min(cached, need)
+
+    def release(self, seq: Seq) -> None:
+        """A sequence leaves this instance (finished, or handed to a decode instance): its blocks are free."""
+        self.running.remove(seq)
+        self.free += seq.blocks - seq.shared
+        seq.blocks = seq.shared = 0
+
+    def swaps(self) -> tuple[int, int]:
+        """The blocks swapped out and in since the last step was formed."""
+        out, back = self.swap_out, self.swap_in
+        self.swap_out = self.swap_in = 0
+        return out, back
+
+    @property
+    def load(self) -> int:
+        """Sequences on this instance, for a router: waiting, running and swapped."""
+        return len(self.waiting) + len(self.running) + len(self.swapped)

@@ -1,0 +1,169 @@
+"""Sweeps of serving runs (``memsim sweep --serve``): the cartesian product of swept serving keywords
+(``rate``, ``max_tokens``, ``scheduler``, ``replicas`` ...: those of ``memsim.serve``) and hardware fields
+(``hbm.capacity``, ``sram.capacity``, ``hbm.bandwidth`` ...), each point one ``memsim.serve`` run on a
+local process pool, into ``results.csv``: the swept values (quantities also in base units) and the
+point's ``serve.json`` flattened, or its error. ``capacity`` reads a "requests a second at an SLO" table
+off the results: for each setting of the other swept fields, the highest swept rate whose p90 time to
+first token (or another percentile's column) meets the SLO.
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from memsim.atomic import atomic_write_text
+from memsim.errors import ConfigError, MemsimError, run_field
+
+SERVE_FIELDS = ("hw", "model", "weight_dtype", "kv_dtype", "tp")  # the sweep command's own options a serve run takes
+
+
+def keywords() -> dict[str, type]:
+    """The serving keywords a point may sweep or fix, and each one's type."""
+    from memsim.serving import Deployment, Policy, simulate_serving
+
+    found: dict[str, type] = {}
+    for name, param in inspect.signature(simulate_serving).parameters.items():
+        if param.kind is param.KEYWORD_ONLY and name not in ("set", "check", "requests"):
+            found[name] = type(param.default)
+    for cls in (Deployment, Policy):
+        for f in dataclasses.fields(cls):
+            if f.name not in ("hw", "model", "set"):
+                found[f.name] = type(f.default)
+    return found
+
+
+def parse_value(name: str, kind: type, value: str) -> Any:
+    try:
+        if kind is bool:
+            if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                raise ValueError
+            return value.lower() in ("true", "1", "yes")
+        return kind(float(value)) if kind is int and float(value).is_integer() else kind(value)
+    except ValueError:
+        raise ConfigError(f"{name}: {value!r} is not a {kind.__name__}", field=run_field("set")) from None
+
+
+def split(point: dict[str, str]) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """A point's serving keywords (typed) and its hardware overrides."""
+    known = keywords()
+    options, sets = {}, []
+    for name, value in point.items():
+        if name in known:
+            options[name] = parse_value(name, known[name], value)
+        elif "." in name:
+            sets.append((name, value))
+        else:
+            raise ConfigError(f"{name}: neither a serving keyword ({', '.join(sorted(known))}) nor a hardware field",
+                              field=run_field("set"))
+    return options, sets
+
+
+def run_point(base: dict[str, Any], point: dict[str, str]) -> dict[str, Any]:
+    """One serving run; never raises: a failure is the row's ``error``."""
+    import warnings
+
+    from memsim.serving import simulate_serving
+    from memsim.sweep import flatten
+    from memsim.sweep_values import with_numbers
+
+    row: dict[str, Any] = with_numbers(point)
+    try:
+        options, sets = split(point)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = simulate_serving(**{**base, **options, "set": [*base.get("set", ()), *sets]})
+        return {**row, "error": "", **flatten(result.summary)}
+    except MemsimError as exc:
+        return {**row, "error": exc.one_line()}
+    except Exception as exc:  # a sweep records every failure and goes on
+        return {**row, "error": f"{type(exc).__name__}: {exc}"}
+
+
+def run(base: dict[str, Any], sweeps: dict[str, list[str]], out: Path, workers: int | None = None) -> pd.DataFrame:
+    """Every point, on ``workers`` processes; writes ``out/results.csv`` (in the points' order) and returns it."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from memsim.sweep import points, pool_size, size, worker_start
+
+    todo = list(points(sweeps))
+    for point in todo[:1]:
+        split(point)  # a misnamed field: one line before any point runs
+    known = keywords()
+    for name, values in sweeps.items():
+        for value in values if name in known else ():
+            parse_value(name, known[name], value)
+    n = pool_size(workers, size(sweeps))
+    if n == 1:
+        rows = [run_point(base, p) for p in todo]
+    else:
+        import os
+
+        with ProcessPoolExecutor(n, initializer=worker_start, initargs=(os.getpid(),)) as pool:
+            rows = list(pool.map(run_point, [base] * len(todo), todo))
+    frame = pd.DataFrame(rows)
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out / "results.csv", frame.to_csv(index=False))
+    return frame
+
+
+def capacity(results: pd.DataFrame, column: str = "ttft_s_p90") -> pd.DataFrame:
+    """For each setting of the fields swept besides ``rate``, the highest swept rate whose ``column`` meets the
+    point's own SLO (``slo.ttft_s``: ``--set slo_ttft_s=...``), with its throughput (NaN: no rate met it)."""
+    if "rate" not in results or column not in results:
+        return pd.DataFrame()
+    slo = results["slo.tpot_s" if column.startswith("tpot") else "slo.ttft_s"]
+    ok = results[(results["error"].fillna("") == "") & (results[column] <= slo)]
+    others = [c for c in _swept(results) if c != "rate" and not c.endswith(("_bytes", "_bytes_per_s", "_s"))]
+    groups = results.groupby(others, sort=False) if others else [((), results)]
+    rows = []
+    for key, group in groups:
+        met = ok.loc[ok.index.intersection(group.index)]
+        best = met.loc[met.rate.astype(float).idxmax()] if len(met) else None
+        rows.append({**dict(zip(others, key if isinstance(key, tuple) else (key,))),
+                     "rate_at_slo": float(best.rate) if best is not None else math.nan,
+                     "output_tokens_per_s": float(best.output_tokens_per_s) if best is not None else math.nan})
+    return pd.DataFrame(rows)
+
+
+def command(base: dict[str, Any], sweeps: dict[str, list[str]], out: Path, workers: int | None) -> list[str]:
+    """``memsim sweep --serve``: run the points; the console's lines."""
+    from memsim.sweep import size
+
+    lines = [f"sweeping serving runs over {', '.join(f'{k} ({len(v)})' for k, v in sweeps.items())}: "
+             f"{size(sweeps)} points -> {out}"]
+    frame = run(base, sweeps, out, workers)
+    shown = [c for c in (*_swept(frame), "requests_per_s", "output_tokens_per_s", "ttft_s_p90", "tpot_s_p90",
+                         "goodput_requests_per_s", "error") if c in frame]
+    lines.append(frame[shown].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    table = capacity(frame)
+    if len(table):
+        lines.append("requests a second at the p90 TTFT SLO:")
+        lines.append(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    failed = int((frame["error"].fillna("") != "").sum())
+    lines.append(f"wrote {out / 'results.csv'}: {len(frame)} points, {failed} failed")
+    if failed == len(frame):
+        raise MemsimError(f"every point failed; the first: {frame['error'].iloc[0]}", file=str(out / "results.csv"))
+    return lines
+
+
+def _swept(results: pd.DataFrame) -> list[str]:
+    """The swept fields: the columns before ``error``."""
+    cols = list(results.columns)
+    return cols[:cols.index("error")] if "error" in cols else []
+
+
+def base_of(spec_values: dict[str, Any]) -> dict[str, Any]:
+    """The sweep command's options a serving run takes; any other run option given is refused."""
+    from memsim.runspec import defaults
+
+    given = {k: v for k, v in spec_values.items() if v is not None and v != defaults().get(k) and v != ()}
+    extra = sorted(set(given) - set(SERVE_FIELDS))
+    if extra:
+        raise ConfigError(f"not an option of a serving run: sweep serving keywords with {run_field('set')}",
+                          field=run_field(extra[0]))
+    return {k: spec_values[k] for k in SERVE_FIELDS if spec_values.get(k) is not None}

@@ -1,0 +1,49 @@
+"""memsim sweep --serve: serving runs over swept keywords and hardware fields, and capacity at an SLO."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from memsim import cli, serve_sweep
+from memsim.errors import ConfigError
+
+
+def test_a_point_splits_into_typed_serving_keywords_and_hardware_overrides():
+    options, sets = serve_sweep.split({"rate": "4", "count": "20", "prefix_caching": "true", "hbm.capacity": "40GB"})
+    assert options == {"rate": 4.0, "count": 20, "prefix_caching": True}
+    assert sets == [("hbm.capacity", "40GB")]
+    with pytest.raises(ConfigError, match="neither a serving keyword"):
+        serve_sweep.split({"batch": "8"})
+    with pytest.raises(ConfigError, match="'many' is not a int"):
+        serve_sweep.split({"count": "many"})
+
+
+def test_capacity_is_the_highest_rate_meeting_each_points_own_slo():
+    results = pd.DataFrame({"rate": [1, 2, 4, 1, 2, 4], "hbm.capacity": ["40GB"] * 3 + ["80GB"] * 3,
+                            "hbm.capacity_bytes": [40e9] * 3 + [80e9] * 3, "error": [""] * 6,
+                            "ttft_s_p90": [0.1, 0.6, 3.0, 0.1, 0.2, 0.45], "slo.ttft_s": [0.5] * 6,
+                            "slo.tpot_s": [0.1] * 6, "output_tokens_per_s": [10, 20, 30, 10, 20, 40]})
+    table = serve_sweep.capacity(results)
+    assert table.to_dict("records") == [{"hbm.capacity": "40GB", "rate_at_slo": 1.0, "output_tokens_per_s": 10.0},
+                                        {"hbm.capacity": "80GB", "rate_at_slo": 4.0, "output_tokens_per_s": 40.0}]
+
+
+def test_the_command_sweeps_serving_runs_and_refuses_a_step_option(monkeypatch, capsys, tmp_path):
+    def memsim_cli(*args):
+        monkeypatch.setattr("sys.argv", ["memsim", "sweep", "--serve", *args])
+        try:
+            cli.entry()
+        except SystemExit as exc:
+            return exc.code, capsys.readouterr()
+        return 0, capsys.readouterr()
+
+    code, io = memsim_cli("--set", "rate=2,200", "--set", "count=12", "--set", "output=8", "--set", "slo_ttft_s=0.05",
+                          "--workers", "1", "--out", str(tmp_path / "s"))
+    assert code == 0, io.err
+    results = pd.read_csv(tmp_path / "s" / "results.csv")
+    assert list(results.rate) == [2, 200] and (results.requests == 12).all()
+    assert results.ttft_s_p90[1] > results.ttft_s_p90[0]  # a queue at the higher rate
+    assert "requests a second at the p90 TTFT SLO" in io.out
+    code, io = memsim_cli("--batch", "8", "--set", "rate=1,2", "--out", str(tmp_path / "t"))
+    assert code == 2 and "--batch" in io.err and len(io.err.strip().splitlines()) == 1
+    assert not (tmp_path / "t").exists()
