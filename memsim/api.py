@@ -255,11 +255,11 @@ def load_chip_spec(hw: str, sets: Iterable[tuple[str, str]] = ()) -> tuple[hardw
     return _load_chip(hw, sets)
 
 
-def step_summary(chip: hardware.ChipSpec, hw_file: str, graph: workload.OpGraph) -> dict:
-    """One step's summary on a loaded chip (``load_chip_spec``), without its tables or the estimates' report: a
-    serving run's steps, many on one chip."""
+def step_summary(chip: hardware.ChipSpec, hw_file: str, graph: workload.OpGraph, pp: int = 1) -> dict:
+    """One step's summary on a loaded chip (``load_chip_spec``; ``pp`` pipeline stages of them), without its
+    tables or the estimates' report: a serving run's steps, many on one chip."""
     with _blamed(hw_file):
-        plan, result = powercap.run(chip, lambda at: mapping.make_plan(graph, at, mapping.Grid.of(graph, 1)),
+        plan, result = powercap.run(chip, lambda at: mapping.make_plan(graph, at, mapping.Grid.of(graph, pp)),
                                     lambda p: engine.run(p, fast_forward=True, memoize=True))
     return report.summarize(graph, plan, result, ())
 

@@ -16,6 +16,8 @@ from memsim.errors import MemsimError
 @click.option("--weight-dtype", default="bf16", show_default=True, help="weight format")
 @click.option("--kv-dtype", default="bf16", show_default=True, help="KV-cache format")
 @click.option("--tp", default=1, show_default=True, type=int, help="tensor-parallel ranks: chips to an instance")
+@click.option("--pp", default=1, show_default=True, type=int,
+              help="pipeline stages to an instance (run as that many virtual engines)")
 @click.option("--replicas", default=1, show_default=True, type=int, help="instances serving whole requests")
 @click.option("--prefill-instances", "prefill", default=0, show_default=True, type=int,
               help="disaggregated serving: instances that prefill (with --decode-instances)")
@@ -52,7 +54,7 @@ from memsim.errors import MemsimError
 @click.option("--slo-ttft", default=1.0, show_default=True, type=float, help="goodput: time to first token, s")
 @click.option("--slo-tpot", default=0.1, show_default=True, type=float, help="goodput: time per output token, s")
 @click.option("--out", type=click.Path(file_okay=False), help="folder for requests.csv, steps.csv and serve.json")
-def serve_cmd(hw, model, weight_dtype, kv_dtype, tp, replicas, prefill, decode, handoff_link, sets, trace, rate, count,
+def serve_cmd(hw, model, weight_dtype, kv_dtype, tp, pp, replicas, prefill, decode, handoff_link, sets, trace, rate, count,
               arrival, burstiness, prompt, output_tokens, lengths, spread, prefix, seed, users, think, scheduler,
               preemption, block_tokens, max_seqs, max_tokens, prefix_caching, slo_ttft, slo_tpot, out):
     """Simulate requests arriving at a deployment: continuous batching, a paged KV cache, latency percentiles."""
@@ -66,7 +68,7 @@ def serve_cmd(hw, model, weight_dtype, kv_dtype, tp, replicas, prefill, decode, 
         result = simulate_serving(hw, model, requests=trace, rate=rate, count=count, arrival=arrival,
                                   burstiness=burstiness, prompt=prompt, output=output_tokens, lengths=lengths,
                                   spread=spread, prefix=prefix, seed=seed, users=users, think_s=think,
-                                  weight_dtype=weight_dtype, kv_dtype=kv_dtype, tp=tp, replicas=replicas,
+                                  weight_dtype=weight_dtype, kv_dtype=kv_dtype, tp=tp, pp=pp, replicas=replicas,
                                   prefill=prefill, decode=decode, handoff_link=handoff_link, set=list(sets),
                                   scheduler=scheduler, preemption=preemption,
                                   block_tokens=block_tokens, max_seqs=max_seqs, max_tokens=max_tokens,
@@ -84,5 +86,5 @@ def serve_cmd(hw, model, weight_dtype, kv_dtype, tp, replicas, prefill, decode, 
 FLAGS = {"requests": "--count", "rate": "--rate", "arrival": "--arrival/--burstiness/--spread", "lengths": "--lengths",
          "block_tokens": "--block-tokens", "max_seqs": "--max-seqs", "max_tokens": "--max-tokens",
          "slo_ttft_s": "--slo-ttft", "slo_tpot_s": "--slo-tpot", "scheduler": "--scheduler", "hw": "--hw",
-         "preemption": "--preemption", "replicas": "--replicas", "prefill": "--prefill-instances",
+         "preemption": "--preemption", "replicas": "--replicas", "pp": "--pp", "prefill": "--prefill-instances",
          "decode": "--decode-instances", "handoff_link": "--handoff-link", "users": "--users", "think_s": "--think"}

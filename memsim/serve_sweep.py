@@ -19,7 +19,7 @@ import pandas as pd
 from memsim.atomic import atomic_write_text
 from memsim.errors import ConfigError, MemsimError, run_field
 
-SERVE_FIELDS = ("hw", "model", "weight_dtype", "kv_dtype", "tp")  # the sweep command's own options a serve run takes
+SERVE_FIELDS = ("hw", "model", "weight_dtype", "kv_dtype", "tp", "pp")  # the sweep command's own options a serve run takes
 
 
 def keywords() -> dict[str, type]:

@@ -42,6 +42,7 @@ class Deployment:
     weight_dtype: str = "bf16"
     kv_dtype: str = "bf16"
     tp: int = 1
+    pp: int = 1  # pipeline stages to an instance, run as pp virtual engines (vLLM's), a batch in each stage
     set: tuple = ()
     replicas: int = 1  # instances serving whole requests
     prefill: int = 0  # disaggregated: prefill instances ...
@@ -49,10 +50,12 @@ class Deployment:
     handoff_link: str = ""  # the chip link a KV cache is sent over between them (default: the chip's interconnect)
 
     def __post_init__(self) -> None:
-        for name in ("replicas", "prefill", "decode"):
+        for name in ("replicas", "prefill", "decode", "pp"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_INSTANCES:
                 raise ConfigError(f"must be a whole number from 0 to {MAX_INSTANCES}", field=name)
+        if self.pp < 1:
+            raise ConfigError("must be at least 1", field="pp")
         if (self.prefill > 0) != (self.decode > 0):
             raise ConfigError("disaggregated serving needs both prefill and decode instances", field="prefill")
         if not self.prefill and self.replicas < 1:
@@ -60,7 +63,8 @@ class Deployment:
 
     @property
     def layout(self) -> str:
-        unit = f"{self.tp} chip{'s' * (self.tp > 1)}"
+        chips = self.tp * self.pp
+        unit = f"{chips} chip{'s' * (chips > 1)}" + (f" (tp {self.tp} x pp {self.pp})" if self.pp > 1 else "")
         if self.prefill:
             return f"{self.prefill} prefill + {self.decode} decode instances of {unit}"
         return f"{self.replicas} instance{'s' * (self.replicas > 1)} of {unit}"
@@ -85,7 +89,7 @@ class Deployment:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", MemsimWarning)  # the probe step says it once (kv_capacity)
             return api.simulate(self.hw, self.model, phase=phase, batch=batch, weight_dtype=self.weight_dtype,
-                                kv_dtype=self.kv_dtype, tp=self.tp, set=self.set, sensitivity=0,
+                                kv_dtype=self.kv_dtype, tp=self.tp, pp=self.pp, set=self.set, sensitivity=0,
                                 prompt=length).summary
 
     def mixed_summary(self, segments: Segments) -> dict:
@@ -94,7 +98,7 @@ class Deployment:
                                        quantize_embeddings=chip.execution.embedding_dtype == "weight")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", MemsimWarning)
-            return api.step_summary(chip, hw_path, workload.build_step(_model(self.model), step))
+            return api.step_summary(chip, hw_path, workload.build_step(_model(self.model), step), self.pp)
 
 
 @functools.lru_cache(maxsize=8)
@@ -150,7 +154,7 @@ class KVCache:
 def kv_capacity(dep: Deployment, block_tokens: int) -> KVCache:
     """What the KV cache can hold: each device level that is a home for it, less the weights placed there."""
     probe = api.simulate(dep.hw, dep.model, phase="decode", batch=1, context=block_tokens,
-                         weight_dtype=dep.weight_dtype, kv_dtype=dep.kv_dtype, tp=dep.tp, set=dep.set,
+                         weight_dtype=dep.weight_dtype, kv_dtype=dep.kv_dtype, tp=dep.tp, pp=dep.pp, set=dep.set,
                          sensitivity=0)
     config = workload.model_config(dep.model)
     longer = workload.build_step(config, workload.StepSpec.make("decode", context=2 * block_tokens,
@@ -160,7 +164,7 @@ def kv_capacity(dep: Deployment, block_tokens: int) -> KVCache:
     block = max(1, per_token * block_tokens)
     chip = probe.plan.chip
     weights = probe.summary["placement"].get("weight", {})
-    levels = {lvl.name: max(0, chip.chip_capacity(lvl) - weights.get(lvl.name, 0))
+    levels = {lvl.name: max(0, dep.pp * chip.chip_capacity(lvl) - weights.get(lvl.name, 0))  # the stages' chips
               for lvl in chip.levels if lvl.home_for("kv") and not lvl.via}
     blocks = sum(levels.values()) // block
     if blocks < 1:
@@ -171,15 +175,15 @@ def kv_capacity(dep: Deployment, block_tokens: int) -> KVCache:
     swap: dict[str, Any] = {}
     if host is not None:
         bus = chip.link(host.via)
-        swap = {"host": host.name, "swap_s_per_block": block / bus.achievable(bus.count),
-                "host_blocks": max(0, chip.chip_capacity(host) - weights.get(host.name, 0)) // block}
+        swap = {"host": host.name, "swap_s_per_block": block / (dep.pp * bus.achievable(bus.count)),
+                "host_blocks": max(0, dep.pp * chip.chip_capacity(host) - weights.get(host.name, 0)) // block}
     if dep.handoff_link and dep.handoff_link not in {lk.name for lk in chip.links}:
         raise ConfigError(f"{dep.hw} has no link {dep.handoff_link!r} ({', '.join(lk.name for lk in chip.links)})",
                           field="handoff_link")
     link = chip.link(dep.handoff_link) if dep.handoff_link else chip.interconnect
     if dep.prefill and link is None:
         raise ConfigError(f"{dep.hw} has no link to send a KV cache between instances over", field="handoff_link")
-    handoff: dict[str, Any] = {} if link is None else {"handoff_bytes_per_s": link.achievable(link.count),
+    handoff: dict[str, Any] = {} if link is None else {"handoff_bytes_per_s": dep.pp * link.achievable(link.count),
                                        "handoff_latency_s": link.latency_ps * 1e-12,
                                        "handoff_j_per_byte": link.energy_fj_per_bit * 8e-15}
     fill, left = {}, blocks
@@ -191,16 +195,19 @@ def kv_capacity(dep: Deployment, block_tokens: int) -> KVCache:
 
 
 def instances(dep: Deployment, policy: Policy, kv: KVCache, times: StepTimes) -> list[Instance]:
-    """The deployment's instances, each with the KV cache one instance has."""
+    """The deployment's instances. An instance of ``pp`` stages runs as ``pp`` virtual engines (vLLM's), each with
+    its share of the KV cache and a step as long as the whole pipeline's, one batch in each stage at a time."""
     if policy.preemption == "swap" and kv.host_blocks < 1:
         raise ConfigError(f"{dep.hw} has no host level with room for a KV block to swap to", field="preemption")
-    limits = Limits(kv_blocks=kv.blocks, block_tokens=policy.block_tokens, max_seqs=policy.max_seqs,
-                    max_tokens=policy.max_tokens, prefix_caching=policy.prefix_caching,
-                    preemption=policy.preemption, swap_blocks=kv.host_blocks if policy.preemption == "swap" else 0)
+    limits = Limits(kv_blocks=kv.blocks // dep.pp, block_tokens=policy.block_tokens, max_seqs=policy.max_seqs,
+                    max_tokens=policy.max_tokens, prefix_caching=policy.prefix_caching, preemption=policy.preemption,
+                    swap_blocks=kv.host_blocks // dep.pp if policy.preemption == "swap" else 0)
+    if limits.kv_blocks < 1:
+        raise ConfigError(f"{kv.blocks} KV blocks do not split over {dep.pp} pipeline stages' engines", field="pp")
     if not dep.prefill:
-        return [Instance(scheduler=policy.scheduler, limits=limits, step_time=times)] * dep.replicas
-    return ([Instance(scheduler=policy.scheduler, limits=limits, step_time=times, role="prefill")] * dep.prefill +
-            [Instance(scheduler="decode_only", limits=limits, step_time=times, role="decode")] * dep.decode)
+        return [Instance(scheduler=policy.scheduler, limits=limits, step_time=times)] * (dep.replicas * dep.pp)
+    return ([Instance(scheduler=policy.scheduler, limits=limits, step_time=times, role="prefill")] * (dep.prefill * dep.pp)
+            + [Instance(scheduler="decode_only", limits=limits, step_time=times, role="decode")] * (dep.decode * dep.pp))
 
 
 def serve(dep: Deployment, requests: tuple[Request, ...], policy: Policy = Policy(), check: int = 8,
@@ -210,7 +217,7 @@ def serve(dep: Deployment, requests: tuple[Request, ...], policy: Policy = Polic
     of the same deployment and block size, shared (each grid step is the same simulation)."""
     kv = kv_capacity(dep, policy.block_tokens)
     times = StepTimes(run=dep.run, mixed=dep.mixed, tile=kv.unit_tile, chunked=policy.scheduler == "chunked",
-                      kv_tokens=kv.blocks * policy.block_tokens, swap_s_per_block=kv.swap_s_per_block,
+                      kv_tokens=kv.blocks // dep.pp * policy.block_tokens, swap_s_per_block=kv.swap_s_per_block,
                       cache=steps_cache if steps_cache is not None else {})
 
     def handoff(seq: Seq) -> float:
@@ -225,10 +232,10 @@ def serve(dep: Deployment, requests: tuple[Request, ...], policy: Policy = Polic
         rows["energy_j"] = [times.times[i][1] for i in rows.call]
         rows = rows.sort_values(["start_s", "instance"], kind="stable").drop(columns="call").reset_index(drop=True)
         below = 0
-        for name, held in kv.fill.items():
-            rows[f"kv_blocks_{name}"] = (rows.kv_blocks_used - below).clip(0, held)
-            below += held
-    summary = serving_report.summarize(reqs, rows, blocks=kv.blocks,
+        for name, held in kv.fill.items():  # an engine's share of each level
+            rows[f"kv_blocks_{name}"] = (rows.kv_blocks_used - below).clip(0, held // dep.pp)
+            below += held // dep.pp
+    summary = serving_report.summarize(reqs, rows, blocks=kv.blocks // dep.pp,
                                        slo={"ttft_s": policy.slo_ttft_s, "tpot_s": policy.slo_tpot_s})
     handed = float(reqs.handoff_s.sum())
     summary["handoff"] = {"mean_s": float(reqs.handoff_s.mean()) if dep.prefill else 0.0,
@@ -240,7 +247,7 @@ def serve(dep: Deployment, requests: tuple[Request, ...], policy: Policy = Polic
                          fill=kv.fill, host=kv.host, host_blocks=kv.host_blocks)
     summary["surrogate"] = {"grid_steps": len(times.cache), **times.check(check)}
     summary["limit"] = limit(dep, rows, times, kv)
-    summary["deployment"] = {"hw": dep.hw, "model": dep.model, "tp": dep.tp, "replicas": dep.replicas if not
+    summary["deployment"] = {"hw": dep.hw, "model": dep.model, "tp": dep.tp, "pp": dep.pp, "replicas": dep.replicas if not
                              dep.prefill else 0, "prefill": dep.prefill, "decode": dep.decode, "layout": dep.layout}
     summary.update(scheduler=policy.scheduler, prefix_caching=policy.prefix_caching, preemption=policy.preemption,
                    users=users)
@@ -256,7 +263,7 @@ def limit(dep: Deployment, steps: pd.DataFrame, times: StepTimes, kv: KVCache) -
     if not len(steps):
         return {}
     busy = steps.end_s - steps.start_s
-    full = float(busy[steps.kv_blocks_used >= FULL * kv.blocks].sum() / busy.sum()) if busy.sum() else 0.0
+    full = float(busy[steps.kv_blocks_used >= FULL * (kv.blocks // dep.pp)].sum() / busy.sum()) if busy.sum() else 0.0
     key = pd.Series([" ".join(map(str, k)) for k in times.calls]).mode().iloc[0].split()
     shape = (key[0], *map(int, key[1:]))
     s = dep.mixed_summary(times.exact[tuple(shape)]) if shape[0] == "mixed" else dep.summary(*shape)

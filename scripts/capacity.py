@@ -3,34 +3,40 @@ first token under the SLO, and what limits it (docs/serving.md's worked study).
 
     python scripts/capacity.py
 
-Each chip serves the same Poisson workload (``WORKLOAD``) at rates doubling from 1 request a second until
-the p90 TTFT passes the SLO, then bisected ``BISECT`` times between the last rate that met it and the first
-that did not. The limit is the run's own (``serve.json``'s ``limit``) at the highest rate that met it.
+Each chip serves the same Poisson workload (``WORKLOAD``) for ``SECONDS`` of arrivals (at least ``LEAST``
+requests, so that the queue reaches its steady state at every rate), at rates doubling from 1 request a
+second until the p90 TTFT passes the SLO, then bisected ``BISECT`` times between the last rate that met it
+and the first that did not. The limit is the run's own (``serve.json``'s ``limit``) at the highest rate
+that met it. The runs of one chip share their simulated steps.
 """
 from __future__ import annotations
 
 import sys
 from concurrent.futures import ProcessPoolExecutor
 
-import memsim
-
 CHIPS = ("h100-sxm", "h200-sxm", "wse-3")
 MODEL = "llama-3.1-8b"
 SLO_S = 0.5  # p90 time to first token
-WORKLOAD = {"count": 200, "prompt": 1024, "output": 256, "seed": 11}
+WORKLOAD = {"prompt": 1024, "output": 256, "seed": 11}
+SECONDS = 20.0
+LEAST = 200
 BISECT = 3
 MOST = 512.0  # requests a second: the search stops here
 
 
-def serve(hw: str, rate: float) -> dict:
-    return memsim.serve(hw, MODEL, rate=rate, check=0, **WORKLOAD).summary
+def serve(hw: str, rate: float, cache: dict) -> dict:
+    from memsim.serving import Deployment, serve
+    from memsim.workload.requests import synthetic
+
+    requests = synthetic(max(LEAST, round(rate * SECONDS)), rate, **WORKLOAD)
+    return serve(Deployment(hw=hw, model=MODEL), requests, check=0, steps_cache=cache)["summary"]
 
 
 def capacity(hw: str) -> dict:
     """The highest rate found whose p90 TTFT meets the SLO, and that run's summary."""
-    rate, best, fail = 1.0, None, None
+    rate, best, fail, cache = 1.0, None, None, {}
     while rate <= MOST:
-        s = serve(hw, rate)
+        s = serve(hw, rate, cache)
         if s["ttft_s_p90"] > SLO_S:
             fail = rate
             break
@@ -41,7 +47,7 @@ def capacity(hw: str) -> dict:
     lo, hi = best[0], fail
     for _ in range(BISECT if hi is not None else 0):
         mid = (lo + hi) / 2
-        s = serve(hw, mid)
+        s = serve(hw, mid, cache)
         if s["ttft_s_p90"] <= SLO_S:
             lo, best = mid, (mid, s)
         else:

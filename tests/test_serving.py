@@ -139,3 +139,13 @@ def test_replicas_serve_more_at_the_same_latency():
     one, two = memsim.serve(HW, MODEL, **kw).summary, memsim.serve(HW, MODEL, replicas=2, **kw).summary
     assert two["ttft_s_p90"] < one["ttft_s_p90"]
     assert two["deployment"]["replicas"] == 2
+
+
+def test_pipeline_stages_run_as_virtual_engines_sharing_the_stages_kv_cache():
+    kw = {"rate": 40, "count": 120, "prompt": 1024, "output": 128, "seed": 12, "set": {"hbm.capacity": "24GB"}}
+    one, two = memsim.serve(HW, MODEL, **kw).summary, memsim.serve(HW, MODEL, pp=2, **kw).summary
+    block = 16 * one["kv"]["bytes_per_token"]
+    weights = 24e9 - one["kv"]["levels"]["hbm"]  # what the weights take of one chip's HBM
+    assert two["kv"]["blocks"] == pytest.approx((2 * 24e9 - weights) / 2 / block, abs=2)  # each engine's half
+    assert two["deployment"]["layout"] == "1 instance of 2 chips (tp 1 x pp 2)"
+    assert two["output_tokens_per_s"] > one["output_tokens_per_s"]  # two batches in flight, twice the cache

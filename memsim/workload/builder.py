@@ -67,15 +67,13 @@ class _Builder:
            **dims: int) -> None:
         self.g.add_op(Op(name, kind, layer, self.s.act_dtype, flops, inputs, outputs, tuple(sorted(dims.items()))))
 
-    def matmul(self, name: str, layer: int, x: str | tuple[str, ...], n: int, out: str, rows: int | None = None,
+    def matmul(self, name: str, layer: int, x: str, n: int, out: str, rows: int | None = None,
                bias: bool | None = None) -> str:
-        """``x``: the input, or the row blocks it comes in (a mixed step's attention outputs)."""
         rows = rows or self.rows
-        xs = (x,) if isinstance(x, str) else x
-        k = self.g.tensors[xs[0]].shape[-1]
+        k = self.g.tensors[x].shape[-1]
         w = self.projection(f"{name}.weight", (k, n))
         self.act(out, n, rows)
-        self.op(name, "matmul", layer, 2 * rows * n * k, self.full(*xs, w, *self.bias(name, n, bias)), (out,),
+        self.op(name, "matmul", layer, 2 * rows * n * k, self.full(x, w, *self.bias(name, n, bias)), (out,),
                 m=rows, n=n, k=k)
         return out
 
@@ -104,38 +102,45 @@ class _Builder:
             self.tensor(p, (h,), "weight")
         return self.vector(name, "norm", layer, (x,), f"{name}.out", h, FLOPS_PER_ELEMENT[kind], params)
 
-    def attention(self, name: str, layer: int, q: str, k: str, v: str) -> str | tuple[str, ...]:
-        """The step's attention op; a mixed step's, one per segment (its outputs, in row blocks)."""
+    def attention(self, name: str, layer: int, q: str, k: str, v: str) -> str:
+        """The step's attention op; a mixed step's, one per segment, each reading its share of the queries,
+        keys and values. Their outputs are row blocks of one tensor: the last op writes it, after the others
+        (as kernels writing slices of one buffer), so the output projection reads it once."""
         s = self.s
         if not s.segments:
-            return self.attention_op(name, layer, (q, k, v), s.batch, s.tokens, s.context, self.rows)
-        outs = []
+            return self.attention_op(name, layer, (q, k, v), s.batch, s.tokens, s.context)
+        ops: list[str] = []
         for j, (n, t, c) in enumerate(s.segments):
             share = n * t / self.rows
             reads = tuple(Read(x, math.ceil(self.g.tensors[x].bytes * share)) for x in (q, k, v))
-            outs.append(self.attention_op(f"{name}.s{j}", layer, reads, n, t, c, n * t))
-        return tuple(outs)
+            last = j == len(s.segments) - 1
+            self.attention_op(f"{name}.s{j}", layer, reads, n, t, c, out=f"{name}.out" if last else "",
+                              after=tuple(ops) if last else ())
+            ops.append(f"{name}.s{j}")
+        return f"{name}.out"
 
     def attention_op(self, name: str, layer: int, qkv: tuple[str, ...] | tuple[Read, ...], batch: int, t: int,
-                     c: int, rows: int) -> str:
-        """``batch`` sequences of ``t`` new tokens attending to ``c`` cached ones and to each other."""
+                     c: int, out: str | None = None, after: tuple[str, ...] = ()) -> str:
+        """``batch`` sequences of ``t`` new tokens attending to ``c`` cached ones and to each other; its output
+        ``out`` (default ``name.out``; empty: none, a mixed step's segment before the last)."""
         m = self.m
         hd, kvh = m.head_dim, m.kv_heads
         ins = [r if isinstance(r, Read) else Read(r, self.g.tensors[r].bytes) for r in qkv]
         if c:
             ins += self.full(self.tensor(f"{name}.k_cache", (batch, kvh, c, hd), "kv"),
                              self.tensor(f"{name}.v_cache", (batch, kvh, c, hd), "kv"))
-        outs = [self.act(f"{name}.out", m.heads * hd, rows)]
+        out = f"{name}.out" if out is None else out
+        outs = [self.act(out, m.heads * hd)] if out else []
         if not m.is_encoder:  # decoders append this step's keys and values to the cache
             outs += [self.tensor(f"{name}.k_new", (batch, kvh, t, hd), "kv"),
                      self.tensor(f"{name}.v_new", (batch, kvh, t, hd), "kv")]
         causal = 0 if m.is_encoder else 1
         pairs = t * (c + t) if not causal else t * c + t * (t + 1) // 2
         flops = 4 * batch * m.heads * pairs * hd  # QK^T and PV
-        self.op(name, "attention", layer, flops, tuple(ins), tuple(outs),
-                batch=batch, heads=m.heads, kv_heads=kvh, q_len=t, kv_len=c + t, head_dim=hd,
-                causal=causal, pairs=pairs)
-        return outs[0]
+        self.g.add_op(Op(name, "attention", layer, self.s.act_dtype, flops, tuple(ins), tuple(outs),
+                         tuple(sorted(dict(batch=batch, heads=m.heads, kv_heads=kvh, q_len=t, kv_len=c + t, head_dim=hd,
+                                           causal=causal, pairs=pairs).items())), after))
+        return out
 
     # -- model -----------------------------------------------------------------
     def embed(self, vocab: int) -> str:
