@@ -133,4 +133,4 @@ def synthetic(n: int, rate: float, *, arrival: str = "poisson", burstiness: floa
     prompts = np.maximum(_lengths(rng, lengths, prompt, spread, n), prefix + 1 if prefix else 1)
     outputs = _lengths(rng, lengths, output, spread, n)
     return tuple(Request(id=i, arrival_s=float(arrivals[i]), prompt=int(prompts[i]), output=int(outputs[i]),
-                         prefix_id="shared" if prefix else "", prefix=prefix) for i in range(n))
+                         prefix_id="prefix" if prefix else "", prefix=prefix) for i in range(n))
