@@ -149,3 +149,16 @@ def test_pipeline_stages_run_as_virtual_engines_sharing_the_stages_kv_cache():
     assert two["kv"]["blocks"] == pytest.approx((2 * 24e9 - weights) / 2 / block, abs=2)  # each engine's half
     assert two["deployment"]["layout"] == "1 instance of 2 chips (tp 1 x pp 2)"
     assert two["output_tokens_per_s"] > one["output_tokens_per_s"]  # two batches in flight, twice the cache
+
+
+@pytest.mark.parametrize("hw, tp, dtype", [("h100-sxm", 2, "fp8"), ("sn40l", 1, "bf16")])
+def test_a_plain_step_built_as_a_mixed_step_is_the_step_memsim_run_simulates(hw, tp, dtype):
+    from memsim.serving import Deployment
+
+    dep = Deployment(hw=hw, tp=tp, weight_dtype=dtype)
+    for phase, batch, length in (("decode", 32, 1500), ("prefill", 2, 700)):
+        key = "context" if phase == "decode" else "prompt"
+        want = simulate(hw, MODEL, phase=phase, batch=batch, tp=tp, weight_dtype=dtype, sensitivity=0,
+                        **{key: length}).summary
+        got = dep.summary(phase, batch, length)
+        assert (got["step_time_s"], got["energy_j"]["total"]) == (want["step_time_s"], want["energy_j"]["total"])
