@@ -37,7 +37,7 @@ def test_throughput_saturates_and_more_hbm_moves_the_saturation_up():
     big = run(32, "80GB")
     assert small[1]["output_tokens_per_s"] > 2 * small[0]["output_tokens_per_s"]  # rises with the rate ...
     assert small[2]["output_tokens_per_s"] < 1.15 * small[1]["output_tokens_per_s"]  # ... then flattens
-    assert small[2]["queue_s_p90"] > 2 * small[1]["queue_s_p90"] > 1.0  # while the queue grows
+    assert small[2]["queue_s_p90"] > max(10 * small[1]["queue_s_p90"], 1.0)  # while the queue grows
     assert small[2]["kv"]["peak_blocks"] > 0.9 * small[2]["kv"]["blocks"]  # the KV cache is what saturates
     assert small[2]["limit"]["by"] == "KV cache capacity (hbm)" and small[0]["limit"]["kv_full_fraction"] == 0
     assert big["output_tokens_per_s"] > 1.3 * small[2]["output_tokens_per_s"]
