@@ -156,11 +156,9 @@ def kv_capacity(dep: Deployment, block_tokens: int) -> KVCache:
     probe = api.simulate(dep.hw, dep.model, phase="decode", batch=1, context=block_tokens,
                          weight_dtype=dep.weight_dtype, kv_dtype=dep.kv_dtype, tp=dep.tp, pp=dep.pp, set=dep.set,
                          sensitivity=0)
-    config = workload.model_config(dep.model)
-    longer = workload.build_step(config, workload.StepSpec.make("decode", context=2 * block_tokens,
-                                                                 weight_dtype=dep.weight_dtype, kv_dtype=dep.kv_dtype,
-                                                                 tp=dep.tp))
-    per_token = (longer.bytes_of("kv") - probe.graph.bytes_of("kv")) // block_tokens
+    cached = probe.graph.bytes_of("kv") - sum(t.bytes for t in probe.graph.tensors.values()  # less the new token's
+                                               if t.klass == "kv" and t.name.endswith(("k_new", "v_new")))
+    per_token = cached // block_tokens
     block = max(1, per_token * block_tokens)
     chip = probe.plan.chip
     weights = probe.summary["placement"].get("weight", {})

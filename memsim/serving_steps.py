@@ -83,11 +83,14 @@ class StepTimes:
             d, k = len(batch.decodes), sum(c for _, c in batch.decodes)
             p, q, n = chunk_shape(batch.prefills)
             key = ("mixed", d + p, d, k, q, n)
-            self.exact.setdefault(key, exact_segments(batch))
+            if key not in self.exact:
+                self.exact[key] = exact_segments(batch)
             return key
         if batch.prefills:
-            return "prefill", len(batch.prefills), max(1, round(np.mean([t for _, t, _ in batch.prefills])))
-        return "decode", len(batch.decodes), max(1, round(np.mean([c for _, c in batch.decodes])))
+            n = len(batch.prefills)
+            return "prefill", n, max(1, round(sum(t for _, t, _ in batch.prefills) / n))
+        n = len(batch.decodes)
+        return "decode", n, max(1, round(sum(c for _, c in batch.decodes) / n))
 
     def simulated(self, key: tuple) -> tuple[float, float]:
         if key not in self.cache:
@@ -160,6 +163,10 @@ class StepTimes:
         same waves (within the first, the grid)."""
         if not self.tile or rows <= self.tile:
             return grid(rows, 4)
+        return self.tile_ends(rows)
+
+    def tile_ends(self, rows: int) -> tuple[int, int]:
+        """The first and last row count of the row tiles ``rows`` fill (``execution.unit_tile`` rows each)."""
         top = -(-rows // self.tile) * self.tile
         return max(1, top - self.tile + 1), top
 
@@ -167,10 +174,11 @@ class StepTimes:
         """A prefill's GEMMs take a time that steps with their row tiles (``execution.unit_tile`` rows of the
         batch's ``b x n`` tokens): interpolated in ``n`` only between the two ends of its tile, where the tile
         count, and so the waves, are the same; simulated at its own shape where the tile is under ``b`` rows."""
-        rows = b * n
-        top = -(-rows // self.tile) * self.tile if self.tile else 0
-        lo, hi = -(-(top - self.tile + 1) // b) if self.tile else n, top // b if self.tile else n
-        if not self.tile or not lo <= n <= hi or hi - lo < 1:
+        if not self.tile:
+            return self.simulated(("prefill", b, n))
+        first, last = self.tile_ends(b * n)
+        lo, hi = -(-first // b), last // b
+        if not lo <= n <= hi or hi - lo < 1:
             return self.simulated(("prefill", b, n))
         w = (n - lo) / (hi - lo)
         a, z = self.simulated(("prefill", b, lo)), self.simulated(("prefill", b, hi))

@@ -107,7 +107,6 @@ def serve_instances(requests: Iterable, instances: Sequence[Instance], handoff: 
         for k in range(user, len(seqs), users):
             seq = seqs[k]
             arrive(seq)
-            finished[k] = env.event()
             yield finished[k]
             if think_s:
                 yield env.timeout(think_s)

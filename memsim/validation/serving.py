@@ -66,9 +66,9 @@ def rows(workers: int | None = None) -> list[Row]:
               for kv in KV_DTYPES]
     with ProcessPoolExecutor(workers) as pool:
         found = dict(zip(((hw, kv) for hw, kv, _ in groups), pool.map(_predict_all, groups)))
-    out = []
-    for r in data:
-        k = [i for i, x in enumerate(data) if x["hw"] == r["hw"]].index(data.index(r))
+    out: list[Row] = []
+    for r in data:  # each chip's rows come back in their order
+        k = sum(x.hw == r["hw"] for x in out)
         out.append(Row(hw=r["hw"], input_tokens=int(r["input_tokens"]), output_tokens=int(r["output_tokens"]),
                        requests=int(r["requests"]), measured=float(r["output_tokens_per_s"]),
                        predicted={kv: found[r["hw"], kv][k] for kv in KV_DTYPES}))
