@@ -28,13 +28,23 @@ from memsim import (
 )
 from memsim.chipfile import chip_path
 from memsim.errors import CapacityError, ConfigError, MemsimWarning, is_run, run_field
-from memsim.hardware.estimates import Estimate
 from memsim.hardware.estimates import set_path as estimates_set_path
-from memsim.hardware.loader import build, dump_chip, estimates_of, load_chip, read_yaml
+from memsim.hardware.loader import dump_chip, estimates_of
 from memsim.hardware.resource import Ref
-from memsim.hardware.spec import SystemSpec
+from memsim.machine import (  # noqa: F401  (the loaders, as callers know them here)
+    estimates,
+    family_defaults,
+    load_stack,
+    stack_estimates,
+    system_overrides,
+)
+from memsim.machine import load_chip as _load_chip
+from memsim.machine import (
+    load_chip_raw as _load_chip_raw,
+)
 from memsim.report import spill
 from memsim.runspec import RunSpec
+from memsim.stack.spec import IDEAL, StackSpec
 
 DEFAULT_SAMPLES = RunSpec.samples  # decode steps simulated for a generation; the rest are interpolated
 
@@ -155,59 +165,6 @@ def fill_defaults(spec: RunSpec, positions: dict[str, int] | None = None) -> Run
     return spec.resolved(known[spec.model])
 
 
-def system_overrides(path: Path) -> list[tuple[str, str]]:
-    """A system YAML (any ``system`` field: ``topology``, ``link``, ``collective``, ...) overrides
-    the preset's ``system``. Its fields are checked here, so that an error names this file."""
-    raw = read_yaml(path)
-    if not isinstance(raw, dict):
-        raise ConfigError("expected a mapping of system fields", file=str(path))
-    try:
-        build(SystemSpec, raw, str(path), "")
-        mapping.collectives.check_algorithm(raw.get("collective", "auto"))
-    except ConfigError as exc:
-        exc.file, exc.field = str(path), str(exc.field or "").removeprefix("system.") or None
-        raise
-    return [(f"system.{k}", str(v)) for k, v in raw.items()]
-
-
-def _load_chip(hw: str, sets: Iterable[str] | Iterable[tuple[str, str]] | dict[str, str],
-               system: str | None = None) -> tuple[hardware.ChipSpec, str]:
-    """The chip with a system YAML's and ``--set`` overrides applied, and the file it came from."""
-    chip, hw_path, _ = _load_chip_raw(hw, sets, system)
-    return chip, hw_path
-
-
-def _load_chip_raw(hw: str, sets: Iterable[str] | Iterable[tuple[str, str]] | dict[str, str],
-                   system: str | None = None) -> tuple[hardware.ChipSpec, str, dict]:
-    """``_load_chip``, and the raw mapping the chip was built from."""
-    overrides = list(runspec.overrides(sets))
-    from_system = system_overrides(Path(system)) if system is not None else []
-    hw_path = hardware.resolve(hw, "hardware", hardware.HW_SUFFIXES)
-    try:
-        chip, raw = load_chip(hw_path, from_system + overrides)
-    except ConfigError as exc:  # a system field that names no link of this chip: the system file's fault
-        if exc.field in {k for k, _ in from_system} - {k for k, _ in overrides}:
-            exc.file, exc.field = system, exc.field.removeprefix("system.")
-        raise
-    return chip, str(hw_path), raw
-
-
-def family_defaults(hw: str) -> list[str]:
-    """The YAML paths of the efficiencies ``hw``'s file leaves out, which its family fills in (as estimates)."""
-    from memsim.hardware.families import efficiency_defaults
-    from memsim.hardware.loader import read_chip
-
-    return list(efficiency_defaults(read_chip(hardware.resolve(hw, "hardware", hardware.HW_SUFFIXES))))
-
-
-def estimates(hw: str, sets: Iterable[str] | Iterable[tuple[str, str]] | dict[str, str] = (),
-              system: str | None = None) -> tuple[Estimate, ...]:
-    """The estimated values of a chip (with its overrides applied: a value set is no longer an
-    estimate), each with its range."""
-    _, hw_path, raw = _load_chip_raw(hw, sets, system)
-    return estimates_of(raw, hw_path)
-
-
 @contextlib.contextmanager
 def _blamed(hw_file: str, trace: str | None = None):
     """An error about the chip names the hardware file; one about the batch, a trace's ops."""
@@ -223,30 +180,35 @@ def _blamed(hw_file: str, trace: str | None = None):
 
 
 def _plan(chip: hardware.ChipSpec, hw_file: str, graph: workload.OpGraph, pp: int = 1,
-          micro: tuple[workload.OpGraph, ...] = (), trace: str | None = None) -> mapping.Plan:
+          micro: tuple[workload.OpGraph, ...] = (), trace: str | None = None, stack: StackSpec = IDEAL) -> mapping.Plan:
     with _blamed(hw_file, trace):
-        return mapping.make_plan(graph, chip, mapping.Grid.of(graph, pp), micro)
+        return mapping.make_plan(graph, chip, mapping.Grid.of(graph, pp), micro, stack)
 
 
 def _run(chip: hardware.ChipSpec, hw_file: str, graph: workload.OpGraph, fast_forward: bool, memoize: bool,
-         pp: int = 1, micro: tuple[workload.OpGraph, ...] = (), trace: str | None = None) -> Result:
+         pp: int = 1, micro: tuple[workload.OpGraph, ...] = (), trace: str | None = None,
+         stack: StackSpec = IDEAL) -> Result:
     with _blamed(hw_file, trace):  # at the highest clock the power cap allows
-        plan, result = powercap.run(chip, lambda at: mapping.make_plan(graph, at, mapping.Grid.of(graph, pp), micro),
-                                    lambda p: engine.run(p, fast_forward=fast_forward, memoize=memoize))
+        plan, result = powercap.run(
+            chip, lambda at: mapping.make_plan(graph, at, mapping.Grid.of(graph, pp), micro, stack),
+            lambda p: engine.run(p, fast_forward=fast_forward, memoize=memoize))
     return Result(report.summarize(graph, plan, result, micro), report.timeline(result),
                   report.ops(graph, plan, result), chip, graph, plan, result,
                   frozenset(u.resource.ref for u in result.usage if u.read or u.written))
 
 
 def simulate_graph(hw: str, graph: workload.OpGraph, *, set: Iterable[str] | dict[str, str] = (),
-                   fast_forward: bool = True, memoize: bool = True) -> Result:
-    """Simulate an operator DAG built in Python (or by an importer) on a chip."""
+                   fast_forward: bool = True, memoize: bool = True, stack: str | None = None) -> Result:
+    """Simulate an operator DAG built in Python (or by an importer) on a chip, run by ``stack``
+    (default: the chip family's)."""
     if not isinstance(graph, workload.OpGraph):
         raise ConfigError(f"expected an OpGraph (memsim.workload), got {units.shown(graph)}", field="graph")
     chip, hw_path, raw = _load_chip_raw(hw, set)
+    runtime, stack_raw, stack_file = load_stack(stack, chip.family, set)
     graph.validate()
-    result = _run(chip, hw_path, graph, fast_forward, memoize)
-    used = sensitivity.report(result.summary, estimates_of(raw, hw_path), result.moved)
+    result = _run(chip, hw_path, graph, fast_forward, memoize, stack=runtime)
+    found = estimates_of(raw, hw_path) + stack_estimates(stack_raw, stack_file)
+    used = sensitivity.report(result.summary, found, result.moved)
     return dataclasses.replace(result, summary=report.checked({**result.summary, "estimates": used}))
 
 
@@ -255,12 +217,15 @@ def load_chip_spec(hw: str, sets: Iterable[tuple[str, str]] = ()) -> tuple[hardw
     return _load_chip(hw, sets)
 
 
-def step_summary(chip: hardware.ChipSpec, hw_file: str, graph: workload.OpGraph, pp: int = 1) -> dict:
+def step_summary(chip: hardware.ChipSpec, hw_file: str, graph: workload.OpGraph, pp: int = 1,
+                 stack: StackSpec = IDEAL, step_work: bool = True) -> dict:
     """One step's summary on a loaded chip (``load_chip_spec``; ``pp`` pipeline stages of them), without its
-    tables or the estimates' report: a serving run's steps, many on one chip."""
+    tables or the estimates' report: a serving run's steps, many on one chip (``step_work`` False: the
+    host's work before and after the step is the serving loop's, not the step's)."""
     with _blamed(hw_file):
-        plan, result = powercap.run(chip, lambda at: mapping.make_plan(graph, at, mapping.Grid.of(graph, pp)),
-                                    lambda p: engine.run(p, fast_forward=True, memoize=True))
+        plan, result = powercap.run(
+            chip, lambda at: mapping.make_plan(graph, at, mapping.Grid.of(graph, pp), (), stack, step_work),
+            lambda p: engine.run(p, fast_forward=True, memoize=True))
     return report.summarize(graph, plan, result, ())
 
 
@@ -310,7 +275,7 @@ def run(spec: RunSpec) -> Result:
     if "grid_search" in result.summary:  # the reruns keep the grid the search chose
         chosen = result.summary["grid"]
         spec = dataclasses.replace(spec, tp=chosen["tp"], pp=chosen["pp"], chips=None)
-    found = estimates(spec.hw, spec.set, spec.system)
+    found = estimates(spec.hw, spec.set, spec.system, spec.stack)
 
     def rerun(path: str, value: str) -> dict:
         return _simulate(dataclasses.replace(spec, set=(*spec.set, (path, value)))).summary
@@ -334,16 +299,17 @@ def _simulate(spec: RunSpec) -> Result:
     if spec.chips is not None and spec.chips != spec.tp * spec.pp:
         return grid.fastest(spec, roofline_s, _simulate)
     chip, hw_path = _load_chip(spec.hw, spec.set, spec.system)
+    runtime = load_stack(spec.stack, chip.family, spec.set)[0]
     shortcuts = spec.fast_forward
     if spec.trace is not None:
         if spec.microbatches not in (None, 1):
             raise ConfigError("a trace holds one step: it cannot be split into micro-batches", field=run_field("microbatches"))
-        return _run(chip, hw_path, load_workload(spec), shortcuts, shortcuts, spec.pp, trace=spec.trace)
+        return _run(chip, hw_path, load_workload(spec), shortcuts, shortcuts, spec.pp, trace=spec.trace, stack=runtime)
     config = workload.model_config(spec.required_model())
 
     def plain_step(step_phase: str, tokens: int) -> Result:
         graph, micro = step_graphs(spec, chip, config, step_phase, tokens)
-        return _run(chip, hw_path, graph, shortcuts, shortcuts, spec.pp, micro)
+        return _run(chip, hw_path, graph, shortcuts, shortcuts, spec.pp, micro, stack=runtime)
 
     run_step: Callable[[str, int], Result] = plain_step
     if spec.draft is not None:  # each decode step drafts and verifies (memsim.speculative)

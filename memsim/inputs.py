@@ -10,16 +10,20 @@ from pathlib import Path
 
 from memsim.hardware import HW_SUFFIXES
 from memsim.runspec import SELF_DRAFT, RunSpec
+from memsim.stack.loader import AUTO
+from memsim.stack.spec import IDEAL
 from memsim.workload import MODEL_SUFFIXES
 
+BUILT_IN = (AUTO, IDEAL.name)  # stacks that name no file: the family's default is resolved with the chip
 # field -> (config kind its preset names resolve under, or None for a plain path; suffixes)
 FILE_FIELDS = {"hw": ("hardware", HW_SUFFIXES), "model": ("models", MODEL_SUFFIXES),
-               "draft": ("models", MODEL_SUFFIXES), "trace": (None, ()), "system": (None, ())}
+               "draft": ("models", MODEL_SUFFIXES), "trace": (None, ()), "system": (None, ()),
+               "stack": ("stacks", HW_SUFFIXES)}
 
 
 def path_of(field: str, value: str | None) -> Path | None:
     """The file the run field ``field`` = ``value`` names (None where it names none)."""
-    if value is None or (field == "draft" and value == SELF_DRAFT):
+    if value is None or (field == "draft" and value == SELF_DRAFT) or (field == "stack" and value in BUILT_IN):
         return None
     from memsim.presets import resolve
 

@@ -86,7 +86,12 @@ class RunSpec:
     ep: bool = param(False, "mixture of experts: spread experts over the tp ranks (all-to-all)", kind=bool)
     system: str | None = param(None, "system YAML overriding the preset's system fields (topology, link, "
                                "collective, ...)")
-    set: tuple[tuple[str, str], ...] = param((), "override a hardware field: PATH=VALUE, repeatable",
+    stack: str = param("auto", "runtime stack: what the software adds (launches, collective library, host work "
+                       "per step): a name in configs/stacks (memsim list stacks), a path to a stack YAML, `ideal` "
+                       "(the hardware bound) or `auto` (the chip family's default, docs/stacks.md); --set "
+                       "stack.PATH=VALUE changes one of its fields")
+    set: tuple[tuple[str, str], ...] = param((), "override a hardware field (or, as stack.PATH, a field of the "
+                                             "stack): PATH=VALUE, repeatable",
                                              sweepable=False, commands=("run",))
     sensitivity: int | None = param(0, "name the N estimated preset values the result is most sensitive to, with "
                                     "the step time and energy at the ends of their ranges (two reruns for each "

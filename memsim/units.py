@@ -216,16 +216,28 @@ def parse_count(text: str | int) -> int:
     return int(check_number(value))
 
 
-def parse_ratio(text: str | float) -> float:
-    """A fraction in (0, 1]: a number, or text that reads as one."""
+def _fraction(text: str | float) -> float:
     if isinstance(text, bool) or not isinstance(text, (int, float, str)):
         raise UnitError(f"expected a number, got {shown(text)}")
     try:
-        value = float(text)
+        return float(text)
     except (OverflowError, ValueError):
         raise UnitError(f"expected a number, got {shown(text)}") from None
+
+
+def parse_ratio(text: str | float) -> float:
+    """A fraction in (0, 1]: a number, or text that reads as one."""
+    value = _fraction(text)
     if not (0.0 < value <= 1.0):  # NaN fails this too
         raise UnitError(f"{shown(text)} must be in (0, 1]")
+    return value
+
+
+def parse_share(text: str | float) -> float:
+    """A fraction in [0, 1): a number, or text that reads as one (a share that may be none, never all)."""
+    value = _fraction(text)
+    if not (0.0 <= value < 1.0):  # NaN fails this too
+        raise UnitError(f"{shown(text)} must be in [0, 1)")
     return value
 
 
@@ -236,6 +248,7 @@ PARSERS = {
     "flops": parse_flops,
     "count": parse_count,
     "ratio": parse_ratio,
+    "share": parse_share,
     "bit_energy": parse_bit_energy,
     "flop_energy": parse_flop_energy,
     "power": parse_power,
@@ -313,6 +326,7 @@ FORMATTERS: dict[str, Callable[[Any], str | float]] = {
     "flops": format_flops,
     "count": int,
     "ratio": float,
+    "share": float,
     "bit_energy": format_bit_energy,
     "flop_energy": format_flop_energy,
     "power": format_power,

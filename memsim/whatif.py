@@ -114,8 +114,6 @@ def quantities(chip: ChipSpec, spec: RunSpec, summary: dict[str, Any], moved: fr
         out.append(Quantity(name="compute.vector_peak", kind="peak", unit="flops", value=chip.compute.vector_flops_per_s))
     ex = chip.execution
     out.append(Quantity(name="execution.op_overhead", kind="overhead", unit="time", value=ex.op_overhead_ps))
-    if ex.launch == "eager":  # the host's launch call, on top of the device's per-kernel cost
-        out.append(Quantity(name="execution.eager_overhead", kind="overhead", unit="time", value=ex.eager_overhead_ps))
     if chip.power_cap_mw:
         out.append(Quantity(name="execution.power_cap", kind="power", unit="power", value=chip.power_cap_mw))
     if spec.tp > 1 or spec.pp > 1:

@@ -10,9 +10,10 @@ SHARED = {"units", "errors", "atomic", "presets", "dtypes", "files", "limits", "
 ALLOWED = {
     "hardware": {"hardware"},
     "workload": {"workload"},
-    "mapping": {"mapping", "hardware", "workload"},
-    "engine": {"engine", "mapping", "hardware"},
-    "report": {"report", "engine", "mapping", "hardware", "workload"},
+    "stack": {"stack", "hardware", "workload"},
+    "mapping": {"mapping", "hardware", "workload", "stack"},
+    "engine": {"engine", "mapping", "hardware", "stack"},
+    "report": {"report", "engine", "mapping", "hardware", "workload", "stack"},
 }
 
 

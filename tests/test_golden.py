@@ -16,7 +16,7 @@ from memsim import simulate
 GOLDEN = Path(__file__).resolve().parent / "golden"
 CASES = {
     "tiny-decode": dict(phase="decode", batch=2, context=32),
-    "tiny-prefill-unfused": dict(phase="prefill", prompt=64, set={"execution.attention": "unfused"}),
+    "tiny-prefill-unfused": dict(phase="prefill", prompt=64, set={"stack.kernels.attention": "unfused"}),
     "tiny-decode-int4-depth1": dict(phase="decode", context=128, weight_dtype="int4",
                                     set={"execution.prefetch_depth": "1"}),
 }

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from memsim import engine, mapping
 from memsim.hardware.spec import ChipSpec, ComputeSpec, ExecutionSpec, MemoryLevel
+from memsim.stack.spec import DispatchSpec, KernelSpec, StackSpec
 from memsim.units import PS_PER_S
 from memsim.workload.dtypes import nbytes
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
@@ -44,9 +45,20 @@ def chips(draw) -> ChipSpec:
                         draw(st.integers(1, 8)), "chip", draw(st.floats(0.3, 1.0))),
         ),
         execution=ExecutionSpec(op_overhead_ps=draw(st.integers(0, 5_000_000)), streams=("compute",),
-                                prefetch_depth=draw(st.integers(1, 3)),
-                                attention=draw(st.sampled_from(["fused", "unfused"]))),
+                                prefetch_depth=draw(st.integers(1, 3))),
     )
+
+
+@st.composite
+def stacks(draw) -> StackSpec:
+    """A runtime stack: its attention kernel, how its host launches kernels and what it costs."""
+    eager = draw(st.booleans())
+    return StackSpec(name="random", kernels=KernelSpec(attention=draw(st.sampled_from(["fused", "unfused"])),
+                                                       launch="eager" if eager else "graph",
+                                                       prefill_launch="eager" if eager else "graph"),
+                     dispatch=DispatchSpec(host=draw(st.sampled_from(["ahead", "serial"])),
+                                           launch_ps=draw(st.integers(0, 10_000_000)),
+                                           node_ps=draw(st.integers(0, 1_000_000))))
 
 
 @st.composite
@@ -101,9 +113,9 @@ def _double_bandwidth(chip: ChipSpec) -> ChipSpec:
 
 
 @SETTINGS
-@given(graphs(), chips())
-def test_never_faster_than_roofline_and_never_fewer_bytes(graph, chip):
-    plan = mapping.make_plan(graph, chip)
+@given(graphs(), chips(), stacks())
+def test_never_faster_than_roofline_and_never_fewer_bytes(graph, chip, stack):
+    plan = mapping.make_plan(graph, chip, stack=stack)
     result = engine.run(plan)
     assert result.end_ps >= int(plan.roofline_s * PS_PER_S)
     moved = {lvl: r + w for (lvl, r), (_, w) in zip(result.bytes_read, result.bytes_written)}
@@ -112,21 +124,21 @@ def test_never_faster_than_roofline_and_never_fewer_bytes(graph, chip):
 
 
 @SETTINGS
-@given(graphs(), chips())
-def test_more_bandwidth_never_slower_in_single_stream_mode(graph, chip):
+@given(graphs(), chips(), stacks())
+def test_more_bandwidth_never_slower_in_single_stream_mode(graph, chip, stack):
     """One operator at a time, each a pipeline of its own chunks: every transfer's duration
     only shrinks and no two operators contend, so no task can start or end later."""
     assert chip.execution.streams == ("compute",)
-    slow = engine.run(mapping.make_plan(graph, chip)).end_ps
-    fast = engine.run(mapping.make_plan(graph, _double_bandwidth(chip))).end_ps
+    slow = engine.run(mapping.make_plan(graph, chip, stack=stack)).end_ps
+    fast = engine.run(mapping.make_plan(graph, _double_bandwidth(chip), stack=stack)).end_ps
     assert fast <= slow
 
 
 @pytest.mark.slow  # two runs and a chunk-by-chunk one of each example
 @SETTINGS
-@given(graphs(), chips())
-def test_identical_outputs_and_exact_shortcuts(graph, chip):
-    plan = mapping.make_plan(graph, chip)
+@given(graphs(), chips(), stacks())
+def test_identical_outputs_and_exact_shortcuts(graph, chip, stack):
+    plan = mapping.make_plan(graph, chip, stack=stack)
     a, b = engine.run(plan), engine.run(plan)
     assert a == b
     full = engine.run(plan, fast_forward=False, memoize=False)
@@ -135,10 +147,10 @@ def test_identical_outputs_and_exact_shortcuts(graph, chip):
 
 
 @settings(SETTINGS, max_examples=10)
-@given(graphs(), chips())
-def test_identical_outputs_and_exact_shortcuts_on_a_few_cases(graph, chip):
+@given(graphs(), chips(), stacks())
+def test_identical_outputs_and_exact_shortcuts_on_a_few_cases(graph, chip, stack):
     """The default run's few cases of the property above, which the slow run searches in full."""
-    test_identical_outputs_and_exact_shortcuts.hypothesis.inner_test(graph, chip)
+    test_identical_outputs_and_exact_shortcuts.hypothesis.inner_test(graph, chip, stack)
 
 
 def _channels(chip: ChipSpec, counts: tuple[int, ...]) -> ChipSpec:
@@ -146,12 +158,12 @@ def _channels(chip: ChipSpec, counts: tuple[int, ...]) -> ChipSpec:
 
 
 @SETTINGS
-@given(graphs(), chips(), st.tuples(*[st.one_of(st.integers(1, 64), st.integers(2**20, 2**31 - 1))] * 2),
+@given(graphs(), chips(), stacks(), st.tuples(*[st.one_of(st.integers(1, 64), st.integers(2**20, 2**31 - 1))] * 2),
        st.sampled_from([("compute",), ("compute", "copy")]))
-def test_channel_count_at_equal_bandwidth_changes_nothing(graph, chip, counts, streams):
+def test_channel_count_at_equal_bandwidth_changes_nothing(graph, chip, stack, counts, streams):
     """A level's channels at the same total bandwidth only stripe its transfers: a whole chip's
     step takes the same time (within 0.1%) with one channel or two billion, single-stream or not."""
     chip = replace(chip, execution=replace(chip.execution, streams=streams))
-    one = engine.run(mapping.make_plan(graph, _channels(chip, (1, 1)))).end_ps
-    many = engine.run(mapping.make_plan(graph, _channels(chip, counts))).end_ps
+    one = engine.run(mapping.make_plan(graph, _channels(chip, (1, 1)), stack=stack)).end_ps
+    many = engine.run(mapping.make_plan(graph, _channels(chip, counts), stack=stack)).end_ps
     assert abs(many - one) <= one / 1000

@@ -96,7 +96,7 @@ def _scaled(chip: ChipSpec, rate: float = 1.0, time: float = 1.0) -> ChipSpec:
     compute = replace(c, peak_flops_per_s=tuple((d, r(p)) for d, p in c.peak_flops_per_s),
                       vector_flops_per_s=r(c.vector_flops_per_s))
     ex = chip.execution
-    execution = replace(ex, op_overhead_ps=t(ex.op_overhead_ps), eager_overhead_ps=t(ex.eager_overhead_ps))
+    execution = replace(ex, op_overhead_ps=t(ex.op_overhead_ps))
     system = replace(chip.system, step_latency_ps=t(chip.system.step_latency_ps))
     return replace(chip, levels=levels, links=links, compute=compute, execution=execution, system=system)
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from memsim import api, hardware
+from memsim.stack import load_stack
 from memsim.validation import calibration, fit, llmcompass, microbench, report
 
 CALIBRATION = calibration.DATA  # shipped in the repository
@@ -46,11 +47,13 @@ def test_every_row_of_the_four_sources_becomes_a_run():
     assert ft.kwargs["phase"] == "generate" and (ft.kwargs["prompt"], ft.kwargs["generate"]) == (200, 200)
     assert ft.measured_ms == pytest.approx(5648.0)
     assert cases["212"].kwargs["tp"] == 4 and cases["225"].kwargs["tp"] == 8
-    # FasterTransformer and TurboMind all-reduce with NCCL, a ring inside the node; gpt-fast keeps the preset's
-    assert ("system.collective", "ring") in cases["225"].settings and ("system.collective", "ring") in cases["210"].settings
-    assert not any(k == "system.collective" and v == "ring" for k, v in cases["10"].settings)
-    # The C++ stacks launch eagerly; gpt-fast replays CUDA graphs (the preset's launch)
-    eager = {i for i, c in cases.items() if ("execution.launch", "eager") in c.settings}
+    # Each row runs on its stack's profile: FasterTransformer and TurboMind all-reduce with NCCL, a ring
+    # inside the node; gpt-fast keeps the chip's own algorithm
+    stacks = {i: load_stack(c.stack)[0] for i, c in cases.items()}
+    assert [c.algorithm for c in stacks["225"].collectives] == ["ring"] == [c.algorithm for c in stacks["210"].collectives]
+    assert not stacks["10"].collectives
+    # The C++ stacks launch eagerly; gpt-fast replays CUDA graphs
+    eager = {i for i, s in stacks.items() if s.kernels.launch == "eager"}
     assert eager == {i for i, c in cases.items() if calibration.repository(c.source) != "pytorch-labs/gpt-fast"}
     assert "1" not in eager and {"47", "200", "225"} <= eager
 
@@ -126,7 +129,7 @@ def test_turbomind_decode_grows_with_its_kv_cache_as_two_reads_of_each_kv_head()
     decode kernel serves 4 of a group's 8 query heads a block, so it reads each KV head twice: that
     gives the slope (about 6 us a key at batch 64); one read gives half of it."""
     row = next(c for c in calibration.load(CALIBRATION) if c.id == "212")
-    assert ("execution.decode_group_heads", "4") in row.settings
+    assert load_stack(row.stack)[0].kernels.decode_group_heads == 4
 
     def ms(context: int, settings: tuple = row.settings) -> float:
         return api.simulate(**{**row.kwargs, "context": context}, set=dict(settings)).summary["step_time_s"] * 1e3
@@ -135,7 +138,7 @@ def test_turbomind_decode_grows_with_its_kv_cache_as_two_reads_of_each_kv_head()
     assert all(abs(ms(ctx) / value - 1) <= 0.08 for ctx, value in published.items())
     slope = (ms(3072) - ms(65)) / (3072 - 65)
     assert slope == pytest.approx((55.0 - 37.0) / (3072 - 65), rel=0.15)
-    once = tuple(s for s in row.settings if s[0] != "execution.decode_group_heads")
+    once = (*row.settings, ("stack.kernels.decode_group_heads", "0"))
     assert (ms(3072, once) - ms(65, once)) / (3072 - 65) < 0.6 * slope
 
 
@@ -158,17 +161,19 @@ def test_a_loop_whose_host_runs_ahead_takes_the_longer_of_kernel_and_launch_call
            "measured_value": "1", "unit": "TFLOP/s", "software": "CUDA 12.6, superbench cublaslt_gemm",
            "confidence": "high"}
     tiny = microbench.bench(row)
-    assert tiny.loop and tiny.launch == {"execution.launch": "graph"}
+    assert tiny.loop and tiny.launch == {}
     # a call takes the longer of its kernel (with the device's per-kernel cost) and the host's call:
     # the 3 us launch and cuBLASLt's own work, measured on the H200's host (launch_cost.csv)
     assert 5.0 <= tiny.library_us == microbench.library_us() <= 6.0
-    kernel = api.simulate_graph("h100-sxm", tiny.graph, set={"compute.kernel_efficiency": "1", **tiny.launch})
-    call = kernel.chip.execution.eager_overhead_ps / 1e12 + tiny.library_us / 1e6
-    assert kernel.chip.execution.eager_overhead_ps == 3_000_000 and call > kernel.summary["step_time_s"]
+    kernel = api.simulate_graph("h100-sxm", tiny.graph, set={"compute.kernel_efficiency": "1", **tiny.launch},
+                                stack=microbench.harness("h100-sxm"))
+    launch = kernel.plan.stack.dispatch.launch_ps
+    call = launch / 1e12 + tiny.library_us / 1e6
+    assert launch == 3_000_000 and call > kernel.summary["step_time_s"]
     assert microbench.simulate(tiny) == pytest.approx(2 * 64**3 / call / 1e12)
     big = microbench.bench({**row, "shape_or_size": "M=N=K=8192"})
     eager = microbench.bench({**row, "shape_or_size": "M=N=K=8192", "software": "a host loop"})
-    assert not eager.loop and eager.launch == {"execution.launch": "eager"}
+    assert not eager.loop and eager.launch["stack.kernels.launch"] == "eager"
     # a long kernel hides the call: faster than the same loop paying the call in series
     assert microbench.simulate(big) > microbench.simulate(eager)
 
@@ -228,7 +233,7 @@ def _measured_gemms(tiles: str) -> list[float]:
     for b in microbench.load(report.MEASURED):
         if b.graph is None or b.graph.meta.benchmark != "gemm" or microbench.gemm_shape(b.label)[0] > 512:
             continue
-        b = dataclasses.replace(b, launch={**b.launch, "execution.gemm_tiles": tiles})
+        b = dataclasses.replace(b, launch={**b.launch, "stack.kernels.gemm_tiles": tiles})
         errors.append(abs(microbench.simulate(b) / b.measured - 1))
     return errors
 
@@ -254,7 +259,7 @@ def test_the_2024_stacks_fit_fixed_tiles_on_hopper_too(hw):
     cuBLAS picks (measured.csv), as its A100 rows do (docs/validation.md, Measured here)."""
     def step_s(tiles: str) -> float:
         r = api.simulate(hw, "llama-2-7b", phase="prefill", prompt=128, weight_dtype="fp8", kv_dtype="fp8",
-                         set={"execution.launch": "eager", "execution.gemm_tiles": tiles})
+                         stack="trtllm-0.9", set={"stack.kernels.gemm_tiles": tiles})
         return r.summary["step_time_s"]
 
     measured = TRT_09_FP8_FIRST_TOKEN_S[hw]
@@ -274,6 +279,6 @@ def test_a_compiled_decode_step_measured_here_is_within_15_percent():
     assert [(int(r["batch"]), int(r["context"])) for r in rows] == [(1, 1024), (16, 1024)]
     for r in rows:
         sim = api.simulate("h200-sxm", "llama-2-7b", phase="decode", batch=int(r["batch"]),
-                           context=int(r["context"]), set={"execution.gemm_tiles": "fill"})
+                           context=int(r["context"]), stack="gpt-fast", set={"stack.kernels.gemm_tiles": "fill"})
         error = sim.summary["step_time_s"] / float(r["seconds"]) - 1
         assert -0.15 <= error < 0, (r, error)

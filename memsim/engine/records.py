@@ -25,9 +25,11 @@ class CauseKind(enum.Enum):
     DEPENDENCY = "dependency"  # for an operator of another stream
     BUBBLE = "bubble"  # for the previous pipeline stage
     POWER = "power"  # compute slowed by the clock the power cap lowered
+    HOST = "host"  # for the host: its launch calls, its work before and after the step (the stack's)
+    LIBRARY = "collective_library"  # for a collective library's fixed cost of a call (the stack's)
 
 
-WAIT, TILE_BUFFER, UNPACK, OVERHEAD, DEPENDENCY, BUBBLE, POWER = CauseKind
+WAIT, TILE_BUFFER, UNPACK, OVERHEAD, DEPENDENCY, BUBBLE, POWER, HOST, LIBRARY = CauseKind
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +62,8 @@ class Cause:
 
 # The causes of a kind alone, one object each: a stall's cause keys the engine's accounts and the
 # writers' tables, and a dictionary finds the very object it holds without comparing fields.
-BUBBLE_CAUSE, DEPENDENCY_CAUSE, OVERHEAD_CAUSE = (Cause(kind) for kind in (BUBBLE, DEPENDENCY, OVERHEAD))
+BUBBLE_CAUSE, DEPENDENCY_CAUSE, OVERHEAD_CAUSE, HOST_CAUSE, LIBRARY_CAUSE = (
+    Cause(kind) for kind in (BUBBLE, DEPENDENCY, OVERHEAD, HOST, LIBRARY))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

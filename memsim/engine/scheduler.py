@@ -27,6 +27,8 @@ from memsim.engine.records import (
     BUBBLE_CAUSE,
     COMPUTE,
     DEPENDENCY_CAUSE,
+    HOST_CAUSE,
+    LIBRARY_CAUSE,
     OVERHEAD_CAUSE,
     WAIT,
     Cause,
@@ -110,6 +112,12 @@ class Simulation:
                         if self.task_of[d].acquires}
         self.done = {t.op: env.event() for t in plan.tasks}
         self.finish: dict[str, int] = {}
+        # The host's part (``mapping.dispatch.HostPlan``): when a host that runs ahead has issued each
+        # task, and when a serial one starts; a collective's library call, once it has run (op -> start, end).
+        host = plan.host
+        self.release = dict(zip((t.op for t in plan.tasks), host.releases)) if host is not None else {}
+        self.serial = host is not None and not host.ahead
+        self.library: dict[str, tuple[int, int]] = {}
         self.rows: list[Interval] = []
         self.spans: list[tuple[str, int, int]] = []
         self._waits: dict[tuple[Ref | None, int, str], Cause] = {}  # (on, chip, holder) -> its stall
@@ -135,6 +143,7 @@ class Simulation:
     def _stream(self, key: Key, tasks: list[OpTask]) -> Process:
         env = self.env
         chip, stream = key
+        host = self.plan.host
         for i, task in enumerate(tasks):
             self.position[key] = i
             t0 = env.now_ps
@@ -142,7 +151,16 @@ class Simulation:
             if pending:
                 yield env.all_of([self.done[d] for d in pending])
                 if stream == COMPUTE:
-                    self.rows += self._idle(chip, task, t0, self._wait_cause(chip, pending))
+                    self.rows += self._waited(chip, task, t0, pending)
+            if host is not None:  # the host has yet to issue it: its launch, or its work before the step
+                ready = self.release.get(task.op, 0)
+                if self.serial:  # it launches once the kernel before has ended (and, first, its work before the step)
+                    ready = max(env.now_ps, host.before_ps if host.overlap != "full" else 0) + task.host_ps
+                if ready > env.now_ps:
+                    t1 = env.now_ps
+                    yield env.timeout(ready - t1)
+                    if stream == COMPUTE:
+                        self.rows += self._idle(chip, task, t1, HOST_CAUSE)
             start = env.now_ps
             self.running[key] = True
             yield from self._task(task, Job(task.op, chip, stream), key)
@@ -152,6 +170,24 @@ class Simulation:
             self.finish[task.op] = env.now_ps
             self.done[task.op].succeed()
         self.position[key] = len(tasks)
+
+    def _waited(self, chip: int, task: OpTask, start: int, deps: list[str]) -> list[Interval]:
+        """A compute stream's wait from ``start`` to now for ``deps``, with its cause; where it waited
+        for a collective, the part its library's call took is the library's."""
+        cause = self._wait_cause(chip, deps)
+        last = max(deps, key=lambda d: self.finish[d])
+        call = self.library.get(last)
+        now = self.env.now_ps
+        if call is None or call[1] <= start or call[0] >= now:
+            return self._idle(chip, task, start, cause)
+        a, b = max(call[0], start), min(call[1], now)
+        return [r for at, to, why in ((start, a, cause), (a, b, LIBRARY_CAUSE), (b, now, cause))
+                for r in self._span(chip, task, at, to, why)]
+
+    def _span(self, chip: int, task: OpTask, start: int, end: int, cause: Cause) -> list[Interval]:
+        row = Interval(start_ps=start, end_ps=end, chip=chip, resource=self.chips[chip].compute.rid,
+                       kind="stall", op=task.op, op_kind=task.kind, layer=task.layer, cause=cause, stream=COMPUTE)
+        return [row] if keep(row) else []
 
     def _wait_cause(self, chip: int, deps: list[str]) -> Cause:
         """Why a compute stream waited: for the dependency that finished last."""
@@ -213,13 +249,19 @@ class Simulation:
             yield env.timeout(task.overhead_ps)
             if on_compute:
                 rows += self._idle(job.chip, task, start, OVERHEAD_CAUSE, key[1])
+        if task.library_ps:  # the library's own fixed cost of the call
+            t0 = env.now_ps
+            yield env.timeout(task.library_ps)
+            self.library[task.op] = (t0, env.now_ps)
+            if on_compute:
+                rows += self._idle(job.chip, task, t0, LIBRARY_CAUSE, key[1])
         if task.rounds:
             t0 = env.now_ps
             links = self.links
             assert links is not None, "a collective on one chip"
             alone = self.alone.get(task.op)
             if alone is not None and all(s.idle(t0) for s in alone):
-                yield from play(env, links.played(task.rounds), task, job, rows)
+                yield from play(env, links.played(task.rounds, task.step_ps), task, job, rows)
             else:
                 yield from run_collective(env, links, task, job, rows)
             if on_compute:
@@ -249,6 +291,13 @@ class Simulation:
             last = self.finish.get(tasks[-1].op, end) if tasks else end
             if stream == COMPUTE and last < end:
                 self.rows += self._idle(chip, tasks[-1], last, self._wait_cause(chip, lasts))
+        host = self.plan.host
+        if host is not None:  # the host's work after the step, or a host slower than the device
+            done = end + host.after_ps if host.overlap == "none" else max(end, host.busy_ps)
+            for (chip, stream), tasks in self.streams.items():
+                if stream == COMPUTE and tasks and done > end:
+                    self.rows += self._span(chip, tasks[-1], end, done, HOST_CAUSE)
+            end = done
         read: dict[str, int] = {}
         written: dict[str, int] = {}
         busy: dict[str, int] = {}

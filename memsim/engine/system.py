@@ -42,9 +42,9 @@ class SystemLinks:
             self.ports = {(False, a, b): system_link(env, link, (a, b), rate)
                           for (a, b), rate in self.fabric.rate.items()}
         self._routes: dict[tuple[int, int], list[Server]] = {}
-        self._latency: dict[tuple[int, int], int] = {}
-        self._played: dict[int, tuple[object, Played]] = {}  # by id of the rounds (kept alive here)
-        self._rounds: dict[int, tuple[object, int, dict[Server, list]]] = {}
+        self._latency: dict[tuple[int, int, int], int] = {}
+        self._played: dict[tuple[int, int], tuple[object, Played]] = {}  # by id of the rounds (kept alive here)
+        self._rounds: dict[tuple[int, int], tuple[object, int, dict[Server, list]]] = {}
 
     def route(self, src: int, dst: int) -> list[Server]:
         key = (src, dst)
@@ -58,12 +58,14 @@ class SystemLinks:
             port = self.ports[direction] = system_link(self.env, region_link(self.plan.chip), direction[1:])
         return port
 
-    def latency_ps(self, src: int, dst: int) -> int:
+    def latency_ps(self, src: int, dst: int, step_ps: int = -1) -> int:
         """What a transfer pays besides its bytes: every hop's latency and, between chips, the
-        protocol's step latency (regions of a chip hand over without a handshake)."""
-        key = (src, dst)
+        protocol's step latency (regions of a chip hand over without a handshake; ``step_ps``: a
+        library protocol's in place of the chip's)."""
+        key = (src, dst, step_ps)
         if key not in self._latency:
-            self._latency[key] = self.routes.step_latency_ps(src, dst) + sum(p.latency_ps for p in self.route(src, dst))
+            self._latency[key] = self.routes.step_latency_ps(src, dst, step_ps) + \
+                sum(p.latency_ps for p in self.route(src, dst))
         return self._latency[key]
 
     def servers(self, task: OpTask) -> list[Server]:
@@ -76,19 +78,19 @@ class SystemLinks:
         return list(out.values())
 
 
-    def played(self, rounds) -> Played:
-        """What ``rounds`` do on idle links, worked out once per rounds tuple (a model's
-        collectives of one size share theirs)."""
-        memo = self._played.get(id(rounds))
+    def played(self, rounds, step_ps: int = -1) -> Played:
+        """What ``rounds`` do on idle links (at a library protocol's ``step_ps`` a round, -1: the
+        chip's), worked out once per rounds tuple (a model's collectives of one size share theirs)."""
+        memo = self._played.get((id(rounds), step_ps))
         if memo is None:
-            memo = self._played[id(rounds)] = (rounds, self._play(rounds))
+            memo = self._played[(id(rounds), step_ps)] = (rounds, self._play(rounds, step_ps))
         return memo[1]
 
-    def _play(self, rounds) -> Played:
+    def _play(self, rounds, step_ps: int) -> Played:
         links: dict[Server, list] = {}  # port -> [first start, last end, bytes, transfers, src, dst, busy]
         t = 0
         for transfers in rounds:
-            length, ports = self._round(transfers)
+            length, ports = self._round(transfers, step_ps)
             for port, (busy, nbytes, n, src, dst) in ports.items():
                 e = links.get(port)
                 if e is None:
@@ -103,10 +105,10 @@ class SystemLinks:
             t += length
         return Played(t, tuple((port, *e) for port, e in links.items()))
 
-    def _round(self, transfers) -> tuple[int, dict[Server, list]]:
+    def _round(self, transfers, step_ps: int) -> tuple[int, dict[Server, list]]:
         """One round on idle links: each port serves its transfers back to back in the order
         asked, and the round lasts until the last transfer's last hop plus its latencies."""
-        memo = self._rounds.get(id(transfers))
+        memo = self._rounds.get((id(transfers), step_ps))
         if memo is not None:
             return memo[1], memo[2]
         ports: dict[Server, list] = {}  # port -> [busy, bytes, transfers, src, dst] (-1: several pairs)
@@ -128,11 +130,11 @@ class SystemLinks:
                 e[2] += 1
                 if e[0] > done:
                     done = e[0]
-            if done + self.latency_ps(src, dst) > end:
-                end = done + self.latency_ps(src, dst)
+            if done + self.latency_ps(src, dst, step_ps) > end:
+                end = done + self.latency_ps(src, dst, step_ps)
         labelled = {port: [*e[:3], *(("", "") if e[3] < 0 else (f"chip{e[3]}", f"chip{e[4]}"))]
                     for port, e in ports.items()}
-        self._rounds[id(transfers)] = (transfers, end, labelled)
+        self._rounds[(id(transfers), step_ps)] = (transfers, end, labelled)
         return end, labelled
 
 
@@ -182,7 +184,7 @@ def run_collective(env: Environment, links: SystemLinks, task: OpTask, job: Job,
                 ext[6] += hold
                 if (ext[4], ext[5]) != (f"chip{src}", f"chip{dst}"):  # several pairs share this link
                     ext[4] = ext[5] = ""
-            sent.append((uses, links.latency_ps(src, dst)))
+            sent.append((uses, links.latency_ps(src, dst, task.step_ps)))
         arrival = env.now_ps
         for uses, latency in sent:
             end = env.now_ps

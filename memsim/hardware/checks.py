@@ -62,6 +62,10 @@ def _check(meta: Any, value: Any, path: str) -> None:
         number(value, path, _WHOLE[unit] if least is None else least)
     elif unit == "ratio":
         _ratio(value, path)
+    elif unit == "share":
+        number(value, path, 0, whole=False)
+        if not 0 <= value < 1:
+            fail(f"{value!r} must be in [0, 1)", path)
     elif unit in _TABLES:
         _table(unit, value, path)
     elif unit in ("name", "choice", "text"):

@@ -54,6 +54,12 @@ def read_chip(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     the file) supplies every field the file does not set. Sections merge field by field, levels
     and links by ``name`` (an entry of a new name is added), and a dotted key (``hbm.bandwidth:
     2 TB/s``) sets that one field as ``--set`` would."""
+    return read_based(path, ChipSpec, "hardware", seen)
+
+
+def read_based(path: Path, cls: type, kind: str, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """A spec file's raw mapping (a chip's, ``cls`` ChipSpec and presets of ``kind`` hardware, or a
+    runtime stack's) with what it inherits from its ``base:`` (``read_chip``)."""
     raw = read_yaml(path)
     if BASE not in raw:
         return raw
@@ -62,30 +68,33 @@ def read_chip(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
         raise ConfigError(f"expected a preset name or a path, got {units.shown(base)}", file=str(path), field=BASE)
     looks_like_path = "/" in base or Path(base).suffix in SUFFIXES
     try:
-        base_path = resolve(str(path.parent / base) if looks_like_path else base, "hardware", SUFFIXES)
+        base_path = resolve(str(path.parent / base) if looks_like_path else base, kind, SUFFIXES)
     except ConfigError as exc:
         raise ConfigError(f"{base}: {exc.args[0]}", file=str(path), field=BASE) from None
     chain = (*seen, path.resolve())
     if base_path.resolve() in chain:
         raise ConfigError(f"{base} inherits, in the end, from this file", file=str(path), field=BASE)
-    merged = read_chip(base_path, chain)
+    merged = read_based(base_path, cls, kind, chain)
     for key, value in raw.items():
         if key != BASE and "." not in key:
-            merged[key] = _merged(merged.get(key), value, key)
+            merged[key] = _merged(merged.get(key), value, key, cls)
     for key, value in raw.items():
         if "." in key:
-            apply_override(merged, key, value, file=str(path))
+            apply_override(merged, key, value, file=str(path), cls=cls)
     return merged
 
 
-def _merged(base: Any, own: Any, key: str) -> Any:
-    """``own`` over ``base``: mappings field by field, levels and links entry by entry by name."""
+def _merged(base: Any, own: Any, key: str, cls: type | None) -> Any:
+    """``own`` over ``base``: mappings field by field, lists of named entries (levels, links)
+    entry by entry by name."""
+    f = yaml_fields(cls).get(key) if cls is not None else None
     if isinstance(base, dict) and isinstance(own, dict):
+        of = f.metadata["of"] if f is not None and f.metadata["unit"] == "section" else None
         out = dict(base)
         for k, v in own.items():
-            out[k] = _merged(base.get(k), v, k)
+            out[k] = _merged(base.get(k), v, k, of)
         return out
-    if key in _LISTS and isinstance(base, list) and isinstance(own, list):
+    if f is not None and f.metadata["unit"] == "list" and isinstance(base, list) and isinstance(own, list):
         out_list = list(base)
         for entry in own:
             name = entry.get("name") if isinstance(entry, dict) else None
@@ -94,7 +103,7 @@ def _merged(base: Any, own: Any, key: str) -> Any:
             if at is None:
                 out_list.append(entry)
             else:
-                out_list[at] = _merged(out_list[at], entry, "")
+                out_list[at] = _merged(out_list[at], entry, "", None)
         return out_list
     return own
 
@@ -114,18 +123,19 @@ def build(cls: type, raw: Any, file: str, where: str) -> Any:
             if f.default is dataclasses.MISSING:
                 raise ConfigError("missing required field", file=file, field=path)
             continue
-        kwargs[f.name] = _value(key, f.metadata["unit"], raw[key], file, path)
+        kwargs[f.name] = _value(f, raw[key], file, path)
     with about_file(file):  # the constructor's checks know the field, not the file
         return cls(**kwargs)
 
 
-def _value(key: str, unit: str, raw: Any, file: str, path: str) -> Any:
+def _value(f: dataclasses.Field, raw: Any, file: str, path: str) -> Any:
+    unit, of = f.metadata["unit"], f.metadata["of"]
     if unit == "section":
-        return build(_SECTIONS[key], raw, file, path)
+        return build(of, raw, file, path)
     if unit == "list":
         if not isinstance(raw, list):
             raise ConfigError("expected a list", file=file, field=path)
-        return tuple(build(_LISTS[key], item, file, f"{path}[{units.label(item, str(i))}]") for i, item in enumerate(raw))
+        return tuple(build(of, item, file, f"{path}[{units.label(item, str(i))}]") for i, item in enumerate(raw))
     if unit in ("names", "classes") and isinstance(raw, str):  # on the command line (``--set``), separated by commas
         return tuple(n.strip() for n in raw.split(",") if n.strip())
     if unit in ("names", "classes"):
@@ -169,9 +179,9 @@ def _number(raw: Any) -> Any:
 OWNERS = {"levels": Ref.level, "links": Ref.link}  # the lists whose entries are a chip's levels and links
 
 
-def estimates_of(raw: dict[str, Any], file: str = "") -> tuple[Estimate, ...]:
-    """Every value of a chip's raw mapping written as an estimate, with its range, in YAML order
-    (the loader has checked them when it built the chip)."""
+def estimates_of(raw: dict[str, Any], file: str = "", cls: type = ChipSpec) -> tuple[Estimate, ...]:
+    """Every value of a chip's raw mapping (or another spec's, of class ``cls``) written as an
+    estimate, with its range, in YAML order (the loader has checked them when it built the spec)."""
     found: list[Estimate] = []
 
     def walk(cls: type, node: Any, where: str, owner: Ref | None) -> None:
@@ -182,12 +192,12 @@ def estimates_of(raw: dict[str, Any], file: str = "") -> tuple[Estimate, ...]:
                 continue
             unit, value, path = f.metadata["unit"], node[key], _join(where, key)
             if unit == "section":
-                walk(_SECTIONS[key], value, path, owner)
+                walk(f.metadata["of"], value, path, owner)
             elif unit == "list" and isinstance(value, list):
                 for i, item in enumerate(value):
                     name = item.get("name") if isinstance(item, dict) else None
-                    of = OWNERS[key](name) if key in OWNERS and isinstance(name, str) else owner
-                    walk(_LISTS[key], item, f"{path}[{units.label(item, str(i))}]", of)
+                    of = OWNERS[key](name) if cls is ChipSpec and key in OWNERS and isinstance(name, str) else owner
+                    walk(f.metadata["of"], item, f"{path}[{units.label(item, str(i))}]", of)
             elif unit in _TABLES and isinstance(value, dict):
                 for k, v in value.items():
                     if estimates.is_estimate(v):
@@ -196,7 +206,7 @@ def estimates_of(raw: dict[str, Any], file: str = "") -> tuple[Estimate, ...]:
             elif unit in units.PARSERS and estimates.is_estimate(value):
                 found.append(estimates.parse(value, unit, units.PARSERS[unit], file, path, owner))
 
-    walk(ChipSpec, raw, "", None)
+    walk(cls, raw, "", None)
     return tuple(found)
 
 
@@ -204,16 +214,19 @@ def _join(where: str, key: str) -> str:
     return f"{where}.{key}" if where else key
 
 
-def apply_override(raw: dict[str, Any], path: str, value: Any, file: str = run_field("set")) -> None:
-    """Set ``path`` (e.g. ``sram.capacity`` or ``compute.peak.bf16``) in the raw mapping.
+def apply_override(raw: dict[str, Any], path: str, value: Any, file: str = run_field("set"),
+                   cls: type = ChipSpec) -> None:
+    """Set ``path`` (e.g. ``sram.capacity`` or ``compute.peak.bf16``) in the raw mapping of a spec
+    of class ``cls``.
 
-    The first component may name a memory level or a link directly; list entries are
-    addressed by their ``name``.
+    The first component may name an entry of one of its lists (a memory level or a link of a
+    chip) directly; list entries are addressed by their ``name``.
     """
     parts = path.split(".")
     node: Any = raw
-    if parts[0] not in raw and parts[0] not in yaml_fields(ChipSpec):
-        for list_key in ("levels", "links"):
+    known = yaml_fields(cls)
+    if parts[0] not in raw and parts[0] not in known:
+        for list_key in (k for k, f in known.items() if f.metadata["unit"] == "list"):
             if any(isinstance(e, dict) and e.get("name") == parts[0] for e in raw.get(list_key, [])):
                 parts = [list_key, *parts]
                 break

@@ -28,7 +28,8 @@ COMPUTE, LEVEL, LINK, DEQUANT = ResourceKind.COMPUTE, ResourceKind.LEVEL, Resour
 SYSTEM = -1  # the chip of links between chips: they belong to the system
 # What the outputs name besides levels and links: the compute units and every stall cause
 # (``memsim.engine.records``; a test holds the two lists equal).
-OTHER_NAMES = frozenset({"compute", "wait", "tile_buffer", "dequant", "overhead", "dependency", "bubble", "power"})
+OTHER_NAMES = frozenset({"compute", "wait", "tile_buffer", "dequant", "overhead", "dependency", "bubble", "power",
+                         "host", "collective_library"})
 
 
 def written_name(kind: ResourceKind, name: str, direction: tuple = ()) -> str:

@@ -26,13 +26,7 @@ TENSOR_CLASSES = ("weight", "kv", "activation")
 # What a level holds when its YAML says nothing: scratchpads only stage tiles, caches keep
 # activations between operators, memories hold everything.
 DEFAULT_HOLDS = {"sram": (), "l2": ("activation",), "l3": ("activation",)}
-LAUNCH = ("graph", "eager")
 SCOPES = ("unit", "chip")
-ATTENTION = ("fused", "unfused", "context_unfused")
-# How a weight-only format is unpacked: one pass after each chunk lands (gpt-fast's kernels), or
-# inside the GEMM while the next weights stream in (Marlin-style fused kernels).
-DEQUANT_KERNELS = ("serial", "fused")
-GEMM_TILES = ("fixed", "fill", "deepgemm")
 # A chip's engines: compute units, a second compute stream for independent branches, the copy
 # (DMA) engine, communication.
 STREAMS = ("compute", "branch", "copy", "comm")
@@ -179,44 +173,22 @@ class ExecutionSpec:
         "op_overhead", "time", "fixed cost per kernel on the device (a graph node's launch, the kernel's start and "
         "drain); every kernel pays it", 2_000_000
     )
-    launch: str = spec_field("launch", "choice", "`graph` (captured, e.g. CUDA graphs) or `eager` launches", "graph",
-                             choices=LAUNCH)
-    eager_overhead_ps: int = spec_field("eager_overhead", "time", "the host's launch call per kernel with eager "
-                                        "launches, added to `op_overhead`", 3_000_000)
     prefetch_depth: int = spec_field("prefetch_depth", "count", "tile buffers per operand stream (2 = double buffering)",
                                      2, least=1)
-    attention: str = spec_field("attention", "choice", "`fused` (FlashAttention), `unfused`, or `context_unfused` (a "
-                                "prefill's unfused, its QK^T scores in fp32; a decode's fused: FasterTransformer v5)",
-                                "fused", choices=ATTENTION)
     accumulator_bytes: int = spec_field("accumulator", "bytes", "bytes per accumulator element in SRAM", 4, least=1)
     unit_tile: int = spec_field(
         "unit_tile", "count", "output tile edge one compute unit works on; GEMM tiles run in waves across units "
         "(0: work spreads finely over the units, no waves)", 128
     )
-    gemm_tiles: str = spec_field(
-        "gemm_tiles", "choice", "`fixed`: every GEMM runs `unit_tile`-edged tiles in waves (the 2021-2024 stacks of "
-        "calibration.csv); `fill`: the library picks per shape the tile and split of K that finish soonest, trading "
-        "waves against operand traffic through the L2 and the memory bandwidth its busy units draw (today's cuBLAS, "
-        "measured.csv); `deepgemm`: DeepGEMM's rule (64 or 128 rows, 16 to 128 columns: the fewest waves, then "
-        "the fullest last wave; K unsplit)", "fixed", choices=GEMM_TILES
-    )
     dequant_ops: tuple[tuple[str, float], ...] = spec_field(
         "dequant", "ops", "vector ops per weight element to unpack a weight-only format (see dequant_kernel)",
         (("fp8", 2.0), ("int4", 4.0), ("int8", 3.0)),
-    )
-    dequant_kernel: str = spec_field(
-        "dequant_kernel", "choice", "`serial`: a weight chunk is unpacked after it lands, before the next load "
-        "(gpt-fast); `fused`: unpacking overlaps the weight stream and the multiply, and the slower of the three "
-        "sets the pace (Marlin-style kernels)", "serial", choices=DEQUANT_KERNELS
     )
     kv_split: int = spec_field(
         "kv_split", "count", "attention work items per (sequence, KV head, query block of `unit_tile` rows) that the "
         "keys are split into, so that a decode at small batch keeps the units busy (FlashDecoding); 0: as many as "
         "fill the units, 1: no split, the other units idle", 0
     )
-    decode_group_heads: int = spec_field("decode_group_heads", "count", "query heads of a grouped-query (GQA) group that "
-        "one decode-attention work item serves: each item reads its KV head once, so a group of more heads reads it "
-        "group / this many times (0: the whole group from one read, as FlashAttention and FlashDecoding pack it)", 0)
     attention_fill: int = spec_field(
         "attention_fill", "count", "keys' worth of its main loop that one fused-attention work item (a query block "
         "against its keys) spends filling and draining its pipeline: loading its queries and first keys, rescaling "
@@ -269,7 +241,7 @@ class ExecutionSpec:
     )
     collective_launch: str = spec_field(
         "collective_launch", "choice", "`kernel`: a collective is a kernel of its own: it pays the launch "
-        "(`op_overhead` or `eager_overhead`) and its direct all-reduces end with a barrier, as NCCL's and vLLM's on a "
+        "(`op_overhead`, and the stack's launch call) and its direct all-reduces end with a barrier, as NCCL's and vLLM's on a "
         "GPU; `fused`: it runs inside the compiled program (a fused dataflow kernel, a statically scheduled program) "
         "and pays neither (default: by family)", None, choices=COLLECTIVE_LAUNCH
     )
@@ -309,15 +281,10 @@ class ExecutionSpec:
         return dict(self.dequant_ops).get(dtype, 0.0)
 
     @property
-    def kernel_overhead_ps(self) -> int:
-        """A kernel's fixed cost: the device's per-kernel cost, and with eager launches the host's
-        launch call as well (microbench.csv row 71: a raw ``cuLaunchKernel`` takes 3.0 us)."""
-        return self.op_overhead_ps + (self.eager_overhead_ps if self.launch == "eager" else 0)
-
-    @property
     def collective_launch_ps(self) -> int:
-        """What a collective pays at its start: a kernel's launch, or nothing inside a fused program."""
-        return self.kernel_overhead_ps if self.collective_launch == "kernel" else 0
+        """What a collective pays on the device at its start: a kernel's cost, or nothing inside a
+        fused program (the host's launch call, where a stack makes one, is the stack's)."""
+        return self.op_overhead_ps if self.collective_launch == "kernel" else 0
 
 
 @dataclass(frozen=True, slots=True)

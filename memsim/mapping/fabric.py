@@ -65,12 +65,14 @@ class Fabric:
             self._routes[key] = tuple(self.topology.route(self.graph, src, dst))
         return self._routes[key]
 
-    def latency_ps(self, src: int, dst: int) -> int:
-        """What a transfer between chips pays besides its bytes: the protocol's step latency and
+    def latency_ps(self, src: int, dst: int, step_ps: int = -1) -> int:
+        """What a transfer between chips pays besides its bytes: the protocol's step latency (the
+        chip's ``system.step_latency``, or ``step_ps`` where a library's protocol sets its own) and
         the link latency of every hop."""
-        return self.system.step_latency_ps + len(self.route(src, dst)) * self.link.latency_ps
+        step = self.system.step_latency_ps if step_ps < 0 else step_ps
+        return step + len(self.route(src, dst)) * self.link.latency_ps
 
-    def round_ps(self, transfers: Sequence[tuple[int, int, int]]) -> int:
+    def round_ps(self, transfers: Sequence[tuple[int, int, int]], step_ps: int = -1) -> int:
         """How long a round takes on idle links, as the engine runs it."""
         free: dict[Edge, int] = {}
         paths = self._paths
@@ -80,7 +82,7 @@ class Fabric:
             path = paths.get((src, dst))
             if path is None:
                 path = paths[src, dst] = (tuple((e, self.rate[e]) for e in self.route(src, dst)),
-                                          self.latency_ps(src, dst))
+                                          self.latency_ps(src, dst, 0))
             done = 0
             for edge, rate in path[0]:
                 ps = took.get((nbytes, rate))
@@ -89,14 +91,16 @@ class Fabric:
                 free[edge] = busy = free.get(edge, 0) + ps
                 if busy > done:
                     done = busy
-            if done + path[1] > end:
-                end = done + path[1]
+            latency = path[1] + (self.system.step_latency_ps if step_ps < 0 else step_ps)
+            if done + latency > end:
+                end = done + latency
         return end
 
-    def seconds(self, rounds: Sequence[Sequence[tuple[int, int, int]]], launch: bool = True) -> float:
-        """Rounds one after another, and the launch once (if ``launch`` and the chip pays one)."""
+    def seconds(self, rounds: Sequence[Sequence[tuple[int, int, int]]], launch: bool = True, step_ps: int = -1) -> float:
+        """Rounds one after another, and the launch once (if ``launch`` and the chip pays one);
+        ``step_ps``: a library protocol's latency a round in place of the chip's."""
         each: dict[int, int] = {}  # a round repeated as one tuple (a ring's) is costed once
-        total = sum(each[id(r)] if id(r) in each else each.setdefault(id(r), self.round_ps(r)) for r in rounds)
+        total = sum(each[id(r)] if id(r) in each else each.setdefault(id(r), self.round_ps(r, step_ps)) for r in rounds)
         return (total + (self.launch_ps if launch and rounds else 0)) / PS_PER_S
 
     def shape(self, group: Sequence[int]) -> collectives.Shape:

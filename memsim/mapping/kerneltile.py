@@ -18,7 +18,7 @@ units draw (few tiles leave units, and their bandwidth, idle: cuBLAS splits K fo
 columns). Tile edges run from ``MIN_EDGE`` to twice the chip's ``execution.unit_tile`` with at
 most twice its area (cuBLAS's Hopper kernels go up to 256 x 128 and 320 x 128).
 
-That is ``execution.gemm_tiles: fill``. With ``fixed`` (the presets' default) every GEMM runs
+That is a stack's ``kernels.gemm_tiles: fill``. With ``fixed`` (the presets' default) every GEMM runs
 ``unit_tile``-edged tiles, as the kernels of the 2021-2024 stacks in calibration.csv fit; chips
 without an L2 between memory and their units' SRAM also keep the hardware's tile (a systolic
 array's edge): nothing there makes a smaller tile cost more or less.
@@ -150,10 +150,10 @@ def deepgemm_tile(m: int, n: int, k: int, groups: int, units: int, a_bits: int, 
 
 def l2_rate(cx: Context) -> int:
     """Bytes a second the op's share of the L2 delivers to the units' SRAM; 0 where the library
-    keeps the units' own tile (``execution.gemm_tiles`` fixed) or no L2 sits between memory and a
+    keeps the units' own tile (the stack's ``kernels.gemm_tiles`` fixed) or no L2 sits between memory and a
     grid of units: nothing there makes a smaller tile cost more or less."""
     l2 = next((level for level in cx.chip.levels if level.kind == "l2"), None)
-    if not cx.grid or l2 is None or cx.chip.execution.gemm_tiles == "fixed":
+    if not cx.grid or l2 is None or cx.stack.kernels.gemm_tiles == "fixed":
         return 0
     return rates.shared(rates.effective_bandwidth(cx.chip, Ref.level(l2.name)), cx.compute_share)
 
@@ -165,7 +165,7 @@ def for_op(op: Op, cx: Context) -> KernelTile:
     dtype = cx.chip.compute.matmul_dtype(op.dtype, cx.graph.tensors[op.inputs[1].tensor].dtype)
     units = max(1, math.floor(cx.chip.compute.units * cx.compute_share))
     l2 = l2_rate(cx)
-    if l2 and ex.gemm_tiles == "deepgemm":
+    if l2 and cx.stack.kernels.gemm_tiles == "deepgemm":
         return deepgemm_tile(op.dim("m"), op.dim("n"), op.dim("k"), op.dim("groups", 1), units,
                              cx.bits(op.inputs[0].tensor), cx.bits(op.inputs[1].tensor), ex.accumulator_bytes)
     moved, memory = 0, 1.0
@@ -175,4 +175,5 @@ def for_op(op: Op, cx: Context) -> KernelTile:
         moved = sum(r.bytes for r in op.inputs) + sum(cx.graph.tensors[t].bytes for t in op.outputs)
     return choose(op.dim("m"), op.dim("n"), op.dim("k"), op.dim("groups", 1), units, ex.unit_tile,
                   cx.bits(op.inputs[0].tensor), cx.bits(op.inputs[1].tensor), ex.accumulator_bytes,
-                  cx.matrix_rate(dtype) / PS_PER_S, l2 / PS_PER_S, ex.kernel_overhead_ps, moved, memory)
+                  cx.matrix_rate(dtype) / PS_PER_S, l2 / PS_PER_S, cx.dispatch.device_ps + cx.dispatch.host_ps, moved,
+                  memory)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
@@ -17,6 +16,7 @@ from memsim.hardware import rates
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping import kerneltile, tiling
+from memsim.mapping.context import Context
 from memsim.mapping.plan import Step, level_bytes
 from memsim.mapping.workitems import attention_share, filled, kv_split
 from memsim.registry import Registry
@@ -26,57 +26,6 @@ from memsim.workload.graph import Op, OpGraph
 
 SOFTMAX_FLOPS_PER_SCORE = 5
 STAGING = Ref.level("sram")  # where prefetched weights land: the scratchpad's staging area
-
-
-@dataclass(frozen=True, slots=True)
-class Context:
-    chip: ChipSpec
-    graph: OpGraph
-    homes: dict
-    attention: str = "fused"  # the family may force unfused attention
-    compute_share: rates.Share = rates.WHOLE  # of the chip's compute, SRAM and channels an op gets (a wafer region)
-    microbatch: int = 0  # which micro-batch of the step the op belongs to
-    staging_bytes: int = 0  # SRAM set aside for prefetched weights: tiles get the rest
-    grid: bool = False  # a kernel launches one work item per unit (a GPU grid); else the compiler spreads an op
-    stage: int = 0  # the pipeline stage (chip or region) the op runs on; lowering never depends on it
-    staged: tuple[tuple[str, int], ...] = ()  # tensor -> bytes of its read that a prefetch put in SRAM
-    room_bytes: int = -1  # SRAM of the op's stage that tiles and staging share (``layout.place_stage``); -1: its share
-
-    @property
-    def room(self) -> int:
-        """The SRAM of the op's stage (chip or region) that its tiles and the staging area share."""
-        if self.room_bytes >= 0:
-            return self.room_bytes
-        return rates.shared(self.chip.chip_capacity(self.chip.sram), self.compute_share)
-
-    @property
-    def sram_bytes(self) -> int:
-        """The SRAM an op's tiles may use: its region's room, less the prefetch staging area."""
-        return self.room - self.staging_bytes
-
-    @property
-    def depth(self) -> int:
-        return self.chip.execution.prefetch_depth
-
-    def matrix_rate(self, dtype: str) -> int:
-        compute = self.chip.compute
-        return rates.shared(compute.peak(dtype) * compute.matrix_efficiency(dtype), self.compute_share)
-
-    def vector_rate(self) -> int:
-        return rates.shared(self.chip.compute.vector_flops_per_s * self.chip.compute.efficiency, self.compute_share)
-
-    def matrix_energy(self, flops: int, dtype: str) -> int:
-        """Femtojoules ``flops`` of ``dtype`` cost on the matrix units."""
-        return flops * self.chip.compute.flop_energy(dtype)
-
-    def vector_energy(self, flops: int) -> int:
-        return flops * self.chip.compute.vector_energy_fj_per_flop
-
-    def bits(self, tensor: str) -> int:
-        return BITS[self.graph.tensors[tensor].dtype]
-
-    def home(self, tensor: str) -> Ref:
-        return Ref.level(self.homes[tensor])
 
 
 Lowering = Callable[[Op, Context], tuple[Step, ...]]
@@ -204,7 +153,7 @@ def lower_matmul(op: Op, cx: Context) -> tuple[Step, ...]:
         elements = math.ceil(numel * b_read.bytes / weight.bytes) * refetch_b  # touched weights, scales aside
         ops = math.ceil(elements * ex.dequant(w_dtype))
         unpack, unpack_fj = compute_ps(ops, cx.vector_rate()), cx.vector_energy(ops)
-        if ex.dequant_kernel == "fused":  # unpacking runs beside the multiply, as the next weights stream in
+        if cx.stack.kernels.dequant_kernel == "fused":  # unpacking runs beside the multiply, as the next weights stream in
             busy, peak, unpack, energy, unpack_fj = max(busy, unpack), max(peak, unpack), 0, energy + unpack_fj, 0
     return (make_step("gemm", loads, stores, busy, op.flops, cx.depth, cx.sram_bytes,
                       {"tm": tile.tm, "tn": tile.tn}, unpack, energy_fj=energy, unpack_fj=unpack_fj,
@@ -274,7 +223,7 @@ def _fused_attention(op: Op, cx: Context) -> tuple[Step, ...]:
     hd = op.dim("head_dim")
     q, *kv_reads = op.inputs
     kv_bits = max(cx.bits(r.tensor) for r in kv_reads)
-    served, reads = group_reads(heads // kvh, q_len, cx.chip.execution.decode_group_heads)
+    served, reads = group_reads(heads // kvh, q_len, cx.stack.kernels.decode_group_heads)
     tile = tiling.attention_tile(q_rows=served * q_len, kv_len=kv_len, head_dim=hd,
                                  q_bits=cx.bits(q.tensor), kv_bits=kv_bits,
                                  acc_bytes=cx.chip.execution.accumulator_bytes, sram_bytes=cx.sram_bytes,
@@ -303,7 +252,7 @@ def _fused_attention(op: Op, cx: Context) -> tuple[Step, ...]:
 def group_reads(group: int, q_len: int, per_item: int) -> tuple[int, int]:
     """(query heads a work item serves, reads of each KV head) for a fused attention over GQA
     groups of ``group`` query heads: a decode kernel whose items serve ``per_item`` heads
-    (``execution.decode_group_heads``; TurboMind v0.1.0's serves 4, so a 70B group of 8 reads its
+    (``kernels.decode_group_heads`` of the stack; TurboMind v0.1.0's serves 4, so a 70B group of 8 reads its
     KV head twice) reads it once per item; 0, or a prefill, packs the whole group into one read."""
     if not per_item or q_len > 1 or per_item >= group:
         return group, 1
@@ -353,14 +302,15 @@ def _unfused_attention(op: Op, cx: Context) -> tuple[Step, ...]:
 
 
 def tile_floor(op: Op, graph: OpGraph, chip: ChipSpec) -> int:
-    """The SRAM an op's tiles need for their least traffic, as its lowering tiles it (fused
-    attention, the chip's buffers and accumulator); 0 for an op that only streams."""
+    """The SRAM an op's tiles need for their least traffic, as its lowering tiles it (the chip's
+    buffers and accumulator; an attention that can be fused, as a fused kernel tiles it: a stack
+    that runs it unfused needs no more); 0 for an op that only streams."""
     ex = chip.execution
     bits = {t: BITS[graph.tensors[t].dtype] for t in [r.tensor for r in op.inputs] + list(op.outputs)}
     if op.kind == "matmul":
         return tiling.gemm_floor(op.dim("m"), op.dim("n"), bits[op.inputs[0].tensor], bits[op.inputs[1].tensor],
                                  ex.accumulator_bytes, ex.prefetch_depth)
-    if op.kind == "attention" and is_fused(op, ex.attention):
+    if op.kind == "attention" and is_fused(op, "fused"):
         _, heads, kvh, q_len, _ = _attn_shape(op)
         q, *kv_reads = op.inputs
         return tiling.attention_floor((heads // kvh) * q_len, op.dim("head_dim"), bits[q.tensor],
@@ -395,4 +345,4 @@ def lowering_key(op: Op, cx: Context) -> tuple:
                  tensors[r.tensor].klass, cx.homes[r.tensor]) for r in op.inputs)
     outs = tuple((tensors[t].bytes, tensors[t].dtype, cx.homes[t]) for t in op.outputs)
     return (op.kind, op.dims, op.flops, op.dtype, ins, outs, cx.attention, cx.compute_share, cx.staging_bytes, cx.grid,
-            cx.staged, cx.room_bytes)
+            cx.staged, cx.room_bytes, cx.stack.kernels)

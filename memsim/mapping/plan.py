@@ -15,8 +15,10 @@ from memsim.hardware.rates import WHOLE, Share
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping.roofline import Bound
+from memsim.stack.spec import IDEAL, StackSpec
 
 if TYPE_CHECKING:
+    from memsim.mapping.dispatch import HostPlan
     from memsim.mapping.system import Routes
 
 COMPUTE, COPY, COMM, BRANCH = "compute", "copy", "comm", "branch"  # the streams a task can be issued on
@@ -87,6 +89,13 @@ class OpTask:
     # Per level, the bytes of its lowering that SRAM capacity added (``lower.capacity_bytes``); the
     # rest of what it moves is compulsory. A copy, send or collective moves each byte once: none.
     capacity: tuple[tuple[Ref, int], ...] = ()
+    # The host's work to issue it (its launch call; a collective's library call), which a host that
+    # runs ahead overlaps with the kernels before it (``Plan.host``) and a serial one pays before it.
+    host_ps: int = 0
+    # A collective: the library's fixed device cost of the call beyond the kernel's launch, paid after
+    # ``overhead_ps``; and its protocol's latency every round, in place of ``system.step_latency`` (-1: the chip's).
+    library_ps: int = 0
+    step_ps: int = -1
 
     @property
     def signature(self) -> tuple:
@@ -95,7 +104,8 @@ class OpTask:
 
     def signature_on(self, chip: int) -> tuple:
         """The signature of the same task run on ``chip``."""
-        return (self.overhead_ps, self.steps, chip, self.rounds, self.stream, self.acquires, self.releases)
+        return (self.overhead_ps, self.steps, chip, self.rounds, self.stream, self.acquires, self.releases,
+                self.library_ps, self.step_ps)
 
     @property
     def bound_name(self) -> str:
@@ -152,6 +162,8 @@ class Plan:
     # The routes of its transfers between units (``mapping.system.Routes``), worked out once for
     # the roofline and the engine; None in a plan built by hand (the engine works them out).
     routes: Routes | None = field(default=None, compare=False, repr=False)
+    stack: StackSpec = IDEAL  # the runtime stack the plan was made for
+    host: HostPlan | None = None  # the host's part of the step (``mapping.dispatch``); None: it adds nothing
 
     def staging_of(self, unit: int) -> int:
         """SRAM bytes a unit (a chip's rank, or a region) sets aside for prefetched weights."""

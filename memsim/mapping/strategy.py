@@ -13,7 +13,8 @@ from memsim.errors import ConfigError, run_field
 from memsim.hardware import rates
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
-from memsim.mapping import collectives, overlap, system
+from memsim.mapping import collectives, dispatch, overlap, system
+from memsim.mapping.dispatch import dispatch_of
 from memsim.mapping.layout import Grid, Layout, branches, lay_out, stage_graphs
 from memsim.mapping.lower import Context, capacity_bytes, lower, lowering_key
 from memsim.mapping.placement import default_holds
@@ -21,14 +22,16 @@ from memsim.mapping.plan import BRANCH, COMPUTE, OpTask, Plan, Step
 from memsim.mapping.prefetch import Prefetcher
 from memsim.mapping.roofline import staged_roofline
 from memsim.registry import Registry
+from memsim.stack.spec import IDEAL, StackSpec
 from memsim.units import PS_PER_S, transfer_ps
 from memsim.workload.graph import COLLECTIVE_KINDS, Op, OpGraph
 
-Strategy = Callable[[OpGraph, ChipSpec, Layout], Plan]
+Strategy = Callable[[OpGraph, ChipSpec, Layout, StackSpec], Plan]
 STRATEGIES: Registry[Strategy] = Registry("mapping strategy", field="family", package="memsim.mapping.families")
 register = STRATEGIES.register
 
-# A family shapes each op's lowered steps and says what fixed overhead the op pays.
+# A family shapes each op's lowered steps and says how many kernels the op launches (0: it runs
+# inside a kernel launched before it); each kernel pays the step's dispatch (``mapping.dispatch``).
 Shaper = Callable[[Op, tuple[Step, ...], Context], tuple[tuple[Step, ...], int]]
 
 
@@ -47,8 +50,8 @@ def _bound(chip: ChipSpec, steps: tuple[Step, ...]) -> Ref | None:
     return max(busy, key=busy.__getitem__)
 
 
-def plan_with(graph: OpGraph, chip: ChipSpec, shape: Shaper, layout: Layout = Layout(), attention: str | None = None,
-              compute_share: rates.Share = rates.WHOLE, grid: bool = False) -> Plan:
+def plan_with(graph: OpGraph, chip: ChipSpec, shape: Shaper, layout: Layout = Layout(), stack: StackSpec = IDEAL,
+              attention: str | None = None, compute_share: rates.Share = rates.WHOLE, grid: bool = False) -> Plan:
     """Place each pipeline stage, lower every op of every micro-batch in dependency order, and
     let the family shape its steps.
 
@@ -63,11 +66,12 @@ def plan_with(graph: OpGraph, chip: ChipSpec, shape: Shaper, layout: Layout = La
     tasks: list[OpTask] = []
     prefetcher = Prefetcher()
     cache: dict = {"branches": branches(graph)}  # and lowering key -> steps, "bounds": shaped steps -> bound
+    launch = dispatch_of(chip, stack, graph.meta)
     for m, g in enumerate(micro):
         # Each stage's ops run with its share of its chip and its staging area.
-        contexts = [Context(chip, g, homes, attention=attention or chip.execution.attention,
+        contexts = [Context(chip, g, homes, attention=attention or stack.kernels.attention,
                             compute_share=compute_share * share, microbatch=m, staging_bytes=staging, grid=grid,
-                            stage=s, room_bytes=room)
+                            stage=s, room_bytes=room, stack=stack, dispatch=launch)
                     for s, (share, staging, room) in
                     enumerate(zip(laid.shares, laid.staging, laid.rooms or (-1,) * len(laid.shares)))]
         tasks += _micro_tasks(contexts, shape, stage_of, tp, f"#{m}" if len(micro) > 1 else "", prefetcher, cache,
@@ -117,7 +121,7 @@ def _micro_tasks(contexts: list[Context], shape: Shaper, stage_of: dict[str, int
             names = [op.name + suffix] if cut is None else [f"{op.name}/{i}{suffix}" for i in range(len(parts[cut]))]
             chunk_deps = [preds] if cut is None else \
                 [(*tuple(d for d in preds if d != done[cut]), part) for part in parts[cut]]
-            chunks = system.collective_tasks(op, chip, stage, tp, chunk_deps, names, chips, regions)
+            chunks = system.collective_tasks(op, contexts[stage], stage, tp, chunk_deps, names, chips, regions)
             tasks += [dataclasses.replace(t, microbatch=m) for t in chunks]
             done[op.name] = names[-1]
             continue
@@ -131,7 +135,7 @@ def _micro_tasks(contexts: list[Context], shape: Shaper, stage_of: dict[str, int
             lowered = cache[key] = lower(op, op_cx)
             cache[("capacity", key)] = capacity_bytes(op, op_cx, lowered)
         capacity = cache[("capacity", key)]
-        steps, overhead = shape(op, lowered, op_cx)
+        steps, kernels = shape(op, lowered, op_cx)
         if op_cx.compute_share < 1:  # a region: its share of each level's channels, whatever the family
             steps = tuple(s if s.share <= op_cx.compute_share else dataclasses.replace(s, share=op_cx.compute_share)
                           for s in steps)
@@ -151,8 +155,10 @@ def _micro_tasks(contexts: list[Context], shape: Shaper, stage_of: dict[str, int
             done[op.name] = names[-1]
             prefetcher.finished_by(stage * tp, op.name + suffix, names[-1])
         for i, (name, part, part_flops, part_extra) in enumerate(zip(names, pieces, flops, extra)):
+            first = i == 0
             tasks.append(OpTask(op=name, kind=op.kind, layer=op.layer, flops=part_flops,
-                                overhead_ps=overhead if i == 0 else 0, steps=part, deps=preds, bound=bound,
+                                overhead_ps=kernels * op_cx.dispatch.device_ps if first else 0,
+                                host_ps=kernels * op_cx.dispatch.host_ps if first else 0, steps=part, deps=preds, bound=bound,
                                 chip=stage * tp, graph_op=op.name, microbatch=m, stream=stream,
                                 releases=releases if i == k - 1 else 0, capacity=part_extra))
     return tasks
@@ -169,10 +175,11 @@ def _overlap_chunks(op: Op, graph: OpGraph, deps, chip: ChipSpec, tp: int, steps
 
 
 def make_plan(graph: OpGraph, chip: ChipSpec, grid: Grid | None = None,
-              microbatches: tuple[OpGraph, ...] = ()) -> Plan:
-    """The plan of a step on ``grid`` (default: one stage of the ranks its graph is one of).
-    ``graph`` is what each stage places; with micro-batches, each of ``microbatches`` (graphs with
-    ``graph``'s ops) flows through the stages."""
+              microbatches: tuple[OpGraph, ...] = (), stack: StackSpec = IDEAL, step_work: bool = True) -> Plan:
+    """The plan of a step on ``grid`` (default: one stage of the ranks its graph is one of), run by
+    ``stack``. ``graph`` is what each stage places; with micro-batches, each of ``microbatches``
+    (graphs with ``graph``'s ops) flows through the stages. ``step_work``: the host's work before
+    and after the step is the plan's (a serving run adds it per step itself)."""
     grid = grid if grid is not None else Grid.of(graph)
     strategy = STRATEGIES.get(chip.family)
     if grid.pp < 1:
@@ -183,4 +190,7 @@ def make_plan(graph: OpGraph, chip: ChipSpec, grid: Grid | None = None,
     layout = Layout(pp=grid.pp, tp=grid.tp, microbatches=tuple(microbatches),
                     kv_copies=len(microbatches) if len(microbatches) > 1 and
                     len({g.meta.context for g in microbatches}) == 1 else 1)
-    return strategy(graph, default_holds(graph, chip, layout.kv_copies), layout)
+    plan = strategy(graph, default_holds(graph, chip, layout.kv_copies), layout, stack)
+    host = dispatch.host_plan([t.chip for t in plan.tasks], [t.host_ps for t in plan.tasks],
+                              stack.dispatch.host == "ahead", stack, graph.meta, step_work)
+    return dataclasses.replace(plan, stack=stack, host=host)

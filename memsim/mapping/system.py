@@ -7,7 +7,9 @@ of point-to-point transfers among all ranks, which the engine routes over the to
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Hashable, Sequence
+from typing import TYPE_CHECKING
 
 from memsim.hardware import topologies
 from memsim.hardware.resource import SYSTEM, Ref, ResourceId
@@ -16,8 +18,12 @@ from memsim.mapping import collectives, fabric, overlap
 from memsim.mapping.collectives import Round, scatter_gather
 from memsim.mapping.plan import COMM, OpTask, unit_chip
 from memsim.mapping.roofline import Bound
+from memsim.stack.spec import SYSTEM_ALGORITHM, CollectiveImpl
 from memsim.units import PS_PER_S
 from memsim.workload.graph import Op, OpGraph
+
+if TYPE_CHECKING:
+    from memsim.mapping.lower import Context
 
 
 def _link(chip: ChipSpec):
@@ -41,34 +47,88 @@ def allreduce_seconds(chip: ChipSpec, members: int, nbytes: int, algorithm: str 
     return fabric.fabric(chip, members).allreduce_seconds(range(members), nbytes, algorithm or chip.system.collective)
 
 
-def collective_tasks(op: Op, chip: ChipSpec, stage: int, tp: int, deps: list[tuple[str, ...]],
+def library(cx: Context, kind: str, nbytes: int, members: Sequence[int], system: fabric.Fabric
+            ) -> CollectiveImpl | None:
+    """The stack's implementation that runs a ``kind`` collective of ``nbytes`` over ``members``
+    (None: the stack has none for it, and the chip's own algorithm runs at the hardware's cost):
+    the first whose limits admit it, or, where the library picks by its cost model, the one that
+    finishes soonest here."""
+    impls = cx.stack.collective(kind, nbytes, len(members))
+    if not impls:
+        return None
+    if cx.stack.collective_select == "first" or len(impls) == 1:
+        return impls[0]
+    return min(impls, key=lambda c: (implementation_seconds(cx.chip, c, kind, nbytes, members, system), c.name))
+
+
+def implementation_seconds(chip: ChipSpec, impl: CollectiveImpl, kind: str, nbytes: int, members: Sequence[int],
+                           system: fabric.Fabric) -> float:
+    """What ``impl`` takes for the collective on idle links: its call, and its rounds at its
+    protocol's step latency with the wire's bytes (the chip's launch is the same whichever runs)."""
+    wire = wire_bytes(nbytes, impl.efficiency)
+    rounds = _rounds(chip, kind, members, wire, system, impl.algorithm)
+    return impl.call_ps / PS_PER_S + system.seconds(rounds, launch=False, step_ps=impl.step_ps or -1)
+
+
+def wire_bytes(nbytes: int, efficiency: float) -> int:
+    """What a protocol that carries ``efficiency`` of payload a byte puts on the wire for ``nbytes``."""
+    return nbytes if efficiency >= 1 else math.ceil(nbytes / efficiency)
+
+
+def _algorithm(chip: ChipSpec, name: str) -> str:
+    return chip.system.collective if name == SYSTEM_ALGORITHM else name
+
+
+def _rounds(chip: ChipSpec, kind: str, members: Sequence[int], nbytes: int, system: fabric.Fabric,
+            algorithm: str = SYSTEM_ALGORITHM) -> Sequence[collectives.Round]:
+    """The rounds of a whole collective among ``members`` (chips) for costing."""
+    shape = system.shape(members)
+    if kind == "allreduce":
+        return system.algorithm(members, nbytes, _algorithm(chip, algorithm)).rounds(members, nbytes, shape)
+    return collectives.COLLECTIVES[kind](members, nbytes, shape)
+
+
+def collective_tasks(op: Op, cx: Context, stage: int, tp: int, deps: list[tuple[str, ...]],
                      names: list[str], chips: int, regions: int = 1) -> list[OpTask]:
     """The collective ``op`` as one task, or as ``len(names)`` chunks of its message on the comm
-    stream, chunk i waiting for ``deps[i]``; the launch (where a collective pays one) is paid
-    once. An all-reduce's chunks run the algorithm the whole message would, so they move the same
-    bytes over every link as the whole. ``chips`` is the system's size."""
+    stream, chunk i waiting for ``deps[i]``; the launch (where a collective pays one) and the
+    library's call are paid once. An all-reduce's chunks run the algorithm the whole message would,
+    so they move the same bytes over every link as the whole. The stack's collective library
+    (``StackSpec.collectives``) picks the implementation: its algorithm, its protocol's latency a
+    round and the bytes its protocol puts on the wire. ``chips`` is the system's size."""
+    chip = cx.chip
     link = _link(chip)
     group = [stage * tp + r for r in range(tp)]
     system = fabric.fabric(chip, chips)
     members = [unit_chip(u, tp, regions) for u in group]
     nbytes = op.dim("bytes")
     shape = system.shape(members)
+    impl = library(cx, op.kind, nbytes, members, system) if tp > 1 else None
+    name = _algorithm(chip, impl.algorithm) if impl is not None else chip.system.collective
+    efficiency = impl.efficiency if impl is not None else 1.0
     algorithm = None
     if op.kind == "allreduce" and tp > 1:
-        algorithm = system.algorithm(members, nbytes, chip.system.collective)
+        algorithm = system.algorithm(members, nbytes, name)
     pieces = algorithm.moves(tp, shape)[0] if algorithm is not None else tp
+    kernel = chip.execution.collective_launch == "kernel"
+    device = cx.dispatch.device_ps if kernel else 0
+    host = cx.dispatch.host_ps + (impl.host_ps if impl is not None else 0) if kernel and cx.dispatch.host_ps else 0
     tasks = []
-    for i, (name, size, flops) in enumerate(zip(names, overlap.chunk_bytes(nbytes, len(names), pieces),
-                                                overlap.split(op.flops, len(names)))):
+    for i, (task_name, size, flops) in enumerate(zip(names, overlap.chunk_bytes(nbytes, len(names), pieces),
+                                                     overlap.split(op.flops, len(names)))):
         rounds: Sequence[collectives.Round]
+        wire = wire_bytes(size, efficiency)
         if algorithm is not None:
-            rounds = algorithm.rounds(group, size, shape)
+            rounds = algorithm.rounds(group, wire, shape)
         elif op.kind == "allreduce":
             rounds = []
         else:
-            rounds = collectives.COLLECTIVES[op.kind](group, size, shape)
-        tasks.append(OpTask(op=name, kind=op.kind, layer=op.layer, flops=flops,
-                            overhead_ps=chip.execution.collective_launch_ps if i == 0 else 0, steps=(), deps=deps[i],
+            rounds = collectives.COLLECTIVES[op.kind](group, wire, shape)
+        first = i == 0
+        tasks.append(OpTask(op=task_name, kind=op.kind, layer=op.layer, flops=flops,
+                            overhead_ps=device if first else 0, host_ps=host if first else 0,
+                            library_ps=impl.call_ps if first and impl is not None else 0,
+                            step_ps=impl.step_ps if impl is not None and impl.step_ps else -1, steps=(), deps=deps[i],
                             bound=Ref.link(link.name), chip=stage * tp, rounds=tuple(rounds), stream=COMM,
                             graph_op=op.name))
     return tasks
@@ -169,23 +229,23 @@ class Routes:
         """The direction as the engine's resource (``link:nvlink[0>sw]`` in outputs)."""
         return Ref.link(self.link(direction).name).on(SYSTEM, direction[1:])
 
-    def seconds(self, src: int, dst: int, nbytes: int) -> float:
+    def seconds(self, src: int, dst: int, nbytes: int, step_ps: int = -1) -> float:
         """The least time of a transfer: its bytes at the peak bandwidth of the narrowest cable
         on its route, plus the link's latency on every hop of the route and, between chips, the
-        protocol's step latency."""
+        protocol's step latency (``step_ps``: a library protocol's, in place of the chip's)."""
         key = (src, dst)
         if key not in self._least:
             route = self.directions(src, dst)
-            latency = len(route) * self.link(route[0]).latency_ps + self.step_latency_ps(src, dst)
+            latency = len(route) * self.link(route[0]).latency_ps
             self._least[key] = (min(self.peak(d) for d in route), latency / PS_PER_S)
         peak, latency_s = self._least[key]
-        return nbytes / peak + latency_s
+        return nbytes / peak + latency_s + self.step_latency_ps(src, dst, step_ps) / PS_PER_S
 
-    def step_latency_ps(self, src: int, dst: int) -> int:
+    def step_latency_ps(self, src: int, dst: int, step_ps: int = -1) -> int:
         """The protocol latency a transfer pays: between chips only (regions of a chip hand
-        activations over its fabric without a handshake)."""
+        activations over its fabric without a handshake); the chip's, or ``step_ps`` where set."""
         same = unit_chip(src, self.tp, self.regions) == unit_chip(dst, self.tp, self.regions)
-        return 0 if same else self.chip.system.step_latency_ps
+        return 0 if same else self.chip.system.step_latency_ps if step_ps < 0 else step_ps
 
 
 Direction = tuple[bool, Hashable, Hashable]  # (between regions of one chip?, from, to)
@@ -238,31 +298,32 @@ def collective_seconds(tasks: list[OpTask], routes: Routes) -> dict[tuple[int, i
     tp = routes.tp
     out: dict[tuple[int, int], float] = {}
     least: dict[tuple[int, ...], float] = {}  # by the chunks' rounds: equal collectives are costed once
-    shared: dict[int, tuple[tuple, float]] = {}  # by round tuple (kept): a repeated round is costed once
+    shared: dict[tuple[int, int], tuple[tuple, float]] = {}  # by round tuple (kept): a repeated round is costed once
 
-    def slowest(transfers) -> float:
-        return max(routes.seconds(a, b, n) for a, b, n in transfers)
+    def slowest(transfers, step: int) -> float:
+        return max(routes.seconds(a, b, n, step) for a, b, n in transfers)
 
-    def slowest_shared(transfers: tuple) -> float:
-        if id(transfers) not in shared:
-            shared[id(transfers)] = (transfers, slowest(transfers))
-        return shared[id(transfers)][1]
+    def slowest_shared(transfers: tuple, step: int) -> float:
+        if (id(transfers), step) not in shared:
+            shared[(id(transfers), step)] = (transfers, slowest(transfers, step))
+        return shared[(id(transfers), step)][1]
 
-    for (_, unit, microbatch), parts in _collective_parts(tasks).items():
-        ids = tuple(map(id, parts))
+    for (_, unit, microbatch), (step, parts) in _collective_parts(tasks).items():
+        ids = (*map(id, parts), step)
         if ids not in least:
-            least[ids] = sum(map(slowest_shared, parts[0])) if len(parts) == 1 else sum(map(slowest, _whole(parts)))
+            least[ids] = sum(slowest_shared(r, step) for r in parts[0]) if len(parts) == 1 else \
+                sum(slowest(r, step) for r in _whole(parts))
         key = (unit // tp, microbatch)
         out[key] = out.get(key, 0.0) + least[ids]
     return out
 
 
-def _collective_parts(tasks: list[OpTask]) -> dict[tuple[str, int, int], list[tuple]]:
-    """Each collective's chunks' rounds by (operator, chip, micro-batch)."""
-    out: dict[tuple[str, int, int], list[tuple]] = {}
+def _collective_parts(tasks: list[OpTask]) -> dict[tuple[str, int, int], tuple[int, list[tuple]]]:
+    """Each collective's protocol step latency and its chunks' rounds by (operator, chip, micro-batch)."""
+    out: dict[tuple[str, int, int], tuple[int, list[tuple]]] = {}
     for t in tasks:
         if t.kind != "sendrecv" and t.rounds:
-            out.setdefault((t.graph_op or t.op, t.chip, t.microbatch), []).append(t.rounds)
+            out.setdefault((t.graph_op or t.op, t.chip, t.microbatch), (t.step_ps, []))[1].append(t.rounds)
     return out
 
 

@@ -159,6 +159,7 @@ def summarize(graph: OpGraph, plan: Plan, result: EngineResult, micro: tuple[OpG
     return Summary(
         hardware=chip.name,
         family=chip.family,
+        stack=plan.stack.name,
         workload=workload,
         step_time_s=step_s,
         roofline_s=plan.roofline_s,

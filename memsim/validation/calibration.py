@@ -35,6 +35,7 @@ class Case:
     kwargs: dict | None  # None: skipped
     why: str  # what is simulated, or why the row is skipped
     settings: tuple[tuple[str, str], ...] = ()  # hardware fields the row was measured with (a power cap, its system)
+    stack: str = "gpt-fast"  # the profile of the stack it was measured on (configs/stacks)
 
 
 def weight_format(text: str) -> tuple[str, int]:
@@ -66,44 +67,22 @@ HYBRID_CUBE_MESH = (("system.topology", "dragonfly"), ("system.group", "4"), ("s
 
 @dataclass(frozen=True)
 class Stack:
-    """What a row's serving stack does differently from the preset's default, where a source says so."""
+    """A row's serving stack: its profile (``configs/stacks``) and how it produces a first token."""
 
-    settings: tuple[tuple[str, str], ...] = ()  # hardware fields it sets
+    name: str = "gpt-fast"  # the profile in configs/stacks
     # Its first token comes from a decode step over the last prompt token, after a prefill of the others.
     first_token_by_decode: bool = False
 
 
-# FasterTransformer's ParallelGpt and LMDeploy's TurboMind (derived from it; its build needs
-# NCCL, InternLM/lmdeploy docs build.md, 2023) all-reduce with NCCL, which inside one NVSwitch
-# node runs a ring (microbench.csv rows 46-50 time it: ~44 us for 1 to 32 KiB over 8 A100s;
-# tests/mapping/test_collectives.py holds the ring to them). The preset's ``auto`` would pick a
-# one-shot custom kernel, as TensorRT-LLM's and vLLM's own all-reduce are.
-NCCL_RING = (("system.collective", "ring"),)
-# The C++ stacks launch every kernel from the host, uncaptured: TensorRT-LLM 0.9's
-# gptSessionBenchmark replays CUDA graphs only with --enable_cuda_graph, which the commands of its
-# performance.md do not pass; FasterTransformer v5 and TurboMind v0.1.0 capture no CUDA graph. So
-# each kernel also pays the host's launch call (``execution.eager_overhead``, microbench.csv row 71).
-# gpt-fast compiles with mode="reduce-overhead", which replays CUDA graphs: the preset's ``graph``.
-EAGER = (("execution.launch", "eager"),)
-# TurboMind v0.1.0a1, the version LMDeploy's A100 benchmark names, takes its first token from a
-# decode step: LlamaBatch::ContextDecode "subtract input/context len by 1 to skip last input token
-# (will process with decoder later)" (src/turbomind/models/llama/LlamaBatch.cc @ tag v0.1.0a1).
-# So its first-token latency is a prefill of the prompt less one token and a decode step at the
-# prompt's length.
-# FasterTransformer v5.0's GPT context attention is unfused: strided batched cuBLAS GEMMs and a
-# softmax kernel, its QK^T written in fp32 (GptContextAttentionLayer.cc, ParallelGpt.h:
-# is_context_qk_buf_float_ = true, at release/v5.0_tag and dev/v5.0_beta_2021.09_tag).
-FT_CONTEXT = (("execution.attention", "context_unfused"),)
-# TurboMind v0.1.0a1's decode attention serves at most 4 query heads of a GQA group a thread block
-# (DispatchDecoderMultiheadAttention: the group_size % 8 case is commented out;
-# src/turbomind/kernels/decoder_multihead_attention/decoder_multihead_attention.cu @ tag v0.1.0a1),
-# so each of Llama-2-70B's KV heads (groups of 8) is read twice a step.
-TURBOMIND_DECODE = (("execution.decode_group_heads", "4"),)
-# The first name a row's software_stack contains is its stack: TurboMind's rows also name
-# FasterTransformer, from which it derives, so it comes first.
-STACKS = {"TurboMind": Stack(settings=EAGER + NCCL_RING + TURBOMIND_DECODE, first_token_by_decode=True),
-          "FasterTransformer": Stack(settings=EAGER + NCCL_RING + FT_CONTEXT),
-          "TensorRT-LLM": Stack(settings=EAGER)}
+# Each source's stack, by the first name its rows' software_stack contains (TurboMind's rows also
+# name FasterTransformer, from which it derives, so it comes first); the profiles say what each rests
+# on. TurboMind v0.1.0a1 takes its first token from a decode step: LlamaBatch::ContextDecode "subtract
+# input/context len by 1 to skip last input token (will process with decoder later)"
+# (src/turbomind/models/llama/LlamaBatch.cc @ tag v0.1.0a1). So its first-token latency is a prefill
+# of the prompt less one token and a decode step at the prompt's length.
+STACKS = {"TurboMind": Stack("turbomind-0.1", first_token_by_decode=True),
+          "FasterTransformer": Stack("fastertransformer-5"),
+          "TensorRT-LLM": Stack("trtllm-0.9")}
 BY_DECODE = "the first token: a prefill of all but the last prompt token, then its decode step"
 
 
@@ -145,14 +124,14 @@ def case(row: dict) -> Case:
     label = f"{name} {'generation' if whole(row) else row['phase']} {row['weight_precision'].split()[0]}"
     stack = stack_of(row.get("software_stack", ""))
     base = Case(row["id"], source_of(row), label, measured_ms(row), None, "",
-                power_cap(row["accelerator"]) + system_of(row.get("notes", "")) + stack.settings)
+                power_cap(row["accelerator"]) + system_of(row.get("notes", "")), stack.name)
     tp = re.fullmatch(r"TP(\d+)", row["parallelism"].strip())
     if tp is None or int(tp.group(1)) != int(row["n_accelerators"]):
         return _skip(base, f"parallelism {row['parallelism']} on {row['n_accelerators']} chips is not modelled")
     if model is None or chip is None:
         return _skip(base, f"no preset for {row['model']} on {row['accelerator']}")
     kwargs = dict(hw=chip, model=model, batch=int(row["batch_size"]), weight_dtype=dtype, group_size=group,
-                  kv_dtype=row["kv_precision"], tp=int(tp.group(1)))
+                  kv_dtype=row["kv_precision"], tp=int(tp.group(1)), stack=stack.name)
     prompt = int(row["prompt_len"])
     if tp.group(1) != "1":
         label += f", TP {tp.group(1)}"
@@ -165,24 +144,25 @@ def case(row: dict) -> Case:
         new = int(generated.group())
     if whole(row):  # the prompt's prefill, then every generated token's decode step
         return Case(base.id, base.source, f"{label} {prompt}+{new}", base.measured_ms,
-                    {**kwargs, "phase": "generate", "prompt": prompt, "generate": new}, "generation", base.settings)
+                    {**kwargs, "phase": "generate", "prompt": prompt, "generate": new}, "generation", base.settings,
+                    base.stack)
     if row["phase"] == "decode":
         # A median over steps whose KV cache grows ("KV 2..129"): the step at the middle length.
         # gpt-fast attends over its whole static cache: prompt plus the generated tokens.
         kv = re.search(r"KV (\d+)\.\.(\d+)", row["output_len_or_kv_ctx"])
         context = (int(kv.group(1)) + int(kv.group(2))) // 2 if kv else prompt + new
         return Case(base.id, base.source, f"{label}, KV {context}" if kv else label, base.measured_ms,
-                    {**kwargs, "phase": "decode", "context": context}, "decode step", base.settings)
+                    {**kwargs, "phase": "decode", "context": context}, "decode step", base.settings, base.stack)
     if stack.first_token_by_decode and prompt > 1:
         return Case(base.id, base.source, f"{label} {prompt}", base.measured_ms,
                     {**kwargs, "phase": "generate", "prompt": prompt - 1, "generate": 1},
-                    BY_DECODE, base.settings)
+                    BY_DECODE, base.settings, base.stack)
     return Case(base.id, base.source, f"{label} {prompt}", base.measured_ms,
-                {**kwargs, "phase": "prefill", "prompt": prompt}, "prefill", base.settings)
+                {**kwargs, "phase": "prefill", "prompt": prompt}, "prefill", base.settings, base.stack)
 
 
 def _skip(base: Case, why: str) -> Case:
-    return Case(base.id, base.source, base.label, base.measured_ms, None, why, base.settings)
+    return Case(base.id, base.source, base.label, base.measured_ms, None, why, base.settings, base.stack)
 
 
 DATA = Path(__file__).resolve().parent / "data" / "calibration.csv"  # shipped in the repository

@@ -144,23 +144,25 @@ def _dim(name: str, text: str, what: str) -> int:
 def timing(row: dict) -> tuple[dict, bool]:
     """(hardware overrides, whether its host runs ahead) for how the source timed its kernels:
     profiler kernel times (DeepGEMM's) hold the kernel's start and drain, not the host's launch
-    call, and DeepGEMM picks its tiles by its own rule (``execution.gemm_tiles`` deepgemm);
+    call, and DeepGEMM picks its tiles by its own rule (``kernels.gemm_tiles`` deepgemm);
     tritonbench times each call after an L2 flush, behind which the host's call hides;
     superbench's loop (``cublaslt_gemm.cu``: its timed loop calls ``cublasLtMatmul`` with no
     synchronisation until the end event) and the MI300X harness with a floor (``host_floor``)
     run ahead of the device; other host loops launch each kernel eagerly. The rows measured here
     (``scripts/gpu_measure.py``) time graph replays or do_bench's flushed calls, both at the
     device's cost per kernel, with a cuBLAS (13.0) whose kernels fill the units
-    (``execution.gemm_tiles`` fill)."""
+    (a stack's ``kernels.gemm_tiles`` fill). Each runs on the harness's stack (``HARNESS``): the
+    host's launch call (``dispatch.launch``) as this repository measured it."""
     if "gpu_measure.py" in row["software"]:
-        return {"execution.launch": "graph", "execution.gemm_tiles": "fill"}, False
+        return {"stack.kernels.gemm_tiles": "fill"}, False
     if "DeepGEMM" in row["software"]:
-        return {"execution.launch": "graph", "execution.gemm_tiles": "deepgemm"}, False
+        return {"stack.kernels.gemm_tiles": "deepgemm"}, False
     if "tritonbench" in row["software"]:
-        return {"execution.launch": "graph"}, False
+        return {}, False
     if "superbench" in row["software"] or host_floor(row):
-        return {"execution.launch": "graph"}, True
-    return {"execution.launch": "eager"}, False
+        return {}, True
+    return {"stack.kernels.launch": "eager", "stack.kernels.prefill_launch": "eager", "stack.dispatch.host": "serial"}, \
+        False
 
 
 def host_floor(row: dict) -> float:
@@ -195,6 +197,15 @@ def bench(row: dict) -> Bench:
     return Bench(**base, hw=hw, graph=stream_graph(*STREAMS[kind], BABELSTREAM_ELEMENTS), why=kind)
 
 
+# The stack a microbenchmark's harness runs its kernels on: a host loop that launches each call, its
+# launch call as measured on that vendor's runtime (CUDA: microbench.csv row 71; HIP: an estimate).
+HARNESS = {"mi300x": "harness-hip"}
+
+
+def harness(hw: str) -> str:
+    return HARNESS.get(hw, "harness-cuda")
+
+
 def load(path: Path) -> list[Bench]:
     with path.open(newline="") as fh:
         return [bench(r) for r in csv.DictReader(fh) if r["benchmark"] in BENCHMARKS]
@@ -204,10 +215,11 @@ def simulate(b: Bench) -> float:
     """The simulated throughput in the row's unit."""
     if b.hw is None or b.graph is None:
         raise ValueError(f"row {b.id} is skipped: {b.why}")
-    result = api.simulate_graph(b.hw, b.graph, set={"compute.kernel_efficiency": "1", **b.launch})
+    result = api.simulate_graph(b.hw, b.graph, set={"compute.kernel_efficiency": "1", **b.launch},
+                                stack=harness(b.hw))
     seconds = result.summary["step_time_s"]
     if b.loop:  # the host issues the next call while this kernel runs: the slower of the two sets the pace
-        call = result.chip.execution.eager_overhead_ps / PS_PER_S + b.library_us / 1e6
+        call = result.plan.stack.dispatch.launch_ps / PS_PER_S + b.library_us / 1e6
         seconds = max(seconds, call, b.floor_us / 1e6)
     if b.graph.meta.benchmark in ("gemm", "attention"):
         work = b.graph.total_flops()

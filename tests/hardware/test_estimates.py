@@ -99,7 +99,7 @@ def test_every_estimate_of_a_preset_has_its_range_in_the_data_and_says_why(name)
             assert (name, m["key"]) in NOT_QUANTITIES and not value, f"{where}: marked estimate without a range"
             exceptions.add((name, m["key"]))
     assert exceptions == {e for e in NOT_QUANTITIES if e[0] == name}  # no exception outlives its line
-    found = estimates(name)
+    found = estimates(name, stack="ideal")  # the chip's own (a stack's: tests/stack/test_stacks.py)
     assert len(found) == written
     for e in found:
         assert e.low <= e.value <= e.high, (name, e.path)
@@ -111,6 +111,6 @@ def test_either_end_of_a_presets_range_loads_with_its_other_values(name, monkeyp
     must not cross the ridge clock, a static power's the TDP)."""
     monkeypatch.setattr(loader, "read_yaml", functools.lru_cache(None)(loader.read_yaml))
     path = hardware.resolve(name, "hardware", hardware.HW_SUFFIXES)
-    for e in estimates(name):
+    for e in estimates(name, stack="ideal"):
         for end in e.written[1:]:
             load_chip(path, [(e.set_path, end)])

@@ -123,7 +123,7 @@ def test_unknown_preset_lists_the_shipped_ones():
         ("compute.peak.bf16", "500 TFLOP/s", lambda c: c.compute.peak("bf16"), 500 * 10**12),
         ("nvlink.bandwidth", "900 GB/s", lambda c: c.links[0].bandwidth_bytes_per_s, 900 * 10**9),
         ("levels.hbm.latency", "1 us", lambda c: c.level("hbm").latency_ps, 10**6),
-        ("execution.attention", "unfused", lambda c: c.execution.attention, "unfused"),
+        ("execution.kv_split", "4", lambda c: c.execution.kv_split, 4),
         ("nvlink.efficiency", "0.5", lambda c: c.links[0].effective_bandwidth, 225 * 10**9),
         ("system.step_latency", "3 us", lambda c: c.system.step_latency_ps, 3 * 10**6),
         ("sram.holds", "weight, activation", lambda c: c.sram.holds, ("weight", "activation")),  # names by commas

@@ -73,7 +73,7 @@ def test_more_l2_bandwidth_or_more_units_never_slow_a_gemm(m, n, k, faster, unit
 
 def _gemm_s(m: int, n: int, k: int, tiles: str) -> float:
     r = api.simulate_graph("h200-sxm", gemm_graph(m, n, k, "bf16"),
-                           set={"execution.gemm_tiles": tiles, "execution.launch": "graph"})
+                           set={"stack.kernels.gemm_tiles": tiles}, stack="ideal")
     return r.summary["step_time_s"]
 
 
@@ -108,6 +108,6 @@ def test_a_library_rule_never_beats_the_roofline(m, n, k):
     # what holds is the roofline: the FLOPs at the full matrix rate, the operands at the HBM's peak
     # (3.35 TB/s; the result may stay in the L2)
     r = api.simulate_graph("h100-sxm", gemm_graph(m, n, k, "fp8"),
-                           set={"execution.gemm_tiles": "deepgemm", "execution.launch": "graph",
-                                "compute.kernel_efficiency": "1"})
+                           set={"stack.kernels.gemm_tiles": "deepgemm", "compute.kernel_efficiency": "1"},
+                           stack="ideal")
     assert r.summary["step_time_s"] >= max(2 * m * n * k / 1979e12, (m * k + k * n) / 3.35e12)

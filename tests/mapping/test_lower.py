@@ -9,6 +9,7 @@ from memsim.hardware.resource import Ref
 from memsim.mapping.kerneltile import wave_factor
 from memsim.mapping.lower import group_reads, make_step
 from memsim.mapping.tiling import CHUNKS
+from memsim.stack.spec import KernelSpec, StackSpec
 
 DIMS = st.integers(1, 5000)
 
@@ -39,7 +40,7 @@ def _decode_ms(weight_dtype: str, kernel: str, **kw) -> float:
     from memsim import simulate
 
     r = simulate("a100-80gb-sxm", "llama-2-7b", context=105, weight_dtype=weight_dtype,
-                 set={"execution.dequant_kernel": kernel}, **kw)
+                 set={"stack.kernels.dequant_kernel": kernel}, **kw)
     return r.summary["step_time_s"] * 1e3
 
 
@@ -57,11 +58,11 @@ def test_fused_dequantisation_is_bounded_by_the_unpacking_when_it_is_slowest():
     from memsim.api import load_workload, resolve
     from memsim.mapping.lower import Context, lower_matmul
 
-    chip = hardware.load("a100-80gb-sxm", [("execution.dequant_kernel", "fused"),
-                                           ("compute.vector_peak", "0.1 TFLOP/s")])
+    chip = hardware.load("a100-80gb-sxm", [("compute.vector_peak", "0.1 TFLOP/s")])
     g = load_workload(resolve(model="llama-2-7b", context=16, weight_dtype="int4"))
     homes = {t: "hbm" for t in g.tensors}
-    (step,) = lower_matmul(g.ops["L0.down"], Context(chip, g, homes))
+    fused = StackSpec(name="fused", kernels=KernelSpec(dequant_kernel="fused"))
+    (step,) = lower_matmul(g.ops["L0.down"], Context(chip, g, homes, stack=fused))
     rows, cols = g.tensors["L0.down.weight"].shape
     unpack_ps = rows * cols * chip.execution.dequant("int4") / (0.1e12 * chip.compute.efficiency) * 1e12
     assert step.unpack_ps == 0
@@ -92,7 +93,7 @@ def test_a_decode_kernel_that_serves_part_of_a_gqa_group_reads_its_kv_head_once_
     def step(heads: str, ctx: int, batch: int = 64) -> float:
         from memsim import simulate
         r = simulate("a100-80gb-sxm", "llama-2-70b", batch=batch, context=ctx, tp=4,
-                     set={"execution.decode_group_heads": heads})
+                     set={"stack.kernels.decode_group_heads": heads})
         return r.summary["step_time_s"]
 
     # two reads of every KV head cost the KV cache's stream once more; never less
@@ -107,7 +108,7 @@ def test_fastertransformers_context_attention_writes_its_scores_in_fp32_and_deco
     from memsim import simulate
 
     def moved(attention: str, **kw) -> int:
-        r = simulate("a100-80gb-sxm", "gpt-3-6.7b", set={"execution.attention": attention}, **kw)
+        r = simulate("a100-80gb-sxm", "gpt-3-6.7b", set={"stack.kernels.attention": attention}, **kw)
         return sum(level["total"] for level in r.summary["bytes_per_level"].values())
 
     # a prefill's QK^T writes 4 B a score and its softmax reads them back: 2 B more each way

@@ -10,9 +10,10 @@ from memsim.hardware.spec import ChipSpec
 from memsim.mapping.families.gpu import kernel_per_op
 from memsim.mapping.layout import Layout
 from memsim.mapping.strategy import plan_with, register
+from memsim.stack.spec import IDEAL, StackSpec
 from memsim.workload.graph import OpGraph
 
 
 @register("cpu")
-def plan_cpu(graph: OpGraph, chip: ChipSpec, layout: Layout = Layout()):
-    return plan_with(graph, chip, kernel_per_op, layout, attention="unfused", grid=True)
+def plan_cpu(graph: OpGraph, chip: ChipSpec, layout: Layout = Layout(), stack: StackSpec = IDEAL):
+    return plan_with(graph, chip, kernel_per_op, layout, stack, attention="unfused", grid=True)

@@ -11,16 +11,16 @@ from memsim.hardware.spec import ChipSpec
 from memsim.mapping import kerneltile
 from memsim.mapping.layout import Layout
 from memsim.mapping.strategy import plan_with, register
+from memsim.stack.spec import IDEAL, StackSpec
 from memsim.workload.graph import OpGraph
 
 
 def kernel_per_op(op, steps, cx):
     """Each operator is a kernel; a GEMM whose library splits K (``kerneltile``) is two, the second
     adding the partial sums, and each pays a kernel's fixed cost."""
-    kernels = 2 if op.kind == "matmul" and kerneltile.for_op(op, cx).split > 1 else 1
-    return steps, kernels * cx.chip.execution.kernel_overhead_ps
+    return steps, 2 if op.kind == "matmul" and kerneltile.for_op(op, cx).split > 1 else 1
 
 
 @register("gpu")
-def plan_gpu(graph: OpGraph, chip: ChipSpec, layout: Layout = Layout()):
-    return plan_with(graph, chip, kernel_per_op, layout, grid=True)
+def plan_gpu(graph: OpGraph, chip: ChipSpec, layout: Layout = Layout(), stack: StackSpec = IDEAL):
+    return plan_with(graph, chip, kernel_per_op, layout, stack, grid=True)

@@ -20,6 +20,7 @@ from memsim.mapping.lower import make_step
 from memsim.mapping.plan import Step
 from memsim.mapping.prefetch import copy_step
 from memsim.mapping.strategy import plan_with, register
+from memsim.stack.spec import IDEAL, StackSpec
 from memsim.workload.graph import OpGraph
 
 
@@ -43,7 +44,7 @@ def stage_through(steps: tuple[Step, ...], slow: set[Ref], fast: Ref) -> tuple[S
 
 
 @register("rdu")
-def plan_rdu(graph: OpGraph, chip: ChipSpec, layout: Layout = Layout()):
+def plan_rdu(graph: OpGraph, chip: ChipSpec, layout: Layout = Layout(), stack: StackSpec = IDEAL):
     slow = {Ref.level(name) for name in chip.execution.stage_from}
     # The spec requires stage_into with stage_from: a level to stage into exactly when there is one to stage from.
     fast = Ref.level(chip.execution.stage_into) if slow else None
@@ -55,10 +56,10 @@ def plan_rdu(graph: OpGraph, chip: ChipSpec, layout: Layout = Layout()):
         if fast is not None:
             steps = stage_through(steps, slow, fast)
         if op.layer < 0:  # outside the decoder layers: a kernel of its own
-            return steps, cx.chip.execution.kernel_overhead_ps
+            return steps, 1
         key = (cx.microbatch, cx.stage if looped else op.layer)
         first = key not in seen_layers
         seen_layers.add(key)
-        return steps, cx.chip.execution.kernel_overhead_ps if first else 0
+        return steps, 1 if first else 0
 
-    return plan_with(graph, chip, fused_layers, layout)
+    return plan_with(graph, chip, fused_layers, layout, stack)

@@ -30,13 +30,14 @@ from memsim.mapping.lower import Context, make_step
 from memsim.mapping.mesh import traversal_latency_ps
 from memsim.mapping.plan import Step
 from memsim.mapping.strategy import plan_with, register
+from memsim.stack.spec import IDEAL, StackSpec
 from memsim.workload.graph import Op, OpGraph
 
 FABRIC_OPS = ("matmul", "attention")
 
 
 @register("wafer")
-def plan_wafer(graph: OpGraph, chip: ChipSpec, layout: Layout = Layout()):
+def plan_wafer(graph: OpGraph, chip: ChipSpec, layout: Layout = Layout(), stack: StackSpec = IDEAL):
     fabric = chip.execution.fabric
     alone = len(layout.graphs(graph)) == 1  # one micro-batch: an operator has only its part's rate
     parts: dict[str, Fraction] = {}  # matrix operator -> its part of its region (filled on first use)
@@ -52,7 +53,7 @@ def plan_wafer(graph: OpGraph, chip: ChipSpec, layout: Layout = Layout()):
         key = (steps, cx.compute_share, part, moves, cx.sram_bytes, cx.depth)
         if key not in shaped_for:
             shaped_for[key] = _regional(op, steps, cx, part)
-        return shaped_for[key], cx.chip.execution.kernel_overhead_ps
+        return shaped_for[key], 1
 
     def _regional(op: Op, steps: tuple[Step, ...], cx: Context, part: Fraction) -> tuple[Step, ...]:
         share = cx.compute_share * part  # the cores, SRAM channels and mesh block the operator has
@@ -69,7 +70,7 @@ def plan_wafer(graph: OpGraph, chip: ChipSpec, layout: Layout = Layout()):
             shaped = [traversals[0], *shaped, traversals[1]]
         return tuple(shaped)
 
-    return plan_with(graph, chip, regional, layout)
+    return plan_with(graph, chip, regional, layout, stack)
 
 
 def _moves(op: Op, graph: OpGraph) -> tuple[int, int]:
