@@ -44,6 +44,7 @@ from memsim.machine import (
 )
 from memsim.report import spill
 from memsim.runspec import RunSpec
+from memsim.stack import loader as stack_mod
 from memsim.stack.spec import IDEAL, StackSpec
 
 DEFAULT_SAMPLES = RunSpec.samples  # decode steps simulated for a generation; the rest are interpolated
@@ -101,7 +102,8 @@ def step_of(spec: RunSpec, phase: str, tokens: int, quantize_embeddings: bool = 
                                   prompt=tokens if phase == "prefill" else spec.tokens("prefill"),
                                   weight_dtype=spec.weight_dtype, kv_dtype=spec.kv_dtype,
                                   group_size=spec.group_size, tp=spec.tp, expert_parallel=spec.ep, tokens=verified,
-                                  quantize_embeddings=quantize_embeddings, embedding_shards=embedding_shards)
+                                  quantize_embeddings=quantize_embeddings, embedding_shards=embedding_shards,
+                                  precision=spec.precision)
 
 
 def load_workload(spec: RunSpec, phase: str | None = None, tokens: int | None = None,
@@ -204,7 +206,7 @@ def simulate_graph(hw: str, graph: workload.OpGraph, *, set: Iterable[str] | dic
     if not isinstance(graph, workload.OpGraph):
         raise ConfigError(f"expected an OpGraph (memsim.workload), got {units.shown(graph)}", field="graph")
     chip, hw_path, raw = _load_chip_raw(hw, set)
-    runtime, stack_raw, stack_file = load_stack(stack, chip.family, set)
+    runtime, stack_raw, stack_file = load_stack(stack, chip, set)
     graph.validate()
     result = _run(chip, hw_path, graph, fast_forward, memoize, stack=runtime)
     found = estimates_of(raw, hw_path) + stack_estimates(stack_raw, stack_file)
@@ -289,7 +291,8 @@ def run(spec: RunSpec) -> Result:
         shown["defaults"] = defaults
     if spec.sensitivity is None and not top:
         shown["not_rerun"] = sensitivity.work(result.summary)
-    return dataclasses.replace(result, summary=report.checked({**result.summary, "estimates": shown}))
+    chosen = {**result.summary["stack"], "default": spec.stack in (None, stack_mod.AUTO)}
+    return dataclasses.replace(result, summary=report.checked({**result.summary, "estimates": shown, "stack": chosen}))
 
 
 def _simulate(spec: RunSpec) -> Result:
@@ -299,7 +302,7 @@ def _simulate(spec: RunSpec) -> Result:
     if spec.chips is not None and spec.chips != spec.tp * spec.pp:
         return grid.fastest(spec, roofline_s, _simulate)
     chip, hw_path = _load_chip(spec.hw, spec.set, spec.system)
-    runtime = load_stack(spec.stack, chip.family, spec.set)[0]
+    runtime = load_stack(spec.stack, chip, spec.set)[0]
     shortcuts = spec.fast_forward
     if spec.trace is not None:
         if spec.microbatches not in (None, 1):

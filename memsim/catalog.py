@@ -52,3 +52,32 @@ def show_hardware(name_or_path: str) -> str:
         return Path(path).read_text(encoding="utf-8-sig")
     head = f"# {path}, resolved: every field of its base ({base}) that it does not set\n"
     return head + yaml.safe_dump(hardware.dump_chip(hardware.load(str(path))), sort_keys=False, allow_unicode=True)
+
+
+def stacks_table(names: list[str]) -> str:
+    """The shipped stacks: each one's launches, collective library and host work a step, and what it is."""
+    from memsim.stack import load_stack
+
+    rows = [("stack", "decode launches", "collectives", "host step work", "description")]
+    for name in names:
+        stack = load_stack(name)[0]
+        impls = ", ".join(dict.fromkeys(c.name.split("-")[0] for c in stack.collectives)) or "the chip's"
+        step = stack.step
+        work = f"{step.fixed_ps / 1e9:g} ms + {step.per_sequence_ps / 1e6:g} us/seq ({step.overlap} overlap)" \
+            if step.fixed_ps or step.per_sequence_ps else "none"
+        rows.append((name, stack.kernels.launch, impls, work, stack.description))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    return "\n".join("  ".join(f"{c:<{w}}" for c, w in zip(r[:4], widths)) + "  " + r[4] for r in rows)
+
+
+def show_stack(name_or_path: str) -> str:
+    """A stack's YAML as it resolves: a file without ``base:`` as written, comments and sources
+    included; one with a base, every field written out (``ideal``: its fields, all defaults)."""
+    from memsim.stack import dump_stack, load_stack
+    from memsim.stack.loader import stack_path
+
+    path = stack_path(name_or_path)
+    if path is not None and BASE not in read_yaml(path):
+        return Path(path).read_text(encoding="utf-8-sig")
+    head = f"# {path or name_or_path}, resolved: every field its bases give it\n"
+    return head + yaml.safe_dump(dump_stack(load_stack(name_or_path)[0]), sort_keys=False, allow_unicode=True)

@@ -15,6 +15,7 @@ from memsim.cli_serve import serve_cmd
 from memsim.console import by_interrupt, interrupted
 from memsim.errors import FLAGS, MemsimError, MemsimWarning, flags_named, shown
 from memsim.runspec import RunSpec
+from memsim.stack import presets as stack_presets
 from memsim.workload.importers import IMPORTERS, OUTPUT, Importer
 
 
@@ -308,22 +309,24 @@ for _name, _importer in IMPORTERS.items():
 
 
 @main.command("list")
-@click.argument("what", type=click.Choice(["hw", "models"]))
+@click.argument("what", type=click.Choice(["hw", "models", "stacks"]))
 def list_(what):
-    """List shipped hardware presets (family, matrix peak, memory levels) or models."""
+    """List shipped hardware presets (family, matrix peak, memory levels), models or runtime stacks."""
     if what == "hw":
         click.echo(catalog.hardware_table(hardware.presets()))
+    elif what == "stacks":
+        click.echo(catalog.stacks_table(["ideal", *stack_presets()]))
     else:
         for name in workload.models():
             click.echo(name)
 
 
 @main.command("show")
-@click.argument("what", type=click.Choice(["hw"]))
+@click.argument("what", type=click.Choice(["hw", "stack"]))
 @click.argument("name", metavar="NAME|PATH")
 def show(what, name):
-    """Print a hardware preset's YAML, comments and sources included (a file with a base: as it resolves)."""
-    click.echo(catalog.show_hardware(name), nl=False)
+    """Print a hardware preset's or a stack's YAML, comments and sources included (a file with a base: as it resolves)."""
+    click.echo(catalog.show_hardware(name) if what == "hw" else catalog.show_stack(name), nl=False)
 
 
 def format_summary(s: dict) -> str:

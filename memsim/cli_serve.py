@@ -42,20 +42,22 @@ from memsim.errors import MemsimError
 @click.option("--users", default=0, show_default=True, type=int,
               help="a closed loop: this many clients, each sending its next request when its last is done")
 @click.option("--think", default=0.0, show_default=True, type=float, help="closed loop: seconds between a client's requests")
-@click.option("--scheduler", default="prefill_first", show_default=True, type=click.Choice(list(SCHEDULERS)),
+@click.option("--stack", default="auto", show_default=True,
+              help="runtime stack (memsim list stacks): its kernels, collectives, host work per step and serving policies")
+@click.option("--scheduler", default=None, type=click.Choice(list(SCHEDULERS)),
               help="batching policy (docs/serving.md)")
 @click.option("--preemption", default="recompute", show_default=True, type=click.Choice(list(PREEMPTION)),
               help="a preempted sequence's KV cache: recomputed, or swapped to the host level")
 @click.option("--block-tokens", default=16, show_default=True, type=int, help="tokens in one KV-cache block")
-@click.option("--max-seqs", default=256, show_default=True, type=int, help="sequences in one step at most")
-@click.option("--max-tokens", default=8192, show_default=True, type=int,
+@click.option("--max-seqs", default=None, type=int, help="sequences in one step at most (default: the stack's)")
+@click.option("--max-tokens", default=None, type=int,
               help="tokens computed in one step at most (chunked: the step's token budget)")
 @click.option("--prefix-caching", is_flag=True, help="share the KV blocks of a common prefix")
 @click.option("--slo-ttft", default=1.0, show_default=True, type=float, help="goodput: time to first token, s")
 @click.option("--slo-tpot", default=0.1, show_default=True, type=float, help="goodput: time per output token, s")
 @click.option("--out", type=click.Path(file_okay=False), help="folder for requests.csv, steps.csv and serve.json")
 def serve_cmd(hw, model, weight_dtype, kv_dtype, tp, pp, replicas, prefill, decode, handoff_link, sets, trace, rate, count,
-              arrival, burstiness, prompt, output_tokens, lengths, spread, prefix, seed, users, think, scheduler,
+              arrival, burstiness, prompt, output_tokens, lengths, spread, prefix, seed, users, think, stack, scheduler,
               preemption, block_tokens, max_seqs, max_tokens, prefix_caching, slo_ttft, slo_tpot, out):
     """Simulate requests arriving at a deployment: continuous batching, a paged KV cache, latency percentiles."""
     from memsim.cli import _writing
@@ -70,7 +72,7 @@ def serve_cmd(hw, model, weight_dtype, kv_dtype, tp, pp, replicas, prefill, deco
                                   spread=spread, prefix=prefix, seed=seed, users=users, think_s=think,
                                   weight_dtype=weight_dtype, kv_dtype=kv_dtype, tp=tp, pp=pp, replicas=replicas,
                                   prefill=prefill, decode=decode, handoff_link=handoff_link, set=list(sets),
-                                  scheduler=scheduler, preemption=preemption,
+                                  stack=stack, scheduler=scheduler, preemption=preemption,
                                   block_tokens=block_tokens, max_seqs=max_seqs, max_tokens=max_tokens,
                                   prefix_caching=prefix_caching, slo_ttft_s=slo_ttft, slo_tpot_s=slo_tpot)
     except MemsimError as exc:  # name the flag, not the keyword
@@ -87,4 +89,5 @@ FLAGS = {"requests": "--count", "rate": "--rate", "arrival": "--arrival/--bursti
          "block_tokens": "--block-tokens", "max_seqs": "--max-seqs", "max_tokens": "--max-tokens",
          "slo_ttft_s": "--slo-ttft", "slo_tpot_s": "--slo-tpot", "scheduler": "--scheduler", "hw": "--hw",
          "preemption": "--preemption", "replicas": "--replicas", "pp": "--pp", "prefill": "--prefill-instances",
-         "decode": "--decode-instances", "handoff_link": "--handoff-link", "users": "--users", "think_s": "--think"}
+         "decode": "--decode-instances", "handoff_link": "--handoff-link", "users": "--users", "think_s": "--think",
+         "stack": "--stack"}

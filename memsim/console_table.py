@@ -25,6 +25,17 @@ def _header(s: dict[str, Any]) -> Lines:
     return [f"{s['hardware']}  {w.get('model', '?')}  {w.get('phase', '?')}  batch={w.get('batch', 1)} {shape}"]
 
 
+def _stack(s: dict[str, Any]) -> Lines:
+    """The runtime stack and what its software added: the host's time and the collective library's."""
+    st = s["stack"]
+    why = " (the chip's default: --stack to choose, docs/stacks.md)" if st.get("default") else ""
+    stalls, step = s.get("stall_s", {}), s.get("step_time_s", 0.0)
+    added = [f"{name} {stalls[key] * 1e3:.4g} ms" for key, name in (("host", "host"),
+             ("collective_library", "collective library")) if stalls.get(key)]
+    cost = f"; {', '.join(added)} of {step * 1e3:.4g} ms" if added else ""
+    return [f"  stack            {st['name']}, {st.get('launch', 'graph')} launches{why}{cost}"]
+
+
 def _levels(s: dict[str, Any]) -> Lines:
     """Each level's bytes; where SRAM capacity added some (re-fetches), how many of them."""
     return [f"  {lvl:<16} read {human_bytes(b['read']):>14}  written {human_bytes(b['written']):>14}"
@@ -99,6 +110,7 @@ def _clock(s: dict[str, Any]) -> Lines:
 
 RENDER: dict[str, Callable[[dict[str, Any]], Lines]] = {
     "hardware": _header,
+    "stack": _stack,
     "step_time_s": lambda s: [f"  step time        {s['step_time_s'] * 1e3:12.4f} ms"],
     "roofline_s": lambda s: [f"  roofline         {s['roofline_s'] * 1e3:12.4f} ms  (bound: {s['roofline_bound']}, "
                              f"x{s['step_over_roofline']:.2f})"],

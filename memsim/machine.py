@@ -59,11 +59,11 @@ def load_chip_raw(hw: str, sets: Iterable[str] | Iterable[tuple[str, str]] | dic
     return chip, str(hw_path), raw
 
 
-def load_stack(name: str | None, family: str, sets: Iterable[str] | Iterable[tuple[str, str]] | dict[str, str] = ()
-               ) -> tuple[StackSpec, dict, str]:
-    """The runtime stack ``name`` (``auto`` or None: the default of the chip's ``family``) with the
-    ``stack.`` overrides among ``sets``, the raw mapping it was built from, and its file."""
-    chosen = stack_mod.default_for(family) if name in (None, stack_mod.AUTO) else str(name)
+def load_stack(name: str | None, chip: hardware.ChipSpec,
+               sets: Iterable[str] | Iterable[tuple[str, str]] | dict[str, str] = ()) -> tuple[StackSpec, dict, str]:
+    """The runtime stack ``name`` (``auto`` or None: the one ``chip``'s vendor ships, else its family's)
+    with the ``stack.`` overrides among ``sets``, the raw mapping it was built from, and its file."""
+    chosen = stack_mod.default_for(chip.family, chip.stack) if name in (None, stack_mod.AUTO) else str(name)
     return stack_mod.load_stack(chosen, stack_mod.split_sets(runspec.overrides(sets))[1])
 
 
@@ -77,5 +77,5 @@ def estimates(hw: str, sets: Iterable[str] | Iterable[tuple[str, str]] | dict[st
     """The estimated values of a chip and of the run's stack (with their overrides applied: a value
     set is no longer an estimate), each with its range; a stack's paths start with ``stack.``."""
     chip, hw_path, raw = load_chip_raw(hw, sets, system)
-    _, stack_raw, stack_file = load_stack(stack, chip.family, sets)
+    _, stack_raw, stack_file = load_stack(stack, chip, sets)
     return estimates_of(raw, hw_path) + stack_estimates(stack_raw, stack_file)

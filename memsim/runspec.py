@@ -61,6 +61,9 @@ class RunSpec:
                                "positions if fewer)", kind=int, minimum=1, commands=WORKLOAD)
     weight_dtype: str = param("bf16", "weight format", choices=WEIGHT_DTYPES, commands=WORKLOAD)
     kv_dtype: str = param("bf16", "KV-cache format", choices=KV_DTYPES, commands=WORKLOAD)
+    precision: str | None = param(None, "a weight format per tensor class, as deployed stacks mix them: "
+                                  "mlp=bfp4,attention=bfp8,lm_head=bf16,embedding=bf16 (classes left out take "
+                                  "--weight-dtype)", commands=WORKLOAD)
     group_size: int = param(128, "int4 weights: weights per scale and zero point", kind=int, minimum=1,
                             commands=WORKLOAD)
     generate: int = param(128, "generate: decode steps after the prefill", kind=int, minimum=1, maximum=MAX_STEPS)

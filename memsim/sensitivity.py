@@ -67,9 +67,25 @@ def _window_cannot_bind(e: Estimate, summary: dict, cap: float) -> bool:
     return all(static_w + dynamic / (min(end / 10**12, seconds) if end else seconds) <= cap for end in (e.low, e.high))
 
 
+def _unused_by_stack(e: Estimate, summary: dict) -> bool:
+    """A stack's value the run cannot depend on: its serving policies (a serving run's, not a step's),
+    its step work on a graph that is no model's step, its collectives on one chip, its eager launches'
+    costs on a step it launched as a graph."""
+    if not e.path.startswith("stack."):
+        return False
+    path = e.path.removeprefix("stack.")
+    launch = summary.get("stack", {}).get("launch", "graph")
+    phase = summary.get("workload", {}).get("phase")
+    return (path.startswith("serving.")
+            or (path.startswith("step.") and phase not in ("decode", "prefill", "generate"))
+            or (path.startswith("collectives") and summary.get("chips", 1) <= 1)
+            or (path in ("dispatch.launch", "dispatch.op") and launch == "graph" and summary.get("chips", 1) <= 1)
+            or (path in ("dispatch.graph", "dispatch.node") and launch == "eager"))
+
+
 def affects_time(e: Estimate, summary: dict, moved: Moved = None) -> bool:
     """Whether the step time can depend on ``e``: False only where it provably cannot."""
-    if _unused_level_or_link(e, moved):
+    if _unused_level_or_link(e, moved) or _unused_by_stack(e, summary):
         return False
     if e.section == "system" and summary.get("chips", 1) <= 1:
         return False

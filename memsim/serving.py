@@ -26,9 +26,11 @@ import pandas as pd
 from memsim import api, serving_report, workload
 from memsim.engine.schedulers import SCHEDULERS
 from memsim.engine.serving import Instance, serve_instances
-from memsim.engine.serving_state import PREEMPTION, Limits, Seq
+from memsim.engine.serving_state import PREEMPTION, HostWork, Limits, Seq
 from memsim.errors import ConfigError, MemsimWarning
 from memsim.serving_steps import Segments, StepTimes
+from memsim.stack.spec import StackSpec
+from memsim.units import PS_PER_S
 from memsim.workload.requests import Request
 
 MAX_BLOCK_TOKENS = 4096  # tokens in one KV block (serving stacks use 8 to 256)
@@ -48,6 +50,8 @@ class Deployment:
     prefill: int = 0  # disaggregated: prefill instances ...
     decode: int = 0  # ... and decode instances
     handoff_link: str = ""  # the chip link a KV cache is sent over between them (default: the chip's interconnect)
+    stack: str = "auto"  # the runtime stack that serves it (memsim.stack): its kernels, collectives, host work, policies
+    precision: str | None = None  # a weight format per tensor class (``mlp=bfp4,attention=bfp8``), over weight_dtype
 
     def __post_init__(self) -> None:
         for name in ("replicas", "prefill", "decode", "pp"):
@@ -90,20 +94,32 @@ class Deployment:
             warnings.simplefilter("ignore", MemsimWarning)  # the probe step says it once (kv_capacity)
             return api.simulate(self.hw, self.model, phase=phase, batch=batch, weight_dtype=self.weight_dtype,
                                 kv_dtype=self.kv_dtype, tp=self.tp, pp=self.pp, set=self.set, sensitivity=0,
-                                prompt=length).summary
+                                prompt=length, stack=self.stack, precision=self.precision).summary
 
     def mixed_summary(self, segments: Segments) -> dict:
         chip, hw_path = _chip(self.hw, self.set)
         step = workload.StepSpec.mixed(segments, weight_dtype=self.weight_dtype, kv_dtype=self.kv_dtype, tp=self.tp,
-                                       quantize_embeddings=chip.execution.embedding_dtype == "weight")
+                                       quantize_embeddings=chip.execution.embedding_dtype == "weight",
+                                       precision=self.precision)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", MemsimWarning)
-            return api.step_summary(chip, hw_path, workload.build_step(_model(self.model), step), self.pp)
+            return api.step_summary(chip, hw_path, workload.build_step(_model(self.model), step), self.pp,
+                                    _stack(self.stack, self.hw, self.set), step_work=False)
 
 
 @functools.lru_cache(maxsize=8)
 def _chip(hw: str, sets: tuple) -> tuple[Any, str]:
     return api.load_chip_spec(hw, sets)
+
+
+@functools.lru_cache(maxsize=8)
+def _stack(name: str, hw: str, sets: tuple) -> StackSpec:
+    """The deployment's runtime stack (a serving run's steps leave the host's step work to its loop)."""
+    return api.load_stack(name, _chip(hw, sets)[0], sets)[0]
+
+
+def stack_of(dep: Deployment) -> StackSpec:
+    return _stack(dep.stack, dep.hw, dep.set)
 
 
 @functools.lru_cache(maxsize=8)
@@ -113,27 +129,39 @@ def _model(name: str) -> workload.ModelConfig:
 
 @dataclass(frozen=True, kw_only=True)
 class Policy:
-    scheduler: str = "prefill_first"
+    scheduler: str | None = None  # None: the stack's (``stack.serving``), as max_seqs and max_tokens
     block_tokens: int = 16
-    max_seqs: int = 256
-    max_tokens: int = 8192  # chunked: the token budget of a step
+    max_seqs: int | None = None
+    max_tokens: int | None = None  # chunked: the token budget of a step
     prefix_caching: bool = False
     preemption: str = "recompute"
     slo_ttft_s: float = 1.0  # goodput counts the requests that meet both
     slo_tpot_s: float = 0.1
 
     def __post_init__(self) -> None:
-        if self.scheduler not in SCHEDULERS:
+        if self.scheduler is not None and self.scheduler not in SCHEDULERS:
             raise ConfigError(f"unknown scheduler {self.scheduler!r} ({', '.join(SCHEDULERS)})", field="scheduler")
         if self.preemption not in PREEMPTION:
             raise ConfigError(f"unknown preemption {self.preemption!r} ({', '.join(PREEMPTION)})", field="preemption")
         for name, most in (("block_tokens", MAX_BLOCK_TOKENS), ("max_seqs", 1 << 20), ("max_tokens", 1 << 24)):
             value = getattr(self, name)
+            if value is None and name != "block_tokens":
+                continue
             if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= most:
                 raise ConfigError(f"must be a whole number from 1 to {most:,}", field=name)
         for name in ("slo_ttft_s", "slo_tpot_s"):
             if not (math.isfinite(getattr(self, name)) and getattr(self, name) > 0):
                 raise ConfigError("must be a positive time in seconds", field=name)
+
+    def resolved(self, stack: StackSpec) -> Policy:
+        """The policy with what it leaves to the stack (``None``) taken from the stack's serving policies."""
+        own = stack.serving
+        if own.scheduler not in SCHEDULERS:
+            raise ConfigError(f"unknown scheduler {own.scheduler!r} ({', '.join(SCHEDULERS)})",
+                              field="stack.serving.scheduler")
+        return dataclasses.replace(self, scheduler=self.scheduler or own.scheduler,
+                                   max_seqs=self.max_seqs or min(own.max_seqs, 1 << 20),
+                                   max_tokens=self.max_tokens or min(own.max_tokens, 1 << 24))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -155,14 +183,16 @@ def kv_capacity(dep: Deployment, block_tokens: int) -> KVCache:
     """What the KV cache can hold: each device level that is a home for it, less the weights placed there."""
     probe = api.simulate(dep.hw, dep.model, phase="decode", batch=1, context=block_tokens,
                          weight_dtype=dep.weight_dtype, kv_dtype=dep.kv_dtype, tp=dep.tp, pp=dep.pp, set=dep.set,
-                         sensitivity=0)
+                         sensitivity=0, stack=dep.stack, precision=dep.precision)
     cached = probe.graph.bytes_of("kv") - sum(t.bytes for t in probe.graph.tensors.values()  # less the new token's
                                                if t.klass == "kv" and t.name.endswith(("k_new", "v_new")))
     per_token = cached // block_tokens
     block = max(1, per_token * block_tokens)
     chip = probe.plan.chip
     weights = probe.summary["placement"].get("weight", {})
-    levels = {lvl.name: max(0, dep.pp * chip.chip_capacity(lvl) - weights.get(lvl.name, 0))  # the stages' chips
+    share = probe.plan.stack.serving  # the memory the stack gives the weights and KV cache: of all, or of what is free
+    levels = {lvl.name: kv_room(dep.pp * chip.chip_capacity(lvl), weights.get(lvl.name, 0), share.kv_fraction,
+                                share.kv_of)  # the stages' chips
               for lvl in chip.levels if lvl.home_for("kv") and not lvl.via}
     blocks = sum(levels.values()) // block
     if blocks < 1:
@@ -192,20 +222,45 @@ def kv_capacity(dep: Deployment, block_tokens: int) -> KVCache:
                    fill=fill, **swap, **handoff)
 
 
+def kv_room(capacity: int, weights: int, fraction: float, of: str) -> int:
+    """What a level gives the KV cache: the stack's share of the level, less the weights (``of`` total, as
+    vLLM's gpu_memory_utilization), or its share of what the weights leave (``of`` free, as TensorRT-LLM's
+    kv_cache_free_gpu_mem_fraction)."""
+    if of == "free":
+        return int(max(0, capacity - weights) * fraction)
+    return max(0, int(capacity * fraction) - weights)
+
+
+def host_work(stack: StackSpec, tp: int) -> HostWork:
+    """A serving stack's host work per step, in seconds (``engine.serving_state.HostWork``)."""
+    step, policies = stack.step, stack.serving
+    return HostWork(fixed_s=(step.fixed_ps + stack.dispatch.graph_ps) / PS_PER_S, per_sequence_s=step.per_sequence_ps / PS_PER_S,
+                    per_token_s=step.per_token_ps / PS_PER_S, per_rank_s=step.per_rank_ps / PS_PER_S, ranks=tp,
+                    output_fixed_s=step.output_fixed_ps / PS_PER_S, output_s=step.output_ps / PS_PER_S,
+                    overlap=step.overlap, multi_step=policies.multi_step, frontend_s=policies.frontend_ps / PS_PER_S)
+
+
 def instances(dep: Deployment, policy: Policy, kv: KVCache, times: StepTimes) -> list[Instance]:
     """The deployment's instances. An instance of ``pp`` stages runs as ``pp`` virtual engines (vLLM's), each with
     its share of the KV cache and a step as long as the whole pipeline's, one batch in each stage at a time."""
     if policy.preemption == "swap" and kv.host_blocks < 1:
         raise ConfigError(f"{dep.hw} has no host level with room for a KV block to swap to", field="preemption")
-    limits = Limits(kv_blocks=kv.blocks // dep.pp, block_tokens=policy.block_tokens, max_seqs=policy.max_seqs,
+    stack = stack_of(dep)
+    policy = policy.resolved(stack)
+    assert policy.scheduler is not None and policy.max_seqs is not None and policy.max_tokens is not None
+    blocks = kv.blocks // dep.pp
+    limits = Limits(kv_blocks=blocks, block_tokens=policy.block_tokens, max_seqs=policy.max_seqs,
                     max_tokens=policy.max_tokens, prefix_caching=policy.prefix_caching, preemption=policy.preemption,
-                    swap_blocks=kv.host_blocks // dep.pp if policy.preemption == "swap" else 0)
+                    swap_blocks=kv.host_blocks // dep.pp if policy.preemption == "swap" else 0,
+                    watermark_blocks=math.ceil(stack.serving.watermark * blocks))
     if limits.kv_blocks < 1:
         raise ConfigError(f"{kv.blocks} KV blocks do not split over {dep.pp} pipeline stages' engines", field="pp")
+    host = host_work(stack, dep.tp)
     if not dep.prefill:
-        return [Instance(scheduler=policy.scheduler, limits=limits, step_time=times)] * (dep.replicas * dep.pp)
-    return ([Instance(scheduler=policy.scheduler, limits=limits, step_time=times, role="prefill")] * (dep.prefill * dep.pp)
-            + [Instance(scheduler="decode_only", limits=limits, step_time=times, role="decode")] * (dep.decode * dep.pp))
+        return [Instance(scheduler=policy.scheduler, limits=limits, step_time=times, host=host)] * (dep.replicas * dep.pp)
+    return ([Instance(scheduler=policy.scheduler, limits=limits, step_time=times, role="prefill", host=host)] *
+            (dep.prefill * dep.pp) + [Instance(scheduler="decode_only", limits=limits, step_time=times, role="decode",
+                                               host=host)] * (dep.decode * dep.pp))
 
 
 def serve(dep: Deployment, requests: tuple[Request, ...], policy: Policy = Policy(), check: int = 8,
@@ -214,6 +269,7 @@ def serve(dep: Deployment, requests: tuple[Request, ...], policy: Policy = Polic
     ``requests`` and ``steps`` (DataFrames) and ``summary``. ``steps_cache``: the simulated steps of earlier runs
     of the same deployment and block size, shared (each grid step is the same simulation)."""
     kv = kv_capacity(dep, policy.block_tokens)
+    policy = policy.resolved(stack_of(dep))
     times = StepTimes(run=dep.run, mixed=dep.mixed, tile=kv.unit_tile, chunked=policy.scheduler == "chunked",
                       kv_tokens=kv.blocks // dep.pp * policy.block_tokens, swap_s_per_block=kv.swap_s_per_block,
                       cache=steps_cache if steps_cache is not None else {})
@@ -246,7 +302,8 @@ def serve(dep: Deployment, requests: tuple[Request, ...], policy: Policy = Polic
     summary["surrogate"] = {"grid_steps": len(times.cache), **times.check(check)}
     summary["limit"] = limit(dep, rows, times, kv)
     summary["deployment"] = {"hw": dep.hw, "model": dep.model, "tp": dep.tp, "pp": dep.pp, "replicas": dep.replicas if not
-                             dep.prefill else 0, "prefill": dep.prefill, "decode": dep.decode, "layout": dep.layout}
+                             dep.prefill else 0, "prefill": dep.prefill, "decode": dep.decode, "layout": dep.layout,
+                             "stack": stack_of(dep).name}
     summary.update(scheduler=policy.scheduler, prefix_caching=policy.prefix_caching, preemption=policy.preemption,
                    users=users)
     return {"requests": reqs, "steps": rows, "summary": summary}

@@ -1,10 +1,12 @@
-"""What would fix a run (``memsim explain``): every hardware quantity it depends on, scaled down and up, ranked by
-what it gains.
+"""What would fix a run (``memsim explain``): every hardware and runtime quantity it depends on, scaled down and
+up, ranked by what it gains.
 
 For a run, ``quantities`` lists what can change its step time: each memory level's bandwidth,
 latency and capacity, each link's bandwidth and latency, the peak FLOP/s of the dtypes its
 operators compute in (and the vector peak, where vector operators run), the launch overhead,
-the power cap and, on a grid of chips, its tensor-parallel ranks. A quantity that provably
+the power cap and, on a grid of chips, its tensor-parallel ranks; and the runtime stack's own (its host's
+launch costs, its step work, its collective library's calls: ``runtime_quantities``), so that what a
+faster runtime would give ranks beside what faster hardware would. A quantity that provably
 cannot matter is skipped, not simulated: a level or link the run moved no byte through (except
 the scratchpad's capacity, which its tiles fill, and its bandwidth where the matrix units read
 their operands from it), a peak no operator runs at, the system's figures on one chip.
@@ -31,15 +33,18 @@ from memsim.hardware.spec import ChipSpec
 from memsim.mapping.lower import feeds_from_sram
 from memsim.mapping.roofline import MATRIX_KINDS, op_dtype
 from memsim.runspec import RunSpec
+from memsim.stack.spec import StackSpec
 
 FACTORS = (0.5, 2.0)
 # The columns of explain.csv, in order, and what each holds (docs/explain.md is written from them).
 COLUMNS = {
     "rank": "the quantity's place, by the best speed-up any of its factors gives (1: the most); empty for an "
             "estimate",
-    "quantity": "the hardware quantity changed, as the hardware YAML names it (`levels[hbm].bandwidth`, "
-                "`compute.peak.bf16`, `execution.power_cap`, `tp` for the grid's tensor-parallel ranks)",
-    "kind": "what it is: `bandwidth`, `latency`, `capacity`, `peak`, `overhead`, `power` or `chips`; `estimate` for"
+    "quantity": "the hardware or runtime quantity changed, as the hardware YAML names it (`levels[hbm].bandwidth`, "
+                "`compute.peak.bf16`, `execution.power_cap`, `tp` for the grid's tensor-parallel ranks) or, after "
+                "`stack.`, the stack's (`stack.step.fixed`, `stack.collectives[nccl-ring-ll].call`)",
+    "kind": "what it is: `bandwidth`, `latency`, `capacity`, `peak`, `overhead`, `power`, `chips` or `runtime` (the "
+            "software's: a launch's host cost, the host's step work, a collective library's call); `estimate` for"
             " an estimated preset value the step time can depend on, at an end of its range (its rows come last)",
     "set": "the change as `memsim run` takes it: `--set PATH=VALUE`, or `--tp N`",
     "value": "the quantity in the run, as its YAML writes it",
@@ -80,6 +85,27 @@ class Quantity:
 
     def written(self, value: int) -> str:
         return str(units.FORMATTERS[self.unit](value))
+
+
+def runtime_quantities(stack: StackSpec, summary: dict[str, Any]) -> list[Quantity]:
+    """The runtime stack's quantities the run's step time can depend on (kind ``runtime``): its host's
+    launch costs where it launches eagerly (or a collective's, on several chips), the graph's replay
+    call where it replays one, its step work on a model's step, and the fixed call and protocol latency
+    of each of its collective implementations on several chips."""
+    out: list[Quantity] = []
+    d, step = stack.dispatch, stack.step
+    launch, chips = summary.get("stack", {}).get("launch", "graph"), summary.get("chips", 1)
+    eager = launch == "eager" or chips > 1
+    pairs = [("dispatch.launch", d.launch_ps, eager), ("dispatch.op", d.op_ps, eager),
+             ("dispatch.graph", d.graph_ps, launch == "graph"), ("dispatch.node", d.node_ps, launch == "graph")]
+    if summary.get("workload", {}).get("phase") in ("decode", "prefill", "generate"):
+        pairs += [("step.fixed", step.fixed_ps, True), ("step.per_sequence", step.per_sequence_ps, True),
+                  ("step.output", step.output_ps, True), ("step.per_rank", step.per_rank_ps, chips > 1)]
+    if chips > 1:
+        for c in stack.collectives:
+            pairs += [(f"collectives[{c.name}].call", c.call_ps, True)]
+    return out + [Quantity(name=f"stack.{path}", kind="runtime", unit="time", value=value)
+                  for path, value, used in pairs if used and value]
 
 
 def quantities(chip: ChipSpec, spec: RunSpec, summary: dict[str, Any], moved: frozenset[Ref],
@@ -212,6 +238,7 @@ def explain(spec: RunSpec, factors: tuple[float, ...] = FACTORS, workers: int | 
     base = {"step_time_s": result.summary["step_time_s"], "energy_j": result.summary["energy_j"]["total"],
             "stall_s": result.summary["stall_s"], "homes": dict(result.plan.homes)}
     found = quantities(result.chip, spec, result.summary, result.moved, dtypes_of(result.chip, result.graph))
+    found += runtime_quantities(result.plan.stack, result.summary)
     jobs: dict[RunSpec, None] = {}
     planned: list[tuple[Quantity, float, int, RunSpec | dict[str, Any]]] = []
     for q in found:
@@ -228,7 +255,7 @@ def explain(spec: RunSpec, factors: tuple[float, ...] = FACTORS, workers: int | 
             planned.append((q, f, value, todo))
     # The estimated preset values the step time can depend on, each at both ends of its range.
     ends = []
-    for e in api.estimates(spec.hw, spec.set, spec.system):
+    for e in api.estimates(spec.hw, spec.set, spec.system, spec.stack):
         if sensitivity.affects_time(e, result.summary, result.moved):
             for end, text in ((e.low, e.written[1]), (e.high, e.written[2])):
                 if end != e.value:

@@ -209,6 +209,13 @@ def validate_measured() -> str:
     return report.microbench_markdown(report.microbenchmarks(report.MEASURED))
 
 
+def validate_runtime() -> str:
+    """The runtime table: runtime.csv's rows as memsim runs them (``memsim.validation.runtime``)."""
+    from memsim.validation import runtime
+
+    return runtime.markdown(*runtime.outcomes())
+
+
 def validate_llmcompass() -> str:
     """LLMCompass's GPT-3 layer case (``memsim.validation.report``)."""
     return report.llmcompass_markdown(llmcompass.rows())
@@ -259,6 +266,7 @@ BLOCKS: dict[str, Callable[[], str]] = {"every-preset": every_preset, "deploymen
                                         "validate-microbench": validate_microbench,
                                         "validate-measured": validate_measured,
                                         "validate-llmcompass": validate_llmcompass,
+                                        "validate-runtime": validate_runtime,
                                         "memory-wall": memory_wall_table, "sram-cliff": sram_cliff,
                                         "validate-serving": validate_serving, "serve-capacity": serve_capacity}
 

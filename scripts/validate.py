@@ -3,6 +3,7 @@
 
     python scripts/validate.py [--calibration CSV] [--microbench CSV] [--measured CSV] [--check]
     python scripts/validate.py --serving
+    python scripts/validate.py --runtime
 
 1. Every row of calibration.csv (four sources, all fitted on: calibration.FITTED_ON) is simulated
    on a small grid of the calibrated parameters (memsim.validation.fit.PARAMS), with its serving
@@ -17,6 +18,10 @@
 `--serving` runs instead the published serving experiment (memsim.validation.serving: TensorRT-LLM's
 offline throughput on one H100 and one H200; docs/serving.md's block validate-serving); it is not fitted
 on and not held to bounds.
+
+`--runtime` runs instead every row of runtime.csv memsim can express (collective libraries, dispatch) on
+its harness's stack (memsim.validation.runtime; docs/validation.md's block validate-runtime), and lists
+the others with the reason.
 
 `--check` exits 1 unless every row predicted without its source has a median |error| <= 6%
 and the worst <= 15%, and every simulated microbenchmark row is within 10%. docs/validation.md's
@@ -85,7 +90,13 @@ def main() -> int:
     ap.add_argument("--measured", type=Path, default=report.MEASURED)
     ap.add_argument("--check", action="store_true", help="exit 1 unless the bounds in the docstring hold")
     ap.add_argument("--serving", action="store_true", help="run the published serving experiment instead")
+    ap.add_argument("--runtime", action="store_true", help="run runtime.csv's rows instead")
     args = ap.parse_args()
+    if args.runtime:
+        from memsim.validation import runtime
+
+        print(runtime.markdown(*runtime.outcomes()))
+        return 0
     if args.serving:
         from memsim.validation import serving
 

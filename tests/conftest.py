@@ -30,6 +30,7 @@ def pytest_runtest_makereport(item, call):
 TINY_CHIP = """\
 name: tiny
 family: gpu
+stack: ideal  # a hardware fixture: the runtime adds nothing (docs/stacks.md)
 compute:
   units: 4
   peak: {bf16: 2 TFLOP/s, fp32: 1 TFLOP/s}

@@ -12,13 +12,28 @@ HW, MODEL = "h100-sxm", "llama-3.1-8b"
 
 
 def test_under_light_load_ttft_is_the_prefill_step_and_tpot_the_decode_step():
-    r = memsim.serve(HW, MODEL, rate=0.05, count=4, prompt=512, output=32, seed=1)
-    prefill = simulate(HW, MODEL, phase="prefill", batch=1, prompt=512, sensitivity=0).summary["step_time_s"]
-    decode = simulate(HW, MODEL, phase="decode", batch=1, context=512 + 16, sensitivity=0).summary["step_time_s"]
+    r = memsim.serve(HW, MODEL, rate=0.05, count=4, prompt=512, output=32, seed=1, stack="ideal")
+    prefill = simulate(HW, MODEL, phase="prefill", batch=1, prompt=512, sensitivity=0, stack="ideal").summary
+    decode = simulate(HW, MODEL, phase="decode", batch=1, context=512 + 16, sensitivity=0, stack="ideal").summary
     assert (r.requests.queue_s == 0).all()
     for ttft, tpot in zip(r.requests.ttft_s, r.requests.tpot_s):
-        assert ttft == pytest.approx(prefill, rel=0.02)
-        assert tpot == pytest.approx(decode, rel=0.02)
+        assert ttft == pytest.approx(prefill["step_time_s"], rel=0.02)
+        assert tpot == pytest.approx(decode["step_time_s"], rel=0.02)
+
+
+def test_a_stacks_front_end_and_step_work_add_to_every_request_as_declared():
+    """vLLM V0's profile: a request passes the front end before it is scheduled, and every step pays its
+    host work in series, its output work hidden behind the next step (asynchronous output processing)."""
+    from memsim.serving import Deployment, host_work, stack_of
+
+    kw = dict(rate=0.05, count=4, prompt=512, output=32, seed=1)
+    ideal, v0 = memsim.serve(HW, MODEL, stack="ideal", **kw), memsim.serve(HW, MODEL, stack="vllm-v0", **kw)
+    host = host_work(stack_of(Deployment(stack="vllm-v0")), 1)
+    assert host.frontend_s > 0 and host.overlap == "output" and v0.summary["deployment"]["stack"] == "vllm-v0"
+    # one decode a step: the host's work before it, then the longer of the device's and the last step's output
+    one = host.fixed_s + host.per_sequence_s + host.per_token_s
+    assert v0.requests.tpot_s.median() == pytest.approx(ideal.requests.tpot_s.median() + one, rel=0.02)
+    assert (v0.requests.ttft_s - ideal.requests.ttft_s).min() >= host.frontend_s + one
 
 
 def test_littles_law_holds_for_the_simulated_queue():
@@ -122,7 +137,8 @@ def test_disaggregated_serving_sends_each_kv_cache_over_the_link():
 
 
 def test_swapping_to_host_memory_frees_hbm_without_recomputing():
-    kw = {"rate": 50, "count": 60, "prompt": 512, "output": 512, "seed": 9, "set": {"hbm.capacity": "17GB"}}
+    kw = {"rate": 50, "count": 60, "prompt": 512, "output": 512, "seed": 9, "set": {"hbm.capacity": "17GB"},
+          "stack": "ideal"}  # the whole HBM for the KV cache: a stack's share of 17 GB would not hold the weights
     swap = memsim.serve(HW, MODEL, preemption="swap", **kw).summary
     assert swap["preemptions"] > 0 and swap["swapped_blocks"] > 0 and swap["kv"]["host"] == "ddr"
     assert swap["requests"] == 60
@@ -142,7 +158,8 @@ def test_replicas_serve_more_at_the_same_latency():
 
 
 def test_pipeline_stages_run_as_virtual_engines_sharing_the_stages_kv_cache():
-    kw = {"rate": 40, "count": 120, "prompt": 1024, "output": 128, "seed": 12, "set": {"hbm.capacity": "24GB"}}
+    kw = {"rate": 40, "count": 120, "prompt": 1024, "output": 128, "seed": 12, "set": {"hbm.capacity": "24GB"},
+          "stack": "ideal"}
     one, two = memsim.serve(HW, MODEL, **kw).summary, memsim.serve(HW, MODEL, pp=2, **kw).summary
     block = 16 * one["kv"]["bytes_per_token"]
     weights = 24e9 - one["kv"]["levels"]["hbm"]  # what the weights take of one chip's HBM
@@ -155,10 +172,10 @@ def test_pipeline_stages_run_as_virtual_engines_sharing_the_stages_kv_cache():
 def test_a_plain_step_built_as_a_mixed_step_is_the_step_memsim_run_simulates(hw, tp, dtype):
     from memsim.serving import Deployment
 
-    dep = Deployment(hw=hw, tp=tp, weight_dtype=dtype)
+    dep = Deployment(hw=hw, tp=tp, weight_dtype=dtype, stack="ideal")
     for phase, batch, length in (("decode", 32, 1500), ("prefill", 2, 700)):
         key = "context" if phase == "decode" else "prompt"
         want = simulate(hw, MODEL, phase=phase, batch=batch, tp=tp, weight_dtype=dtype, sensitivity=0,
-                        **{key: length}).summary
+                        stack="ideal", **{key: length}).summary
         got = dep.summary(phase, batch, length)
         assert (got["step_time_s"], got["energy_j"]["total"]) == (want["step_time_s"], want["energy_j"]["total"])

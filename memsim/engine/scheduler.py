@@ -162,6 +162,8 @@ class Simulation:
                     if stream == COMPUTE:
                         self.rows += self._idle(chip, task, t1, HOST_CAUSE)
             start = env.now_ps
+            if task.library_ps:  # the library's call follows the kernel's launch (a replayed task's too)
+                self.library[task.op] = (start + task.overhead_ps, start + task.overhead_ps + task.library_ps)
             self.running[key] = True
             yield from self._task(task, Job(task.op, chip, stream), key)
             self.running[key] = False
@@ -252,7 +254,6 @@ class Simulation:
         if task.library_ps:  # the library's own fixed cost of the call
             t0 = env.now_ps
             yield env.timeout(task.library_ps)
-            self.library[task.op] = (t0, env.now_ps)
             if on_compute:
                 rows += self._idle(job.chip, task, t0, LIBRARY_CAUSE, key[1])
         if task.rounds:
@@ -261,7 +262,7 @@ class Simulation:
             assert links is not None, "a collective on one chip"
             alone = self.alone.get(task.op)
             if alone is not None and all(s.idle(t0) for s in alone):
-                yield from play(env, links.played(task.rounds, task.step_ps), task, job, rows)
+                yield from play(env, links.played(task.rounds, task.step_ps, task.channel_rate), task, job, rows)
             else:
                 yield from run_collective(env, links, task, job, rows)
             if on_compute:

@@ -30,7 +30,7 @@ def _admit(state: State, seq: Seq) -> int | None:
     first sequence to prefill a prefix leaves its blocks to the cache, kept for the rest of the run);
     returns the tokens before the first it computes, or None when the blocks are not free."""
     need, cached = state.admit_blocks(seq)
-    if need - cached > state.free:
+    if need - cached > state.free - state.limits.watermark_blocks:
         return None
     state.waiting.popleft()
     state.free -= need - cached

@@ -12,23 +12,26 @@ loop, as a benchmark at fixed concurrency). Schedulers and the KV cache's state:
 """
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import simpy
 
 from memsim.engine.schedulers import ROLES, SCHEDULERS
-from memsim.engine.serving_state import Batch, Limits, Seq, State
+from memsim.engine.serving_state import Batch, HostWork, Limits, Seq, State
 from memsim.errors import ConfigError
 
 
 @dataclass(frozen=True, kw_only=True)
 class Instance:
-    """A group of chips that runs its own steps: ``role`` both (whole requests), prefill or decode."""
+    """A group of chips that runs its own steps: ``role`` both (whole requests), prefill or decode;
+    ``step_time`` gives a batch's time on the device, ``host`` what the stack's host adds to it."""
     scheduler: str
     limits: Limits
     step_time: Callable[[Batch], float]
     role: str = "both"
+    host: HostWork = field(default_factory=HostWork)
 
 
 @dataclass(kw_only=True)
@@ -92,10 +95,15 @@ def serve_instances(requests: Iterable, instances: Sequence[Instance], handoff: 
     def least_loaded(among: list[int]) -> int:
         return min(among, key=lambda i: (states[i].load, i))
 
+    front = instances[entry[0]].host.frontend_s  # the front end a request passes before a scheduler sees it
+
     def arrive(seq: Seq) -> None:
         seq.arrival_s = env.now
         count.add(env.now, +1)
-        enqueue(least_loaded(entry), seq)
+        if front:
+            env.timeout(front).callbacks.append(lambda _: enqueue(least_loaded(entry), seq))
+        else:
+            enqueue(least_loaded(entry), seq)
 
     def open_loop():
         for seq in seqs:
@@ -121,9 +129,18 @@ def serve_instances(requests: Iterable, instances: Sequence[Instance], handoff: 
     def run(i: int):
         inst, state = instances[i], states[i]
         policy = SCHEDULERS.get(inst.scheduler) or ROLES[inst.scheduler]
+        rounds = inst.host.multi_step
+        k = 0  # the step's place in its scheduling round (multi-step decoding)
         while count.done < len(seqs):
+            mid = rounds > 1 and k % rounds and state.running  # no admission within a round
+            held = state.waiting
+            if mid:
+                state.waiting = deque()
             batch = policy(state)
+            if mid:
+                state.waiting = deque([*state.waiting, *held])  # a preempted sequence first
             if batch is None:
+                k = 0
                 wake[i] = env.event()
                 yield wake[i] | all_done
                 continue
@@ -133,7 +150,8 @@ def serve_instances(requests: Iterable, instances: Sequence[Instance], handoff: 
                     seqs[seq_id].scheduled_s = start
             call = calls[0]
             calls[0] += 1
-            yield env.timeout(inst.step_time(batch))
+            yield env.timeout(inst.host.step_s(inst.step_time(batch), batch, k % rounds == 0, (k + 1) % rounds == 0))
+            k += 1
             for seq in advance(state, batch, seqs, env.now, inst.role == "prefill"):
                 if seq.generated >= seq.output:
                     seq.end_s = env.now

@@ -22,6 +22,45 @@ class Limits:
     prefix_caching: bool = False
     preemption: str = "recompute"  # or swap: a preempted sequence's blocks go to the host level and come back
     swap_blocks: int = 0  # blocks the host level has room for (swap)
+    watermark_blocks: int = 0  # blocks a new sequence must leave free to be admitted (vLLM V0's watermark)
+
+
+@dataclass(frozen=True, kw_only=True)
+class HostWork:
+    """What a serving stack's host does every step (seconds): before its first launch, a fixed part and
+    parts per sequence, per new token and per tensor-parallel rank beyond the first; after its last
+    kernel, a fixed part and a part per sequence; what of it overlaps the device (``overlap``: none,
+    output, full); the decode steps one scheduling round runs (``multi_step``); and a request's time in
+    the front end before the scheduler sees it (``frontend_s``)."""
+    fixed_s: float = 0.0
+    per_sequence_s: float = 0.0
+    per_token_s: float = 0.0
+    per_rank_s: float = 0.0
+    ranks: int = 1
+    output_fixed_s: float = 0.0
+    output_s: float = 0.0
+    overlap: str = "none"
+    multi_step: int = 1
+    frontend_s: float = 0.0
+
+    def before(self, batch: Batch) -> float:
+        return (self.fixed_s + (len(batch.prefills) + len(batch.decodes)) * self.per_sequence_s
+                + batch.tokens * self.per_token_s + max(0, self.ranks - 1) * self.per_rank_s)
+
+    def after(self, batch: Batch) -> float:
+        return self.output_fixed_s + (len(batch.prefills) + len(batch.decodes)) * self.output_s
+
+    def step_s(self, device_s: float, batch: Batch, first: bool = True, last: bool = True) -> float:
+        """A step's time with the host's work around it (a round of multi-step decoding pays the work before
+        its first step and after its last): in series, its output work hidden behind the next step unless
+        longer than the device's, or the whole of it behind the device (an overlap scheduler)."""
+        before = self.before(batch) if first else 0.0
+        after = self.after(batch) if last else 0.0
+        if self.overlap == "full":
+            return max(device_s, before + after)
+        if self.overlap == "output":
+            return before + max(device_s, after)
+        return before + device_s + after
 
 
 @dataclass(frozen=True, kw_only=True)

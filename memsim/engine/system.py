@@ -23,6 +23,7 @@ from simpy.events import Event
 from memsim.engine.records import Interval
 from memsim.engine.resources import COMMUNICATION, Job, Server, system_link
 from memsim.engine.simpy_fast import Environment
+from memsim.mapping.fabric import channel_floors
 from memsim.mapping.plan import OpTask, Plan
 from memsim.mapping.system import Direction, Routes, region_link
 
@@ -43,8 +44,8 @@ class SystemLinks:
                           for (a, b), rate in self.fabric.rate.items()}
         self._routes: dict[tuple[int, int], list[Server]] = {}
         self._latency: dict[tuple[int, int, int], int] = {}
-        self._played: dict[tuple[int, int], tuple[object, Played]] = {}  # by id of the rounds (kept alive here)
-        self._rounds: dict[tuple[int, int], tuple[object, int, dict[Server, list]]] = {}
+        self._played: dict[tuple[int, int, int], tuple[object, Played]] = {}  # by id of the rounds (kept alive here)
+        self._rounds: dict[tuple[int, int, int], tuple[object, int, dict[Server, list]]] = {}
 
     def route(self, src: int, dst: int) -> list[Server]:
         key = (src, dst)
@@ -78,19 +79,21 @@ class SystemLinks:
         return list(out.values())
 
 
-    def played(self, rounds, step_ps: int = -1) -> Played:
+    def played(self, rounds, step_ps: int = -1, channel_rate: int = 0) -> Played:
         """What ``rounds`` do on idle links (at a library protocol's ``step_ps`` a round, -1: the
-        chip's), worked out once per rounds tuple (a model's collectives of one size share theirs)."""
-        memo = self._played.get((id(rounds), step_ps))
+        chip's; no transfer faster than its library's ``channel_rate``), worked out once per rounds
+        tuple (a model's collectives of one size share theirs)."""
+        key = (id(rounds), step_ps, channel_rate)
+        memo = self._played.get(key)
         if memo is None:
-            memo = self._played[(id(rounds), step_ps)] = (rounds, self._play(rounds, step_ps))
+            memo = self._played[key] = (rounds, self._play(rounds, step_ps, channel_rate))
         return memo[1]
 
-    def _play(self, rounds, step_ps: int) -> Played:
+    def _play(self, rounds, step_ps: int, channel_rate: int) -> Played:
         links: dict[Server, list] = {}  # port -> [first start, last end, bytes, transfers, src, dst, busy]
         t = 0
         for transfers in rounds:
-            length, ports = self._round(transfers, step_ps)
+            length, ports = self._round(transfers, step_ps, channel_rate)
             for port, (busy, nbytes, n, src, dst) in ports.items():
                 e = links.get(port)
                 if e is None:
@@ -105,17 +108,18 @@ class SystemLinks:
             t += length
         return Played(t, tuple((port, *e) for port, e in links.items()))
 
-    def _round(self, transfers, step_ps: int) -> tuple[int, dict[Server, list]]:
+    def _round(self, transfers, step_ps: int, channel_rate: int) -> tuple[int, dict[Server, list]]:
         """One round on idle links: each port serves its transfers back to back in the order
         asked, and the round lasts until the last transfer's last hop plus its latencies."""
-        memo = self._rounds.get((id(transfers), step_ps))
+        memo = self._rounds.get((id(transfers), step_ps, channel_rate))
         if memo is not None:
             return memo[1], memo[2]
         ports: dict[Server, list] = {}  # port -> [busy, bytes, transfers, src, dst] (-1: several pairs)
         took: dict[tuple[Server, int], int] = {}  # (port, bytes) -> ps
+        floors = channel_floors(transfers, channel_rate)
         end = 0
         for src, dst, nbytes in transfers:
-            done = 0
+            done = floors.get(src, 0)
             for port in self.route(src, dst):
                 ps = took.get((port, nbytes))
                 if ps is None:
@@ -134,7 +138,7 @@ class SystemLinks:
                 end = done + self.latency_ps(src, dst, step_ps)
         labelled = {port: [*e[:3], *(("", "") if e[3] < 0 else (f"chip{e[3]}", f"chip{e[4]}"))]
                     for port, e in ports.items()}
-        self._rounds[(id(transfers), step_ps)] = (transfers, end, labelled)
+        self._rounds[(id(transfers), step_ps, channel_rate)] = (transfers, end, labelled)
         return end, labelled
 
 
@@ -171,6 +175,8 @@ def run_collective(env: Environment, links: SystemLinks, task: OpTask, job: Job,
     extent: dict[Server, list] = {}
     for transfers in task.rounds:
         sent = []
+        start = env.now_ps
+        floors = channel_floors(transfers, task.channel_rate)
         for src, dst, nbytes in transfers:
             hops = links.route(src, dst)
             uses = []
@@ -184,10 +190,11 @@ def run_collective(env: Environment, links: SystemLinks, task: OpTask, job: Job,
                 ext[6] += hold
                 if (ext[4], ext[5]) != (f"chip{src}", f"chip{dst}"):  # several pairs share this link
                     ext[4] = ext[5] = ""
-            sent.append((uses, links.latency_ps(src, dst, task.step_ps)))
+            floor = start + floors.get(src, 0)
+            sent.append((uses, links.latency_ps(src, dst, task.step_ps), floor))
         arrival = env.now_ps
-        for uses, latency in sent:
-            end = env.now_ps
+        for uses, latency, floor in sent:
+            end = max(env.now_ps, floor)
             for use in uses:
                 if use.callbacks is not None:
                     yield use

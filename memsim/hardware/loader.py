@@ -63,18 +63,15 @@ def read_based(path: Path, cls: type, kind: str, seen: tuple[Path, ...] = ()) ->
     raw = read_yaml(path)
     if BASE not in raw:
         return raw
-    base = raw[BASE]
-    if not isinstance(base, str) or not base.strip():
-        raise ConfigError(f"expected a preset name or a path, got {units.shown(base)}", file=str(path), field=BASE)
-    looks_like_path = "/" in base or Path(base).suffix in SUFFIXES
-    try:
-        base_path = resolve(str(path.parent / base) if looks_like_path else base, kind, SUFFIXES)
-    except ConfigError as exc:
-        raise ConfigError(f"{base}: {exc.args[0]}", file=str(path), field=BASE) from None
+    bases = raw[BASE] if isinstance(raw[BASE], list) and cls is not ChipSpec else [raw[BASE]]
+    if not bases:
+        raise ConfigError("expected a preset name or a path, got an empty list", file=str(path), field=BASE)
     chain = (*seen, path.resolve())
-    if base_path.resolve() in chain:
-        raise ConfigError(f"{base} inherits, in the end, from this file", file=str(path), field=BASE)
-    merged = read_based(base_path, cls, kind, chain)
+    merged: dict[str, Any] = {}
+    for base in bases:  # a stack may start from several (a serving stack and the libraries it calls), in order
+        inherited = _read_base(path, base, cls, kind, chain)
+        for key, value in inherited.items():
+            merged[key] = _merged(merged.get(key), value, key, cls)
     for key, value in raw.items():
         if key != BASE and "." not in key:
             merged[key] = _merged(merged.get(key), value, key, cls)
@@ -82,6 +79,20 @@ def read_based(path: Path, cls: type, kind: str, seen: tuple[Path, ...] = ()) ->
         if "." in key:
             apply_override(merged, key, value, file=str(path), cls=cls)
     return merged
+
+
+def _read_base(path: Path, base: Any, cls: type, kind: str, chain: tuple[Path, ...]) -> dict[str, Any]:
+    """The raw mapping of one ``base:`` of the file at ``path`` (a preset name, or a path relative to it)."""
+    if not isinstance(base, str) or not base.strip():
+        raise ConfigError(f"expected a preset name or a path, got {units.shown(base)}", file=str(path), field=BASE)
+    looks_like_path = "/" in base or Path(base).suffix in SUFFIXES
+    try:
+        base_path = resolve(str(path.parent / base) if looks_like_path else base, kind, SUFFIXES)
+    except ConfigError as exc:
+        raise ConfigError(f"{base}: {exc.args[0]}", file=str(path), field=BASE) from None
+    if base_path.resolve() in chain:
+        raise ConfigError(f"{base} inherits, in the end, from this file", file=str(path), field=BASE)
+    return read_based(base_path, cls, kind, chain)
 
 
 def _merged(base: Any, own: Any, key: str, cls: type | None) -> Any:
@@ -278,6 +289,8 @@ def _dump(obj: Any) -> Any:
         value = getattr(obj, f.name)
         unit = f.metadata["unit"]
         key = f.metadata["key"]
+        if value is None and unit not in ("classes", "section", "list"):  # not given: its default is derived
+            continue
         if unit == "section":
             out[key] = _dump(value)
         elif unit == "list":

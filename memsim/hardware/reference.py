@@ -63,15 +63,21 @@ def _rows(cls: type, prefix: str, sections: list[tuple[str, type]]) -> list[str]
 
 
 def reference() -> str:
-    out = ["# Hardware fields", "",
-           "Every field of a hardware YAML, generated from the field declarations in `memsim/hardware/spec.py` by "
-           "`python scripts/reference.py --write`; `tests/hardware/test_reference.py` keeps it current. How to write "
-           "a chip, start from a preset and override a field: [hardware.md](hardware.md). A default of *family's* "
-           "is filled in by the chip's family (memsim/hardware/families.py).", ""]
-    sections: list[tuple[str, type]] = [("", ChipSpec)]
+    return fields_page(ChipSpec, "Hardware fields", [
+        "Every field of a hardware YAML, generated from the field declarations in `memsim/hardware/spec.py` by "
+        "`python scripts/reference.py --write`; `tests/hardware/test_reference.py` keeps it current. How to write "
+        "a chip, start from a preset and override a field: [hardware.md](hardware.md). A default of *family's* "
+        "is filled in by the chip's family (memsim/hardware/families.py).", ""], "chip")
+
+
+def fields_page(root: type, title: str, intro: list[str], name: str) -> str:
+    """A reference page of every field of ``root`` (a spec class whose fields carry ``spec_field``
+    metadata) and of its sections and lists, one table each."""
+    out = [f"# {title}", "", *intro]
+    sections: list[tuple[str, type]] = [("", root)]
     while sections:
         prefix, cls = sections.pop(0)
-        title = prefix.rstrip(".") or "chip"
+        title = prefix.rstrip(".") or name
         doc = (cls.__doc__ or "").strip()
         doc = "" if doc.startswith(f"{cls.__name__}(") else doc.split("\n\n")[0].replace("\n", " ")
         out += [f"## `{title}`", "", *([doc, ""] if doc else []),

@@ -182,7 +182,7 @@ class ExecutionSpec:
     )
     dequant_ops: tuple[tuple[str, float], ...] = spec_field(
         "dequant", "ops", "vector ops per weight element to unpack a weight-only format (see dequant_kernel)",
-        (("fp8", 2.0), ("int4", 4.0), ("int8", 3.0)),
+        (("bfp4", 4.0), ("bfp8", 2.0), ("fp8", 2.0), ("int4", 4.0), ("int8", 3.0)),
     )
     kv_split: int = spec_field(
         "kv_split", "count", "attention work items per (sequence, KV head, query block of `unit_tile` rows) that the "
@@ -298,6 +298,9 @@ class ChipSpec:
                                           of=ExecutionSpec)
     system: SystemSpec = spec_field("system", "section", "default multi-chip system", SystemSpec(), of=SystemSpec)
     power: PowerSpec = spec_field("power", "section", "power figures of one chip", PowerSpec(), of=PowerSpec)
+    stack: str = spec_field("stack", "text", "the runtime stack its vendor ships, a stack's name in configs/stacks (the "
+                            "chip does not know its fields): what a run uses where it names none; empty: its "
+                            "family's default (docs/stacks.md)", "")
     description: str = spec_field("description", "text", "free text", "")
 
     def __post_init__(self) -> None:

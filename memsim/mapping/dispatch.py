@@ -78,13 +78,15 @@ class HostPlan:
 
 
 def step_work(stack: StackSpec, meta: StepMeta) -> tuple[int, int]:
-    """The host's work before a step's first launch and after its last kernel (picoseconds), for a
-    model's decode or prefill step; none for any other graph."""
+    """The host's work before a step's first launch (with a captured graph, its one call that replays
+    it) and after its last kernel (picoseconds), for a model's decode or prefill step; none for any
+    other graph."""
     if meta.phase not in STEP_PHASES:
         return 0, 0
     batch = meta.batch or 1
     tokens = batch * (meta.tokens or 1)
-    return stack.step.before_ps(batch, tokens, meta.tp), stack.step.after_ps(batch)
+    replay = stack.dispatch.graph_ps if launch_of(stack, meta) == "graph" else 0
+    return stack.step.before_ps(batch, tokens, meta.tp) + replay, stack.step.after_ps(batch)
 
 
 def host_plan(units: Sequence[int], hosts: Sequence[int], ahead: bool, stack: StackSpec,

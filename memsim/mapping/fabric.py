@@ -72,18 +72,20 @@ class Fabric:
         step = self.system.step_latency_ps if step_ps < 0 else step_ps
         return step + len(self.route(src, dst)) * self.link.latency_ps
 
-    def round_ps(self, transfers: Sequence[tuple[int, int, int]], step_ps: int = -1) -> int:
-        """How long a round takes on idle links, as the engine runs it."""
+    def round_ps(self, transfers: Sequence[tuple[int, int, int]], step_ps: int = -1, channel_rate: int = 0) -> int:
+        """How long a round takes on idle links, as the engine runs it (a rank's transfers no sooner
+        than what it sends in the round at a library's ``channel_rate``, where it has one)."""
         free: dict[Edge, int] = {}
         paths = self._paths
         took: dict[tuple[int, int], int] = {}  # (bytes, rate) -> ps, as few as the round's sizes
+        floors = channel_floors(transfers, channel_rate)
         end = 0
         for src, dst, nbytes in transfers:
             path = paths.get((src, dst))
             if path is None:
                 path = paths[src, dst] = (tuple((e, self.rate[e]) for e in self.route(src, dst)),
                                           self.latency_ps(src, dst, 0))
-            done = 0
+            done = floors.get(src, 0)
             for edge, rate in path[0]:
                 ps = took.get((nbytes, rate))
                 if ps is None:
@@ -96,11 +98,14 @@ class Fabric:
                 end = done + latency
         return end
 
-    def seconds(self, rounds: Sequence[Sequence[tuple[int, int, int]]], launch: bool = True, step_ps: int = -1) -> float:
+    def seconds(self, rounds: Sequence[Sequence[tuple[int, int, int]]], launch: bool = True, step_ps: int = -1,
+                channel_rate: int = 0) -> float:
         """Rounds one after another, and the launch once (if ``launch`` and the chip pays one);
-        ``step_ps``: a library protocol's latency a round in place of the chip's."""
+        ``step_ps``: a library protocol's latency a round in place of the chip's; ``channel_rate``:
+        what the library's channels carry a second (0: no limit)."""
         each: dict[int, int] = {}  # a round repeated as one tuple (a ring's) is costed once
-        total = sum(each[id(r)] if id(r) in each else each.setdefault(id(r), self.round_ps(r, step_ps)) for r in rounds)
+        total = sum(each[id(r)] if id(r) in each else each.setdefault(id(r), self.round_ps(r, step_ps, channel_rate))
+                    for r in rounds)
         return (total + (self.launch_ps if launch and rounds else 0)) / PS_PER_S
 
     def shape(self, group: Sequence[int]) -> collectives.Shape:
@@ -174,6 +179,17 @@ class Fabric:
     def allreduce_seconds(self, group: Sequence[int], nbytes: int, algorithm: str = collectives.AUTO,
                           launch: bool = True) -> float:
         return self.cost(self.algorithm(group, nbytes, algorithm).name, group, nbytes, launch)
+
+
+def channel_floors(transfers: Sequence[tuple[int, int, int]], channel_rate: int) -> dict[int, int]:
+    """Per sender of a round: the least time its transfers take when its library's channels carry
+    ``channel_rate`` bytes a second in all (empty: no limit)."""
+    if not channel_rate:
+        return {}
+    sent: dict[int, int] = {}
+    for src, _, nbytes in transfers:
+        sent[src] = sent.get(src, 0) + nbytes
+    return {src: transfer_ps(n, channel_rate) for src, n in sent.items()}
 
 
 def fabric(chip: ChipSpec, chips: int) -> Fabric:

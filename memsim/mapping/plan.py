@@ -96,6 +96,9 @@ class OpTask:
     # ``overhead_ps``; and its protocol's latency every round, in place of ``system.step_latency`` (-1: the chip's).
     library_ps: int = 0
     step_ps: int = -1
+    # A collective: what its library's channels carry a second (0: no limit); a transfer takes at least
+    # its bytes over this, whatever the link (the link is busy only for its own time).
+    channel_rate: int = 0
 
     @property
     def signature(self) -> tuple:
@@ -105,7 +108,7 @@ class OpTask:
     def signature_on(self, chip: int) -> tuple:
         """The signature of the same task run on ``chip``."""
         return (self.overhead_ps, self.steps, chip, self.rounds, self.stream, self.acquires, self.releases,
-                self.library_ps, self.step_ps)
+                self.library_ps, self.step_ps, self.channel_rate)
 
     @property
     def bound_name(self) -> str:

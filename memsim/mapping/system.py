@@ -51,13 +51,11 @@ def library(cx: Context, kind: str, nbytes: int, members: Sequence[int], system:
             ) -> CollectiveImpl | None:
     """The stack's implementation that runs a ``kind`` collective of ``nbytes`` over ``members``
     (None: the stack has none for it, and the chip's own algorithm runs at the hardware's cost):
-    the first whose limits admit it, or, where the library picks by its cost model, the one that
-    finishes soonest here."""
+    of those of the lowest tier whose limits admit it, the one that finishes soonest here, as a
+    library's tuner picks by its cost model."""
     impls = cx.stack.collective(kind, nbytes, len(members))
-    if not impls:
-        return None
-    if cx.stack.collective_select == "first" or len(impls) == 1:
-        return impls[0]
+    if len(impls) < 2:
+        return impls[0] if impls else None
     return min(impls, key=lambda c: (implementation_seconds(cx.chip, c, kind, nbytes, members, system), c.name))
 
 
@@ -67,7 +65,27 @@ def implementation_seconds(chip: ChipSpec, impl: CollectiveImpl, kind: str, nbyt
     protocol's step latency with the wire's bytes (the chip's launch is the same whichever runs)."""
     wire = wire_bytes(nbytes, impl.efficiency)
     rounds = _rounds(chip, kind, members, wire, system, impl.algorithm)
-    return impl.call_ps / PS_PER_S + system.seconds(rounds, launch=False, step_ps=impl.step_ps or -1)
+    pieces = _pieces(chip, kind, members, wire, system, impl.algorithm)
+    return impl.call_ps / PS_PER_S + system.seconds(rounds, launch=False, step_ps=_step(impl),
+                                                    channel_rate=impl.channel_rate(whole_pieces(wire, pieces)))
+
+
+def whole_pieces(nbytes: int, pieces: int) -> int:
+    """A message as its pieces carry it (each ``⌈nbytes / pieces⌉``): what a library's channels are
+    counted on, so that a round's bytes and its channels grow together."""
+    return -(-nbytes // pieces) * pieces
+
+
+def _pieces(chip: ChipSpec, kind: str, members: Sequence[int], nbytes: int, system: fabric.Fabric,
+            algorithm: str = SYSTEM_ALGORITHM) -> int:
+    if kind != "allreduce":
+        return len(members)
+    return system.algorithm(members, nbytes, _algorithm(chip, algorithm)).moves(len(members), system.shape(members))[0]
+
+
+def _step(impl: CollectiveImpl | None) -> int:
+    """An implementation's protocol latency a round (-1: the chip's ``system.step_latency``)."""
+    return impl.step_ps if impl is not None and impl.step_ps is not None else -1
 
 
 def wire_bytes(nbytes: int, efficiency: float) -> int:
@@ -128,7 +146,10 @@ def collective_tasks(op: Op, cx: Context, stage: int, tp: int, deps: list[tuple[
         tasks.append(OpTask(op=task_name, kind=op.kind, layer=op.layer, flops=flops,
                             overhead_ps=device if first else 0, host_ps=host if first else 0,
                             library_ps=impl.call_ps if first and impl is not None else 0,
-                            step_ps=impl.step_ps if impl is not None and impl.step_ps else -1, steps=(), deps=deps[i],
+                            step_ps=_step(impl),
+                            channel_rate=impl.channel_rate(whole_pieces(wire_bytes(nbytes, efficiency), pieces))
+                            if impl is not None else 0,
+                            steps=(), deps=deps[i],
                             bound=Ref.link(link.name), chip=stage * tp, rounds=tuple(rounds), stream=COMM,
                             graph_op=op.name))
     return tasks

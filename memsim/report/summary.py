@@ -7,6 +7,7 @@ from memsim.engine import EngineResult
 from memsim.engine.records import WAIT, Usage
 from memsim.hardware.resource import LEVEL, LINK, SYSTEM, Ref, link_label
 from memsim.mapping import Plan
+from memsim.mapping.dispatch import launch_of
 from memsim.mapping.plan import COMPUTE as COMPUTE_STREAM
 from memsim.mapping.roofline import op_dtype
 from memsim.report import energy, spill
@@ -159,7 +160,8 @@ def summarize(graph: OpGraph, plan: Plan, result: EngineResult, micro: tuple[OpG
     return Summary(
         hardware=chip.name,
         family=chip.family,
-        stack=plan.stack.name,
+        stack={"name": plan.stack.name, "description": plan.stack.description,
+               "launch": launch_of(plan.stack, graph.meta), "default": False},
         workload=workload,
         step_time_s=step_s,
         roofline_s=plan.roofline_s,

@@ -47,11 +47,12 @@ class Summary:
     family: str = summary_field(
         "text", ONCE,
         "execution model: gpu, wafer, rdu or cpu")
-    stack: str = summary_field(
-        "text", ONCE,
-        "the runtime stack the run is on (`--stack`; `auto` resolves to the chip family's default, docs/stacks.md):"
-        " its host's launches and work per step are the stall `host`, its collective library's fixed cost per call"
-        " the stall `collective_library`")
+    stack: dict = summary_field(
+        "object", ONCE,
+        "the runtime stack the run is on: its `name`, `description` and `launch` (how the step's kernels reached "
+        "the device: graph or eager), and `default` (true where the run named none and got the one its chip's "
+        "vendor ships or its family's, docs/stacks.md). Its host's launches and work a step are the stall `host`, "
+        "its collective library's fixed cost a call the stall `collective_library`")
     workload: dict = summary_field(
         "object", RECOMPUTED,
         "model, arch, phase, batch, tokens (per sequence in this step), context, weight and KV dtypes; with "

@@ -22,7 +22,7 @@ KIND = "stacks"  # configs/stacks/NAME.yaml
 PREFIX = "stack."  # a --set path that starts with it changes the stack, not the chip
 AUTO = "auto"  # the chip family's stack (``FAMILY_STACKS``)
 # The stack a run uses where none is given, by the chip's family (docs/stacks.md says why).
-FAMILY_STACKS = {"gpu": IDEAL.name, "rdu": IDEAL.name, "wafer": IDEAL.name, "cpu": "pytorch-cpu"}
+FAMILY_STACKS = {"gpu": "vllm", "rdu": IDEAL.name, "wafer": IDEAL.name, "cpu": "pytorch-cpu"}
 
 
 def presets() -> list[str]:
@@ -36,9 +36,10 @@ def stack_path(name_or_path: str) -> Path | None:
     return resolve(name_or_path, KIND, SUFFIXES)
 
 
-def default_for(family: str) -> str:
-    """The stack a run on a chip of ``family`` uses unless told otherwise."""
-    return FAMILY_STACKS.get(family, IDEAL.name)
+def default_for(family: str, vendor: str = "") -> str:
+    """The stack a run on a chip of ``family`` uses unless told otherwise: the one its vendor ships
+    (the chip's ``stack``), else its family's."""
+    return vendor or FAMILY_STACKS.get(family, IDEAL.name)
 
 
 def split_sets(sets: tuple[tuple[str, str], ...]) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:

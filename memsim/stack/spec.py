@@ -23,7 +23,6 @@ GEMM_TILES = ("fixed", "fill", "deepgemm")
 # How a weight-only format is unpacked: one pass after each chunk lands (gpt-fast's kernels), or
 # inside the GEMM while the next weights stream in (Marlin-style fused kernels).
 DEQUANT_KERNELS = ("serial", "fused")
-SELECT = ("cheapest", "first")
 OVERLAP = ("none", "output", "full")
 KV_OF = ("total", "free")
 SYSTEM_ALGORITHM = "system"  # a collective implementation that runs the chip's own ``system.collective``
@@ -99,28 +98,56 @@ class CollectiveImpl:
     algorithm: str = spec_field(
         "algorithm", "text", "an all-reduce's algorithm: one registered in memsim.mapping.collectives (ring, tree, "
         f"one_shot, two_shot, ...), or `{SYSTEM_ALGORITHM}` (the chip's `system.collective`)", SYSTEM_ALGORITHM)
+    tier: int = spec_field(
+        "tier", "count", "the library's order of preference: of the implementations that admit a message, those of "
+        "the lowest tier are tried, and the one that finishes soonest there runs (a custom kernel first, NCCL "
+        "after it; NCCL's protocols in one tier, as its tuner picks the cheapest)", 0)
     max_bytes: int = spec_field("max_bytes", "bytes", "the largest message it takes (0: any)", 0)
+    min_bytes: int = spec_field("min_bytes", "bytes", "the smallest message it takes", 0)
     max_ranks: int = spec_field("max_ranks", "count", "the most ranks it runs on (0: any)", 0)
     call_ps: int = spec_field(
         "call", "time", "the device's fixed cost per call beyond the kernel's launch: the library's setup, its "
         "proxy's start, the first flag's wait", 0)
-    step_ps: int = spec_field(
-        "step", "time", "the protocol's latency every round of transfers pays, in place of the chip's "
-        "`system.step_latency` (its handshake: a flag written and seen); 0: the chip's", 0)
+    step_ps: int | None = spec_field(
+        "step", "time", "the protocol's latency every round of transfers pays beside its route's link latencies, in "
+        "place of the chip's `system.step_latency` (its handshake: a flag written and seen); not given: the chip's",
+        None)
     efficiency: float = spec_field(
         "efficiency", "ratio", "the payload's share of what the protocol puts on the wire (NCCL's LL protocol sends "
         "a flag with every 8 bytes: 0.5; LL128: 120/128): a round's transfers carry payload / efficiency bytes", 1.0)
+    channel_bandwidth: int = spec_field(
+        "channel_bandwidth", "bandwidth", "what one of the library's channels (a block of threads copying and "
+        "reducing) carries a second: a transfer is no faster than its bytes over its channels' bandwidth, whatever "
+        "the link (0: no limit)", 0, least=0)
+    channel_bytes: int = spec_field(
+        "channel_bytes", "bytes", "the message's bytes on the wire that one channel takes before the library opens "
+        "another (NCCL gives a small message fewer channels); with `channel_bandwidth` (0: every channel from the "
+        "first byte)", 0)
+    max_channels: int = spec_field("max_channels", "count", "the most channels it opens (0: no limit)", 0)
     host_ps: int = spec_field(
         "host", "time", "the host's work per call with eager launches, beside the kernel's launch call: the "
         "library's enqueue and the framework's wrapper (torch.distributed)", 0)
 
     def __post_init__(self) -> None:
-        check_fields(self, f"collectives[{self.name}]" if isinstance(self.name, str) else "collectives")
+        where = f"collectives[{self.name}]" if isinstance(self.name, str) else "collectives"
+        check_fields(self, where, frozenset({"step_ps"}) if self.step_ps is None else frozenset())
 
     def admits(self, kind: str, nbytes: int, ranks: int) -> bool:
         """Whether it runs a ``kind`` collective of ``nbytes`` over ``ranks``."""
-        return kind in self.kinds and (not self.max_bytes or nbytes <= self.max_bytes) and \
-            (not self.max_ranks or ranks <= self.max_ranks)
+        return kind in self.kinds and self.min_bytes <= nbytes and (not self.max_bytes or nbytes <= self.max_bytes) \
+            and (not self.max_ranks or ranks <= self.max_ranks)
+
+    def channel_rate(self, nbytes: int) -> int:
+        """What its channels carry a second for a message of ``nbytes`` (0: no limit): a channel for
+        every ``channel_bytes`` of it, at least one, at most ``max_channels``. Counted as a fraction
+        (a message of 1.5 channels' bytes has 1.5 of their rate), so more bytes never take less time:
+        while the library opens channels, a message's time stays flat."""
+        if not self.channel_bandwidth:
+            return 0
+        channels = max(1.0, nbytes / self.channel_bytes) if self.channel_bytes else float(max(1, self.max_channels))
+        if self.max_channels:
+            channels = min(channels, float(self.max_channels))
+        return max(1, int(channels * self.channel_bandwidth))
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +191,14 @@ class StepHostSpec:
 
 @dataclass(frozen=True, slots=True)
 class ServingSpec:
+    scheduler: str = spec_field(
+        "scheduler", "text", "how its scheduler forms a step's batch: a scheduler registered in "
+        "memsim.engine.schedulers (prefill_first, chunked, static)", "prefill_first")
+    max_seqs: int = spec_field("max_seqs", "count", "sequences in one step at most (vLLM's max_num_seqs)", 256,
+                               least=1)
+    max_tokens: int = spec_field(
+        "max_tokens", "count", "tokens computed in one step at most (vLLM's max_num_batched_tokens: with chunked "
+        "prefill, a step's token budget)", 8192, least=1)
     multi_step: int = spec_field(
         "multi_step", "count", "decode steps run per scheduling round: the host's step work is paid once a round, "
         "and a new request waits for the round to end (vLLM's --num-scheduler-steps)", 1, least=1)
@@ -192,10 +227,6 @@ class StackSpec:
     kernels: KernelSpec = spec_field("kernels", "section", "the kernels it runs", KernelSpec(), of=KernelSpec)
     dispatch: DispatchSpec = spec_field("dispatch", "section", "how its host dispatches them", DispatchSpec(),
                                         of=DispatchSpec)
-    collective_select: str = spec_field(
-        "collective_select", "choice", "how the library chooses among `collectives` for a message: `cheapest` (the "
-        "one its cost model says finishes soonest, as NCCL's tuner picks) or `first` (the first, in file order, "
-        "whose limits admit it, as size thresholds pick a custom kernel)", "first", choices=SELECT)
     collectives: tuple[CollectiveImpl, ...] = spec_field(
         "collectives", "list", "the collective library's implementations (none: the chip's own algorithm at the "
         "hardware's cost)", (), of=CollectiveImpl)
@@ -207,8 +238,11 @@ class StackSpec:
         check_fields(self, "")
 
     def collective(self, kind: str, nbytes: int, ranks: int) -> tuple[CollectiveImpl, ...]:
-        """The implementations that may run a ``kind`` collective of ``nbytes`` over ``ranks``, in file order."""
-        return tuple(c for c in self.collectives if c.admits(kind, nbytes, ranks))
+        """The implementations that may run a ``kind`` collective of ``nbytes`` over ``ranks``: those of
+        the lowest tier that has any, in file order."""
+        admitted = [c for c in self.collectives if c.admits(kind, nbytes, ranks)]
+        tier = min((c.tier for c in admitted), default=0)
+        return tuple(c for c in admitted if c.tier == tier)
 
 
 IDEAL = StackSpec(name="ideal", description="the hardware bound: no host work, graph launches, the chip's own "

@@ -39,6 +39,9 @@ def load(path: Path = DATA) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
+HARNESS = Path(__file__).resolve().parent / "data" / "stacks" / "trtllm-bench.yaml"  # the stack it measured
+
+
 def predict(hw: str, isl: int, osl: int, n: int, kv: str, cache: dict | None = None) -> float:
     """memsim's output tokens a second for ``n`` requests of ``isl`` in, ``osl`` out, all at once (``cache``: the
     steps simulated for earlier rows of the same chip and KV dtype)."""
@@ -46,7 +49,7 @@ def predict(hw: str, isl: int, osl: int, n: int, kv: str, cache: dict | None = N
     from memsim.workload.requests import Request
 
     reqs = tuple(Request(id=i, arrival_s=0.0, prompt=isl, output=osl) for i in range(n))
-    result = serve(Deployment(hw=hw, model="llama-3.1-8b", weight_dtype="fp8", kv_dtype=kv), reqs,
+    result = serve(Deployment(hw=hw, model="llama-3.1-8b", weight_dtype="fp8", kv_dtype=kv, stack=str(HARNESS)), reqs,
                    Policy(scheduler="chunked", max_seqs=MAX_SEQS, max_tokens=MAX_TOKENS), check=0, steps_cache=cache)
     return float(result["summary"]["output_tokens_per_s"])
 

@@ -51,8 +51,9 @@ class _Builder:
         self.g.add_tensor(Tensor(name, shape, dtype, klass, nbytes(numel, dtype)))
         return name
 
-    def projection(self, name: str, shape: tuple[int, ...]) -> str:
-        dtype = self.s.weight_dtype
+    def projection(self, name: str, shape: tuple[int, ...], role: str = "mlp") -> str:
+        """A projection weight, stored as its class's format (``StepSpec.weight_format``)."""
+        dtype = self.s.weight_format(role)
         self.g.add_tensor(Tensor(name, shape, dtype, "weight", weight_storage_bytes(shape, dtype, self.s.group_size)))
         return name
 
@@ -68,10 +69,10 @@ class _Builder:
         self.g.add_op(Op(name, kind, layer, self.s.act_dtype, flops, inputs, outputs, tuple(sorted(dims.items()))))
 
     def matmul(self, name: str, layer: int, x: str, n: int, out: str, rows: int | None = None,
-               bias: bool | None = None) -> str:
+               bias: bool | None = None, role: str = "mlp") -> str:
         rows = rows or self.rows
         k = self.g.tensors[x].shape[-1]
-        w = self.projection(f"{name}.weight", (k, n))
+        w = self.projection(f"{name}.weight", (k, n), role)
         self.act(out, n, rows)
         self.op(name, "matmul", layer, 2 * rows * n * k, self.full(x, w, *self.bias(name, n, bias)), (out,),
                 m=rows, n=n, k=k)
@@ -180,7 +181,8 @@ class _Builder:
             rows = -(-vocab // k) if k > 1 else vocab
             shape, name = (rows, h), "embed.weight" if k == 1 else f"embed.weight.shard{i}"
             # Stored as the projections are where the vendor quantises it (execution.embedding_dtype).
-            table = self.projection(name, shape) if s.quantize_embeddings else self.tensor(name, shape, "weight")
+            quantized = s.quantize_embeddings or "embedding" in dict(s.precision)
+            table = self.projection(name, shape, "embedding") if quantized else self.tensor(name, shape, "weight")
             nbytes_ = self.g.tensors[table].bytes
             reads = [Read(ids, self.g.tensors[ids].bytes), Read(table, -(-self.rows * nbytes_ // (rows * s.tp * k)))]
             reads += [Read(x, self.g.tensors[x].bytes)] if x else [Read(t, row_bytes) for t in extra]
@@ -216,7 +218,7 @@ class _Builder:
             self.op("lm_head", "matmul", -1, 2 * rows * vocab * h, self.full(last, "embed.weight"),
                     ("logits",), m=rows, n=vocab, k=h)
         else:
-            self.matmul("lm_head", -1, last, vocab, "logits", rows=rows)
+            self.matmul("lm_head", -1, last, vocab, "logits", rows=rows, role="lm_head")
         if s.tp > 1:
             gathered = self.act("logits.gathered", vocab * s.tp, rows)
             self.op("logits_allgather", "allgather", -1, 0, self.full("logits"), (gathered,),
@@ -227,7 +229,7 @@ class _Builder:
         m = self.m
         hd = m.head_dim
         q_w, kv_w = m.heads * hd, m.kv_heads * hd
-        w = self.projection(f"{p}.qkv.weight", (m.hidden, q_w + 2 * kv_w))
+        w = self.projection(f"{p}.qkv.weight", (m.hidden, q_w + 2 * kv_w), "attention")
         outs = (self.act(f"{p}.q", q_w), self.act(f"{p}.k", kv_w), self.act(f"{p}.v", kv_w))
         n = q_w + 2 * kv_w
         self.op(f"{p}.qkv", "matmul", i, 2 * self.rows * n * m.hidden, self.full(x, w, *self.bias(f"{p}.qkv", n)), outs,
@@ -277,7 +279,8 @@ class _Builder:
         if m.rotary:
             q, k = self.rope(p, i, q, k)
         a = self.attention(f"{p}.attn", i, q, k, v)
-        o = self.allreduce(f"{p}.attn_allreduce", i, self.matmul(f"{p}.o_proj", i, a, m.hidden, f"{p}.o_proj.out"))
+        o_proj = self.matmul(f"{p}.o_proj", i, a, m.hidden, f"{p}.o_proj.out", role="attention")
+        o = self.allreduce(f"{p}.attn_allreduce", i, o_proj)
         if m.parallel_block:  # GPT-J, Falcon: x + attn(ln(x)) + mlp(ln(x))
             h2 = self.norm(f"{p}.mlp_norm", i, x) if m.arch == "falcon" else h
             d = self.mlp(p, i, h2)
@@ -292,7 +295,8 @@ class _Builder:
         p = f"L{i}"
         q, k, v = self.qkv(p, i, x)
         a = self.attention(f"{p}.attn", i, q, k, v)
-        o = self.allreduce(f"{p}.attn_allreduce", i, self.matmul(f"{p}.o_proj", i, a, m.hidden, f"{p}.o_proj.out"))
+        o_proj = self.matmul(f"{p}.o_proj", i, a, m.hidden, f"{p}.o_proj.out", role="attention")
+        o = self.allreduce(f"{p}.attn_allreduce", i, o_proj)
         x1 = self.vector(f"{p}.attn_add", "elementwise", i, (x, o), f"{p}.attn_add.out", m.hidden, 1)
         x1 = self.norm(f"{p}.attn_norm", i, x1)
         up = self.matmul(f"{p}.fc", i, x1, m.intermediate, f"{p}.fc.out")

@@ -9,7 +9,7 @@ import itertools
 from dataclasses import dataclass
 
 from memsim.errors import ConfigError, run_field
-from memsim.workload.dtypes import KV_DTYPES, WEIGHT_DTYPES
+from memsim.workload.dtypes import KV_DTYPES, WEIGHT_DTYPES, recipe
 from memsim.workload.models import MAX_SHAPE
 
 
@@ -29,15 +29,22 @@ class StepSpec:
     quantize_embeddings: bool = False  # the embedding table is stored in ``weight_dtype`` (else ``act_dtype``)
     embedding_shards: int = 1  # vocabulary shards of the embedding table, looked up one after another
     segments: tuple[tuple[int, int, int], ...] = ()  # a mixed step's (sequences, tokens, context) groups
+    precision: tuple[tuple[str, str], ...] = ()  # a weight format per tensor class (``dtypes.recipe``); else weight_dtype
+
+    def weight_format(self, role: str) -> str:
+        """The format the weights of ``role`` (attention, mlp, lm_head, embedding) are stored in."""
+        return dict(self.precision).get(role, self.weight_dtype)
 
     @classmethod
     def mixed(cls, segments: tuple[tuple[int, int, int], ...], weight_dtype: str = "bf16", kv_dtype: str = "bf16",
-              tp: int = 1, group_size: int = 128, quantize_embeddings: bool = False) -> StepSpec:
+              tp: int = 1, group_size: int = 128, quantize_embeddings: bool = False,
+              precision: str | None = None) -> StepSpec:
         """A step of several groups of sequences, each ``(sequences, tokens, context)``: decodes are
         ``(n, 1, context)``, a prefill chunk ``(1, chunk, tokens before it)``. Logits are computed at
         each sequence's last position. ``batch`` is the sequences, ``tokens`` and ``context`` the
         largest of any segment (the graph's ``meta``)."""
         base = cls.make("decode", weight_dtype=weight_dtype, kv_dtype=kv_dtype, tp=tp, group_size=group_size,
+                        precision=precision,
                         quantize_embeddings=quantize_embeddings)
         segments = tuple((int(n), int(t), int(c)) for n, t, c in segments)
         if not segments or any(n < 1 or t < 1 or c < 0 for n, t, c in segments):
@@ -52,8 +59,13 @@ class StepSpec:
     def make(cls, phase: str, batch: int = 1, context: int = 0, prompt: int = 0,
              weight_dtype: str = "bf16", kv_dtype: str = "bf16", group_size: int = 128, tp: int = 1,
              expert_parallel: bool = False, tokens: int = 1, quantize_embeddings: bool = False,
-             embedding_shards: int = 1) -> StepSpec:
-        """``tokens``: a decode step's new tokens per sequence (K+1 for a speculative verify step)."""
+             embedding_shards: int = 1, precision: str | None = None) -> StepSpec:
+        """``tokens``: a decode step's new tokens per sequence (K+1 for a speculative verify step);
+        ``precision``: a recipe of weight formats by tensor class (``mlp=bfp4,attention=bfp8``)."""
+        try:
+            recipe_ = recipe(precision)
+        except ValueError as exc:
+            raise ConfigError(str(exc), field=run_field("precision")) from None
         if phase not in ("decode", "prefill"):
             raise ConfigError(f"unknown phase {phase!r} for one step (decode, prefill)", field=run_field("phase"))
         if weight_dtype not in WEIGHT_DTYPES:
@@ -77,12 +89,12 @@ class StepSpec:
                 raise ConfigError("a decode step takes at least 1 token", field=run_field("draft_k"))
             return cls(phase, batch, tokens, context, weight_dtype, kv_dtype, group_size=group_size, tp=tp,
                        expert_parallel=expert_parallel, quantize_embeddings=quantize_embeddings,
-                       embedding_shards=embedding_shards)
+                       embedding_shards=embedding_shards, precision=recipe_)
         if prompt < 1:
             raise ConfigError(f"prefill needs {run_field('prompt')} of at least 1 token", field=run_field("prompt"))
         return cls(phase, batch, prompt, 0, weight_dtype, kv_dtype, group_size=group_size, tp=tp,
                    expert_parallel=expert_parallel, quantize_embeddings=quantize_embeddings,
-                   embedding_shards=embedding_shards)
+                   embedding_shards=embedding_shards, precision=recipe_)
 
 
 

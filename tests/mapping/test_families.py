@@ -106,7 +106,7 @@ def test_gpu_eager_launches_cost_more_than_graphs():
 
 
 def test_gpu_waves_stretch_small_gemms():
-    r = simulate("a100-80gb-sxm", "llama-2-7b", phase="prefill", prompt=128)
+    r = simulate("a100-80gb-sxm", "llama-2-7b", phase="prefill", prompt=128, stack="ideal")  # fixed tiles
     ops = r.ops.set_index("op")
     # o_proj (32 output tiles on 108 SMs) runs at a third of the rate of the 96-tile qkv projection.
     rate = lambda op: ops.loc[op, "flops"] / ops.loc[op, "duration_s"]
