@@ -304,9 +304,19 @@ def serve(dep: Deployment, requests: tuple[Request, ...], policy: Policy = Polic
     summary["deployment"] = {"hw": dep.hw, "model": dep.model, "tp": dep.tp, "pp": dep.pp, "replicas": dep.replicas if not
                              dep.prefill else 0, "prefill": dep.prefill, "decode": dep.decode, "layout": dep.layout,
                              "stack": stack_of(dep).name}
+    summary["host"] = host_summary(host_work(stack_of(dep), dep.tp), rows)
     summary.update(scheduler=policy.scheduler, prefix_caching=policy.prefix_caching, preemption=policy.preemption,
                    users=users)
     return {"requests": reqs, "steps": rows, "summary": summary}
+
+
+def host_summary(host: HostWork, steps: pd.DataFrame) -> dict[str, Any]:
+    """What the stack's host added to the steps (the time each step took beyond its device's), its share of
+    the busy time, and the policies that set it."""
+    added = float(steps.host_s.sum()) if len(steps) else 0.0
+    busy = float((steps.end_s - steps.start_s).sum()) if len(steps) else 0.0
+    return {"busy_s": added, "busy_fraction": added / busy if busy else 0.0, "frontend_s": host.frontend_s,
+            "overlap": host.overlap, "multi_step": host.multi_step}
 
 
 FULL = 0.95  # a KV cache this full turns sequences away

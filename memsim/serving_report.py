@@ -80,6 +80,12 @@ def summary_table(s: dict) -> str:
                  f"{', '.join(kv['levels'])} (an instance); mean use {kv['mean_utilization']:.1%}, peak "
                  f"{kv['peak_blocks']:,}; {s['preemptions']} preemptions{swaps}")
     lines.append(f"  energy           {s['energy_per_token_j']:.4g} J/token, {s['avg_power_w']:.4g} W while serving")
+    if s.get("host"):
+        host = s["host"]
+        lines.append(f"  stack            {s['deployment']['stack']}: its host added {host['busy_s']:.4g} s of "
+                     f"{s['busy_fraction'] * s['span_s']:.4g} s busy ({host['busy_fraction']:.1%}; overlap "
+                     f"{host['overlap']}, {host['multi_step']} decode steps a round, front end "
+                     f"{host['frontend_s'] * 1e3:.3g} ms a request)")
     if s.get("limit"):
         lim = s["limit"]
         lines.append(f"  limited by       {lim['by']} (KV cache full {lim['kv_full_fraction']:.0%} of the busy time; "

@@ -4,7 +4,7 @@
     python scripts/flash_attention_io.py [--prompt 16384] [--out runs/flash_attention_io]
 
 Runs `memsim sweep` over `sram.capacity` for a long-sequence Llama-2-7B prefill with fused
-and with unfused attention, sums the attention operators' HBM bytes from each point's
+and with unfused attention (`stack.kernels.attention`), sums the attention operators' HBM bytes from each point's
 ops.csv, and fits log(bytes) against log(SRAM). Fused attention's traffic falls as
 Theta(N^2 d^2 / M) (slope near -1); unfused attention's does not depend on SRAM (slope 0).
 """
@@ -29,7 +29,7 @@ def attention_hbm(out: Path) -> pd.DataFrame:
     for _, row in results.iterrows():
         ops = pd.read_csv(out / row["outputs"] / "ops.csv")  # each point's kept outputs, named in its row
         attn = ops[ops.op_kind == "attention"]
-        rows.append({"sram_bytes": units.parse_bytes(row["sram.capacity"]), "attention": row["execution.attention"],
+        rows.append({"sram_bytes": units.parse_bytes(row["sram.capacity"]), "attention": row["stack.kernels.attention"],
                      "hbm_bytes": int(attn["hbm_read_bytes"].sum() + attn["hbm_written_bytes"].sum())})
     return pd.DataFrame(rows)
 
@@ -45,7 +45,7 @@ def main() -> int:
     ap.add_argument("--workers", type=int)
     args = ap.parse_args()
     base = dict(hw="h100-sxm", model="llama-2-7b", phase="prefill", prompt=args.prompt, context=0, batch=1)
-    sweeps = sweeping.parse_sweeps([f"sram.capacity={SIZES}", "execution.attention=fused,unfused"])
+    sweeps = sweeping.parse_sweeps([f"sram.capacity={SIZES}", "stack.kernels.attention=fused,unfused"])
     sweeping.run_sweep(base, sweeps, args.out, workers=args.workers, keep=True)
     df = attention_hbm(args.out)
     print(df.pivot(index="sram_bytes", columns="attention", values="hbm_bytes").to_string())

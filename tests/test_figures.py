@@ -30,7 +30,12 @@ SLOW = {"shows", "deployments", "every-preset", "validate-calibration", "validat
 HEAVY = {"validate-serving", "serve-capacity"}
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else
+# The calibration's fit (minutes) is kept per process: its tests share one (pytest-xdist's loadgroup).
+CALIBRATION = pytest.mark.xdist_group("calibration")
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=(pytest.mark.slow, CALIBRATION)) if n == "validate-calibration"
+                                  else pytest.param(n, marks=pytest.mark.slow) if n in SLOW else
                                   pytest.param(n, marks=pytest.mark.heavy) if n in HEAVY else n
                                   for n in sorted(figures.BLOCKS)])
 def test_readme_block_is_what_the_script_prints(name):

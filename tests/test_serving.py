@@ -6,7 +6,7 @@ import json
 import pytest
 
 import memsim
-from memsim import cli, simulate
+from memsim import cli, serving_report, simulate
 
 HW, MODEL = "h100-sxm", "llama-3.1-8b"
 
@@ -34,6 +34,12 @@ def test_a_stacks_front_end_and_step_work_add_to_every_request_as_declared():
     one = host.fixed_s + host.per_sequence_s + host.per_token_s
     assert v0.requests.tpot_s.median() == pytest.approx(ideal.requests.tpot_s.median() + one, rel=0.02)
     assert (v0.requests.ttft_s - ideal.requests.ttft_s).min() >= host.frontend_s + one
+    # the summary says what the host added: every decode step's work, and nothing on the ideal stack
+    decodes = v0.steps[v0.steps.prefills == 0]
+    assert decodes.host_s.to_numpy() == pytest.approx(one, rel=1e-6)
+    assert v0.summary["host"]["busy_s"] == pytest.approx(v0.steps.host_s.sum())
+    assert 0 < v0.summary["host"]["busy_fraction"] < 1 and ideal.summary["host"]["busy_s"] == 0
+    assert "stack            vllm-v0: its host added" in serving_report.summary_table(v0.summary)
 
 
 def test_littles_law_holds_for_the_simulated_queue():
@@ -46,7 +52,7 @@ def test_littles_law_holds_for_the_simulated_queue():
 def test_throughput_saturates_and_more_hbm_moves_the_saturation_up():
     def run(rate, hbm):
         return memsim.serve(HW, MODEL, rate=rate, count=300, prompt=1024, output=256, seed=3,
-                            set={"hbm.capacity": hbm}).summary
+                            set={"hbm.capacity": hbm}, stack="ideal").summary  # the whole HBM for the cache
 
     small = [run(rate, "24GB") for rate in (4, 16, 32)]  # 24 GB: 16 GB of weights leave 3,785 KV blocks
     big = run(32, "80GB")

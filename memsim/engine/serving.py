@@ -150,8 +150,11 @@ def serve_instances(requests: Iterable, instances: Sequence[Instance], handoff: 
                     seqs[seq_id].scheduled_s = start
             call = calls[0]
             calls[0] += 1
-            yield env.timeout(inst.host.step_s(inst.step_time(batch), batch, k % rounds == 0, (k + 1) % rounds == 0))
-            k += 1
+            alone = bool(batch.prefills)  # a step with prefills is a round of its own (vLLM V0's multi-step)
+            device = inst.step_time(batch)
+            took = inst.host.step_s(device, batch, alone or k % rounds == 0, alone or (k + 1) % rounds == 0)
+            yield env.timeout(took)
+            k = 0 if alone else k + 1
             for seq in advance(state, batch, seqs, env.now, inst.role == "prefill"):
                 if seq.generated >= seq.output:
                     seq.end_s = env.now
@@ -163,7 +166,7 @@ def serve_instances(requests: Iterable, instances: Sequence[Instance], handoff: 
             if count.done == len(seqs) and not all_done.triggered:
                 all_done.succeed()
             steps.append({"call": call, "instance": i, "start_s": start, "end_s": env.now, "prefills": len(batch.prefills),
-                          "decodes": len(batch.decodes), "tokens": batch.tokens,
+                          "decodes": len(batch.decodes), "tokens": batch.tokens, "host_s": took - device,
                           "kv_blocks_used": inst.limits.kv_blocks - state.free, "running": len(state.running),
                           "waiting": len(state.waiting), "swapped_blocks": batch.swap_out + batch.swap_in})
 

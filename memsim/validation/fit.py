@@ -13,7 +13,9 @@ them with the parameters that fit the other sources.
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -81,15 +83,28 @@ class Table:
 
 
 def table(cases: list[Case], params: tuple[Param, ...] = PARAMS,
-          simulate: Callable[[Case, dict], float] = simulate_ms) -> Table:
+          simulate: Callable[[Case, dict], float] = simulate_ms, workers: int | None = None) -> Table:
+    """Every live case simulated at every grid point; memsim's own simulation runs on a pool of
+    ``workers`` processes (default: a core each), a given ``simulate`` here. The cells are independent
+    runs, so the table is the same either way."""
     live = tuple(c for c in cases if c.kwargs is not None)
     shape = tuple(len(p.grid) for p in params)
+    cells = [(i, *index) for i in range(len(live)) for index in itertools.product(*(range(n) for n in shape))]
+    jobs = [(live[cell[0]], overrides(params, [p.grid[k] for p, k in zip(params, cell[1:])])) for cell in cells]
+    count = min(workers or os.cpu_count() or 1, len(jobs))
+    if simulate is simulate_ms and count > 1:
+        with ProcessPoolExecutor(count) as pool:
+            values = list(pool.map(_simulate_ms, jobs))
+    else:
+        values = [simulate(c, o) for c, o in jobs]
     ms = np.empty((len(live), *shape))
-    for i, c in enumerate(live):
-        for index in itertools.product(*(range(n) for n in shape)):
-            cell = (i, *index)  # bound first: mypy reads a starred index as 3.11 syntax, even in parentheses
-            ms[cell] = simulate(c, overrides(params, [p.grid[k] for p, k in zip(params, index)]))
+    for cell, value in zip(cells, values):
+        ms[cell] = value
     return Table(params, live, ms)
+
+
+def _simulate_ms(job: tuple[Case, dict]) -> float:
+    return simulate_ms(*job)
 
 
 def overrides(params: tuple[Param, ...], values) -> dict[str, str]:

@@ -10,8 +10,8 @@ time this gives is high by at most that); a harness that times each call after f
 (tritonbench's ``do_bench``) hides the host's call behind the flush, so each kernel pays
 ``op_overhead``; superbench's ``cublaslt_gemm`` launches its calls back to back with no
 synchronisation between them, so its host runs ahead and a call takes the longer of its kernel
-(with ``op_overhead``) and the host's call: the launch (``eager_overhead``) and cuBLASLt's own
-host work, measured here (``library_us``); any other host loop launches eagerly (``op_overhead``
+(with ``op_overhead``) and the host's call: the launch (the harness stack's ``dispatch.launch``)
+and cuBLASLt's own host work, measured here (``library_us``); any other host loop launches eagerly (``op_overhead``
 and the launch call in series). The MI300X table of the Azure guide's fork times 1024^3 (row
 22), 1024 x 2145 x 1024 and 2048^3 at the same 40 us a call, for 1x, 2.1x and 8x the FLOPs: below
 that its harness, not the kernel, sets the time, so a call takes the longer of its kernel and

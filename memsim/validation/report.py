@@ -74,8 +74,8 @@ def _pct(x: float) -> str:
 
 
 def _settings(c: Case) -> str:
-    """The hardware fields a row runs with beyond its preset (its power cap, system, stack)."""
-    fields = ", ".join(f"`{k}={v}`" for k, v in c.settings) or "the preset"
+    """The stack profile a row runs on and the hardware fields beyond its preset (power cap, system)."""
+    fields = ", ".join([f"stack `{c.stack}`", *(f"`{k}={v}`" for k, v in c.settings)])
     return f"{fields}; {c.why}" if c.why == calibration.BY_DECODE else fields
 
 

@@ -128,3 +128,45 @@ def test_replicas_share_the_load_and_disaggregation_sends_prefilled_sequences_to
     s = seqs[0]
     assert s.handoff_s == pytest.approx(0.01) and s.instance == 1
     assert s.end_s - s.first_token_s == pytest.approx(0.01 + 4 * step_time_of(decodes=1))
+
+
+def _one(host, *specs, limits=None):
+    from memsim.engine.serving import Instance, serve_instances
+    inst = Instance(scheduler="prefill_first", limits=limits or Limits(kv_blocks=100), step_time=step_time, host=host)
+    return serve_instances(reqs(*specs), [inst])
+
+
+def test_multi_step_pays_the_hosts_step_work_once_a_round_and_admits_only_between_rounds():
+    """vLLM V0's multi-step scheduling: a round of 4 decode steps pays the host's work before its first and
+    after its last; a request arriving mid-round waits for the round's end before its prefill."""
+    from memsim.engine.serving_state import HostWork
+
+    work = dict(fixed_s=2e-3, output_fixed_s=1e-3)
+    single, _, _ = _one(HostWork(**work), (0.0, 10, 9))
+    multi, steps, _ = _one(HostWork(**work, multi_step=4), (0.0, 10, 9))
+    # 8 decode steps after the prefill: single-step pays 3 ms each; 4-step rounds pay it twice
+    decode = step_time_of(decodes=1)
+    assert single[0].end_s - single[0].first_token_s == pytest.approx(8 * (decode + 3e-3))
+    assert multi[0].end_s - multi[0].first_token_s == pytest.approx(8 * decode + 2 * 3e-3)
+    # a second request arriving 1 ms into the first's first round joins only when that round ends
+    late, steps, _ = _one(HostWork(multi_step=4), (0.0, 10, 9), (step_time_of(prefill=10) + 1e-3, 10, 2))
+    round_end = step_time_of(prefill=10) + 4 * step_time_of(decodes=1)
+    prefill_of_second = next(r for r in steps if r["prefills"] and r["start_s"] > 0)
+    assert prefill_of_second["start_s"] == pytest.approx(round_end)
+    plain, _, _ = _one(HostWork(), (0.0, 10, 9), (step_time_of(prefill=10) + 1e-3, 10, 2))
+    assert late[1].first_token_s > plain[1].first_token_s  # multi-step delays the first token
+
+
+def test_the_watermark_keeps_blocks_free_at_admission_and_the_front_end_delays_every_request():
+    from memsim.engine.serving_state import HostWork
+
+    # two requests of 2 blocks each (20-token prompts, 16-token blocks) on 5 blocks: both fit, but
+    # a watermark of 2 blocks holds the second back until the first has finished and freed its own
+    specs = [(0.0, 20, 5), (0.0, 20, 5)]
+    free, _, _ = _one(HostWork(), *specs, limits=Limits(kv_blocks=5, block_tokens=16))
+    held, _, _ = _one(HostWork(), *specs, limits=Limits(kv_blocks=5, block_tokens=16, watermark_blocks=2))
+    assert free[1].first_token_s == free[0].first_token_s
+    assert held[1].first_token_s > held[0].end_s - 1e-12
+    front, _, _ = _one(HostWork(frontend_s=5e-3), (0.0, 10, 3))
+    none, _, _ = _one(HostWork(), (0.0, 10, 3))
+    assert front[0].first_token_s == pytest.approx(none[0].first_token_s + 5e-3)
