@@ -49,7 +49,13 @@ def test_an_imported_llama_runs_within_5_percent_of_the_native_one():
     assert len(graph.ops) <= len(native.ops)
     mine = simulate_graph("h100-sxm", graph).summary["step_time_s"]
     theirs = simulate_graph("h100-sxm", native).summary["step_time_s"]
-    assert mine == pytest.approx(theirs, rel=0.05)
+    # the native model runs its 33 RMSNorms as kernels of their own, which the import's fusion folds into
+    # their neighbours: without the device's cost per kernel of those, the two steps agree (the default
+    # stack's faster GEMM tiles make the step short, and the same 0.1 ms a larger share of it)
+    from memsim.machine import load_chip
+
+    gap = (len(native.ops) - len(graph.ops)) * load_chip("h100-sxm", ())[0].execution.op_overhead_ps / 1e12
+    assert mine == pytest.approx(theirs - gap, rel=0.03)
 
 
 def test_a_decode_step_exports_with_its_kv_cache_and_runs_within_5_percent_of_the_native_one():
