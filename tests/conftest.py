@@ -120,3 +120,9 @@ def _ctrl_c_as_a_shell_gives():
     share a process depends on how pytest-xdist spreads them."""
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The ``long`` tests first: pytest-xdist hands tests out in this order, and a worker that starts one
+    last runs on alone for minutes after the other has finished."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)  # stable: the rest keep their order

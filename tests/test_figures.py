@@ -31,10 +31,10 @@ HEAVY = {"validate-serving", "serve-capacity"}
 
 
 # The calibration's fit (minutes) is kept per process: its tests share one (pytest-xdist's loadgroup).
-CALIBRATION = pytest.mark.xdist_group("calibration")
+CALIBRATION = (pytest.mark.slow, pytest.mark.long, pytest.mark.xdist_group("calibration"))
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=(pytest.mark.slow, CALIBRATION)) if n == "validate-calibration"
+@pytest.mark.parametrize("name", [pytest.param(n, marks=CALIBRATION) if n == "validate-calibration"
                                   else pytest.param(n, marks=pytest.mark.slow) if n in SLOW else
                                   pytest.param(n, marks=pytest.mark.heavy) if n in HEAVY else n
                                   for n in sorted(figures.BLOCKS)])

@@ -49,6 +49,7 @@ def test_littles_law_holds_for_the_simulated_queue():
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_throughput_saturates_and_more_hbm_moves_the_saturation_up():
     def run(rate, hbm):
         return memsim.serve(HW, MODEL, rate=rate, count=300, prompt=1024, output=256, seed=3,

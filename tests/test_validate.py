@@ -96,6 +96,7 @@ def test_presets_carry_the_all_rows_fit():
 
 @pytest.mark.slow
 @pytest.mark.xdist_group("calibration")  # one fit per process, shared with tests/test_figures.py's block
+@pytest.mark.long
 def test_calibration_in_and_out_of_sample():
     every = calibration.load(CALIBRATION)  # every row parses, whatever its unit
     assert all(c.measured_ms > 0 for c in every)

@@ -96,6 +96,7 @@ def test_a_factor_of_one_is_one_line_and_exit_2(monkeypatch, capsys, tmp_path, t
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_sn40l_at_tp_16_is_fixed_by_hbm_bandwidth():
     frame = memsim.explain("sn40l", "llama-3.1-70b", context=2048, tp=16)
     assert set(rows(frame, "levels[hbm].bandwidth")["rank"]) == {1}
@@ -114,6 +115,7 @@ def test_a_prefill_on_a_small_sram_is_fixed_by_the_sram():
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_groq_on_576_chips_is_fixed_by_the_chip_to_chip_latency():
     """A batch-1 decode moves kilobytes per hop and per all-reduce: rounds of link latency, not bytes."""
     frame = memsim.explain("groq-lpu", "llama-2-70b", weight_dtype="int8", context=2048, tp=16, pp=36)
@@ -146,6 +148,7 @@ def test_the_explain_page_is_current():
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_the_worked_examples_are_current():
     """docs/explain-examples.md: each family's worked example, from a run of this commit."""
     import importlib.util

@@ -23,6 +23,7 @@ pytestmark = pytest.mark.fuzz
 SLICE = ["--cases", "150", "--seed", "0", "--case-cpu", "60", "--case-timeout", "300", "--timeouts", "count"]
 
 
+@pytest.mark.long
 def test_fixed_seed_slice(tmp_path, capsys):
     report = tmp_path / "report.jsonl"
     code = campaign.main([*SLICE, "--report", str(report)])
