@@ -65,6 +65,10 @@ def write(requests: pd.DataFrame, steps: pd.DataFrame, summary: dict, out: Path)
     return paths
 
 
+def _rounds(steps: int) -> str:
+    return f"{steps} decode steps a scheduling round" if steps > 1 else "scheduled every step"
+
+
 def summary_table(s: dict) -> str:
     """The console lines of a serving run."""
     kv = s["kv"]
@@ -84,7 +88,7 @@ def summary_table(s: dict) -> str:
         host = s["host"]
         lines.append(f"  stack            {s['deployment']['stack']}: its host added {host['busy_s']:.4g} s of "
                      f"{s['busy_fraction'] * s['span_s']:.4g} s busy ({host['busy_fraction']:.1%}; overlap "
-                     f"{host['overlap']}, {host['multi_step']} decode steps a round, front end "
+                     f"{host['overlap']}, {_rounds(host['multi_step'])}, front end "
                      f"{host['frontend_s'] * 1e3:.3g} ms a request)")
     if s.get("limit"):
         lim = s["limit"]
