@@ -220,15 +220,17 @@ def load_chip_spec(hw: str, sets: Iterable[tuple[str, str]] = ()) -> tuple[hardw
 
 
 def step_summary(chip: hardware.ChipSpec, hw_file: str, graph: workload.OpGraph, pp: int = 1,
-                 stack: StackSpec = IDEAL, step_work: bool = True) -> dict:
-    """One step's summary on a loaded chip (``load_chip_spec``; ``pp`` pipeline stages of them), without its
-    tables or the estimates' report: a serving run's steps, many on one chip (``step_work`` False: the
-    host's work before and after the step is the serving loop's, not the step's)."""
+                 stack: StackSpec = IDEAL, step_work: bool = True,
+                 micro: tuple[workload.OpGraph, ...] = ()) -> dict:
+    """One step's summary on a loaded chip (``load_chip_spec``; ``pp`` pipeline stages of them; ``micro``
+    its micro-batches, ``step_graphs``), without its tables or the estimates' report: a serving run's
+    steps, many on one chip (``step_work`` False: the host's work before and after the step is the
+    serving loop's, not the step's)."""
     with _blamed(hw_file):
         plan, result = powercap.run(
-            chip, lambda at: mapping.make_plan(graph, at, mapping.Grid.of(graph, pp), (), stack, step_work),
+            chip, lambda at: mapping.make_plan(graph, at, mapping.Grid.of(graph, pp), micro, stack, step_work),
             lambda p: engine.run(p, fast_forward=True, memoize=True))
-    return report.summarize(graph, plan, result, ())
+    return report.summarize(graph, plan, result, micro)
 
 
 def simulate(hw: Any = RunSpec.hw, model: str | None = None, **options: Any) -> Result:

@@ -87,14 +87,17 @@ class Deployment:
     def summary(self, phase: str, batch: int, length: int) -> dict:
         """A plain step's summary: as a mixed step of one group (the same graph), but a prefill on a chip that
         pipelines its layers, which streams the prompt through them in chunks (``api.step_graphs``)."""
-        chip, _ = _chip(self.hw, self.set)
+        chip, hw_path = _chip(self.hw, self.set)
         if phase == "decode" or chip.execution.pipeline != "layers":
             return self.mixed_summary(((batch, 1, length),) if phase == "decode" else ((batch, length, 0),))
+        spec = api.resolve(self.hw, self.model, phase=phase, batch=batch, weight_dtype=self.weight_dtype,
+                           kv_dtype=self.kv_dtype, tp=self.tp, pp=self.pp, set=self.set, prompt=length,
+                           stack=self.stack, precision=self.precision)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", MemsimWarning)  # the probe step says it once (kv_capacity)
-            return api.simulate(self.hw, self.model, phase=phase, batch=batch, weight_dtype=self.weight_dtype,
-                                kv_dtype=self.kv_dtype, tp=self.tp, pp=self.pp, set=self.set, sensitivity=0,
-                                prompt=length, stack=self.stack, precision=self.precision).summary
+            graph, micro = api.step_graphs(spec, chip, _model(self.model), phase, spec.tokens(phase))
+            return api.step_summary(chip, hw_path, graph, self.pp, _stack(self.stack, self.hw, self.set),
+                                    step_work=False, micro=micro)  # the host's step work is the loop's
 
     def mixed_summary(self, segments: Segments) -> dict:
         chip, hw_path = _chip(self.hw, self.set)

@@ -186,3 +186,16 @@ def test_a_plain_step_built_as_a_mixed_step_is_the_step_memsim_run_simulates(hw,
                         stack="ideal", **{key: length}).summary
         got = dep.summary(phase, batch, length)
         assert (got["step_time_s"], got["energy_j"]["total"]) == (want["step_time_s"], want["energy_j"]["total"])
+
+
+def test_a_layer_pipelined_prefill_step_leaves_the_hosts_step_work_to_the_serving_loop():
+    """On a wafer a serving prefill runs as memsim run's (its prompt streamed through the layers in chunks),
+    but without the stack's work before and after it: the serving loop adds that once (it was added twice)."""
+    from memsim.engine.serving_state import Batch
+    from memsim.serving import Deployment, host_work, stack_of
+
+    dep = Deployment(hw="wse-3", model="llama-3.1-8b", stack="vllm-v0")
+    alone = simulate("wse-3", "llama-3.1-8b", phase="prefill", prompt=512, sensitivity=0, stack="vllm-v0").summary
+    before = host_work(stack_of(dep), 1).before(Batch(prefills=((0, 512, 0),)))
+    assert before > 0
+    assert dep.summary("prefill", 1, 512)["step_time_s"] == pytest.approx(alone["step_time_s"] - before, rel=1e-6)
