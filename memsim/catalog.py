@@ -15,6 +15,8 @@ from memsim import hardware
 from memsim.hardware import rates
 from memsim.hardware.loader import BASE, read_yaml
 from memsim.hardware.resource import Ref
+from memsim.stack import dump_stack, load_stack
+from memsim.stack.loader import stack_path
 
 
 def _rounded(value: float, unit: str) -> str:
@@ -56,8 +58,6 @@ def show_hardware(name_or_path: str) -> str:
 
 def stacks_table(names: list[str]) -> str:
     """The shipped stacks: each one's launches, collective library and host work a step, and what it is."""
-    from memsim.stack import load_stack
-
     rows = [("stack", "decode launches", "collectives", "host step work", "description")]
     for name in names:
         stack = load_stack(name)[0]
@@ -73,9 +73,6 @@ def stacks_table(names: list[str]) -> str:
 def show_stack(name_or_path: str) -> str:
     """A stack's YAML as it resolves: a file without ``base:`` as written, comments and sources
     included; one with a base, every field written out (``ideal``: its fields, all defaults)."""
-    from memsim.stack import dump_stack, load_stack
-    from memsim.stack.loader import stack_path
-
     path = stack_path(name_or_path)
     if path is not None and BASE not in read_yaml(path):
         return Path(path).read_text(encoding="utf-8-sig")
