@@ -37,15 +37,18 @@ def test_a_row_is_read_as_its_source_printed_it():
 
 def test_the_collective_curves_follow_the_measured_ones(outcome):
     """The bounds memsim reaches (docs/validation.md, Runtime); issue 41's target is a median of 10% and
-    every row within 25%, which the predicted rows do not meet (the 8 x A100 nccl-tests curve, the B200's
+    every row within 25%: the median holds, every row does not (the 8 x A100 nccl-tests curve, the B200's
     middle sizes)."""
     done, _ = outcome
     predicted = [abs(o.error) for o in done if o.role == "predicts"]
-    assert statistics.median(abs(o.error) for o in done) <= 0.13
-    assert statistics.median(predicted) <= 0.18
+    assert statistics.median(abs(o.error) for o in done) <= 0.10
+    assert statistics.median(predicted) <= 0.15
     by_id = {o.case.id: o for o in done}
     # the H200 curve through a blocking harness, every size from 32 KiB to 64 MiB, within 12%
     assert all(abs(by_id[str(i)].error) <= 0.12 for i in range(412, 424))
+    # Tenstorrent's CCLs on a ring of 8 Wormholes, 16 KiB to 64 MiB, within 20%, the reduce-scatter's
+    # small messages on one direction included
+    assert all(abs(by_id[str(i)].error) <= 0.2 for i in range(445, 466))
     # tt-metal's dispatch: a program traced at the chip's op_overhead, enqueued at the host's call
     assert abs(by_id["544"].error) <= 0.05 and abs(by_id["543"].error) <= 0.2
 

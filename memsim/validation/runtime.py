@@ -58,7 +58,7 @@ HARNESSES = (
     ("torch.distributed all_reduce", Harness("torch-nccl-eager")),
     ("sgl-kernel custom allreduce", Harness("sgl-custom-ar-eager")),
     ("vLLM custom_all_reduce kernel", Harness("vllm-custom-ar-eager")),
-    ("vLLM 0.28.0, FlashInfer", Harness("vllm-custom-ar-graph", loop=False)),
+    ("vLLM 0.28.0, FlashInfer", Harness("flashinfer-ar-graph", loop=False)),
     ("ttnn CCL", Harness("tt-ccl-traced", sets=(
         # a TT-LoudBox: Wormhole chips in a ring over 100 Gb/s Ethernet links (12.5 GB/s a direction,
         # runtime.csv rows 445-469), one link between neighbours, a hop's latency 0.711 us (row 473); a
@@ -233,6 +233,8 @@ SETS = frozenset({
     *(str(i) for i in range(475, 499)),  # vllm-custom-ar, trtllm-custom-ar and their wrappers, in sample
     "499", "502", "504", "506",  # mscclpp, in sample
     "541", "542",  # wormhole's op_overhead, tt-metal's enqueue a program
+    "448", "462",  # tt-ccl: where its all-reduce and reduce-scatter open their second channel
+    "520",  # flashinfer-ar-graph: the fused kernel's own call
 })
 
 
