@@ -28,6 +28,18 @@ def pytest_runtest_makereport(item, call):
         report.longrepr = f"{item.nodeid} skipped ({report.longrepr}), and MEMSIM_NO_SKIPS is set: nothing may skip in CI"
 
 
+# A module that skips as it is collected (``pytest.importorskip`` at its top) skips all its tests
+# before any runs: the same rule holds for it.
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    outcome = yield
+    report = outcome.get_result()
+    if os.environ.get("MEMSIM_NO_SKIPS") and report.skipped:
+        report.outcome = "failed"
+        report.longrepr = f"{collector.nodeid} skipped as it was collected ({report.longrepr}), and MEMSIM_NO_SKIPS " \
+                          "is set: nothing may skip in CI"
+
+
 TINY_CHIP = """\
 name: tiny
 family: gpu
