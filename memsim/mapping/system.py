@@ -67,7 +67,23 @@ def implementation_seconds(chip: ChipSpec, impl: CollectiveImpl, kind: str, nbyt
     rounds = _rounds(chip, kind, members, wire, system, impl.algorithm)
     pieces = _pieces(chip, kind, members, wire, system, impl.algorithm)
     return impl.call_ps / PS_PER_S + system.seconds(rounds, launch=False, step_ps=_step(impl),
-                                                    channel_rate=impl.channel_rate(whole_pieces(wire, pieces)))
+                                                    channel_rate=impl.channel_rate(whole_pieces(wire, pieces),
+                                                                                   peers(rounds)))
+
+
+def peers(rounds: Sequence[collectives.Round]) -> int:
+    """The most peers one member sends to in any of ``rounds`` (what bounds a library whose channels
+    are routes)."""
+    most, seen = 0, set()
+    for r in rounds:
+        if id(r) in seen:
+            continue
+        seen.add(id(r))
+        sends: dict[int, set[int]] = {}
+        for src, dst, _ in r:
+            sends.setdefault(src, set()).add(dst)
+        most = max(most, max(map(len, sends.values()), default=0))
+    return most
 
 
 def whole_pieces(nbytes: int, pieces: int) -> int:
@@ -147,7 +163,8 @@ def collective_tasks(op: Op, cx: Context, stage: int, tp: int, deps: list[tuple[
                             overhead_ps=device if first else 0, host_ps=host if first else 0,
                             library_ps=impl.call_ps if first and impl is not None else 0,
                             step_ps=_step(impl),
-                            channel_rate=impl.channel_rate(whole_pieces(wire_bytes(nbytes, efficiency), pieces))
+                            channel_rate=impl.channel_rate(whole_pieces(wire_bytes(nbytes, efficiency), pieces),
+                                                           peers(rounds))
                             if impl is not None else 0,
                             steps=(), deps=deps[i],
                             bound=Ref.link(link.name), chip=stage * tp, rounds=tuple(rounds), stream=COMM,

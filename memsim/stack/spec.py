@@ -18,6 +18,7 @@ from memsim.workload.graph import COLLECTIVE_KINDS
 
 LAUNCH = ("graph", "eager")
 HOST = ("ahead", "serial")
+CHANNELS = ("blocks", "routes")
 ATTENTION = ("fused", "unfused", "context_unfused")
 GEMM_TILES = ("fixed", "fill", "deepgemm")
 # How a weight-only format is unpacked: one pass after each chunk lands (gpt-fast's kernels), or
@@ -124,6 +125,10 @@ class CollectiveImpl:
         "another (NCCL gives a small message fewer channels); with `channel_bandwidth` (0: every channel from the "
         "first byte)", 0)
     max_channels: int = spec_field("max_channels", "count", "the most channels it opens (0: no limit)", 0)
+    channel: str = spec_field(
+        "channel", "choice", "what a channel is: `blocks` (a block of threads; several share a route to a peer, as "
+        "NCCL's do) or `routes` (one route to a peer, a direction of a ring, as a Tenstorrent worker on an Ethernet "
+        "link): a sender then has no more channels than the peers it sends to in a round", "blocks", choices=CHANNELS)
     host_ps: int = spec_field(
         "host", "time", "the host's work per call with eager launches, beside the kernel's launch call: the "
         "library's enqueue and the framework's wrapper (torch.distributed)", 0)
@@ -137,9 +142,10 @@ class CollectiveImpl:
         return kind in self.kinds and self.min_bytes <= nbytes and (not self.max_bytes or nbytes <= self.max_bytes) \
             and (not self.max_ranks or ranks <= self.max_ranks)
 
-    def channel_rate(self, nbytes: int) -> int:
+    def channel_rate(self, nbytes: int, routes: int = 0) -> int:
         """What its channels carry a second for a message of ``nbytes`` (0: no limit): a channel for
-        every ``channel_bytes`` of it, at least one, at most ``max_channels``. Counted as a fraction
+        every ``channel_bytes`` of it, at least one, at most ``max_channels`` and, where a channel is a
+        route, at most the ``routes`` a sender's round takes (0: not counted). Counted as a fraction
         (a message of 1.5 channels' bytes has 1.5 of their rate), so more bytes never take less time:
         while the library opens channels, a message's time stays flat."""
         if not self.channel_bandwidth:
@@ -147,6 +153,8 @@ class CollectiveImpl:
         channels = max(1.0, nbytes / self.channel_bytes) if self.channel_bytes else float(max(1, self.max_channels))
         if self.max_channels:
             channels = min(channels, float(self.max_channels))
+        if self.channel == "routes" and routes:
+            channels = min(channels, float(routes))
         return max(1, int(channels * self.channel_bandwidth))
 
 

@@ -75,3 +75,23 @@ def test_the_default_stack_is_the_vendors_then_the_familys():
 
 def test_the_field_reference_is_current():
     assert (ROOT / "docs" / "stack-fields.md").read_text() == reference()
+
+
+def test_a_library_whose_channels_are_routes_gives_a_member_that_sends_to_one_peer_one_channel():
+    from dataclasses import replace
+
+    from memsim.mapping import fabric, system
+    impl = next(c for c in load_stack("tt-ccl")[0].collectives if c.name == "tt-reduce-scatter")
+    assert impl.channel == "routes" and impl.max_channels == 2
+    assert impl.channel_rate(4 << 20) == impl.channel_rate(4 << 20, routes=2) == 2 * impl.channel_bandwidth
+    assert impl.channel_rate(4 << 20, routes=1) == impl.channel_bandwidth
+    assert impl.channel_rate(64 << 10, routes=2) == impl.channel_bandwidth  # a small message: one direction
+    blocks = replace(impl, channel="blocks")  # NCCL's kind: blocks share a route
+    assert blocks.channel_rate(4 << 20, routes=1) == 2 * impl.channel_bandwidth
+    # two chips: each sends to its one peer a round, so one channel; a ring of 8 sends both ways
+    chip = hardware.load("wormhole-n150")
+    for ranks, slower in ((2, True), (8, False)):
+        built, members = fabric.fabric(chip, ranks), list(range(ranks))
+        as_routes, as_blocks = (system.implementation_seconds(chip, c, "reduce_scatter", 4 << 20, members, built)
+                                for c in (impl, blocks))
+        assert (as_routes > as_blocks) is slower and as_routes >= as_blocks
