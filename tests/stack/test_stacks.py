@@ -3,12 +3,14 @@ composes, overrides and defaults as a chip file does."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from memsim import api, hardware
 from memsim.errors import ConfigError
+from memsim.mapping import fabric, system
 from memsim.stack import IDEAL, default_for, load_stack, presets
 from memsim.stack.loader import stack_estimates
 from memsim.stack.reference import reference
@@ -78,9 +80,6 @@ def test_the_field_reference_is_current():
 
 
 def test_a_library_whose_channels_are_routes_gives_a_member_that_sends_to_one_peer_one_channel():
-    from dataclasses import replace
-
-    from memsim.mapping import fabric, system
     impl = next(c for c in load_stack("tt-ccl")[0].collectives if c.name == "tt-reduce-scatter")
     assert impl.channel == "routes" and impl.max_channels == 2
     assert impl.channel_rate(4 << 20) == impl.channel_rate(4 << 20, routes=2) == 2 * impl.channel_bandwidth
