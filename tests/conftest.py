@@ -19,13 +19,17 @@ settings.load_profile("memsim")
 
 # CI (.ci/run sets MEMSIM_NO_SKIPS=1) installs every extra and ships every data file, so a test
 # that skips there (a missing extra, a missing validation file) is a failure, not a quiet pass.
+def _no_skip(report, where: str) -> None:
+    """Under MEMSIM_NO_SKIPS, a report that skipped is a failure."""
+    if os.environ.get("MEMSIM_NO_SKIPS") and report.skipped and not hasattr(report, "wasxfail"):
+        report.outcome = "failed"
+        report.longrepr = f"{where} skipped ({report.longrepr}), and MEMSIM_NO_SKIPS is set: nothing may skip in CI"
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
-    report = outcome.get_result()
-    if os.environ.get("MEMSIM_NO_SKIPS") and report.skipped and not hasattr(report, "wasxfail"):
-        report.outcome = "failed"
-        report.longrepr = f"{item.nodeid} skipped ({report.longrepr}), and MEMSIM_NO_SKIPS is set: nothing may skip in CI"
+    _no_skip(outcome.get_result(), item.nodeid)
 
 
 # A module that skips as it is collected (``pytest.importorskip`` at its top) skips all its tests
@@ -33,11 +37,7 @@ def pytest_runtest_makereport(item, call):
 @pytest.hookimpl(hookwrapper=True)
 def pytest_make_collect_report(collector):
     outcome = yield
-    report = outcome.get_result()
-    if os.environ.get("MEMSIM_NO_SKIPS") and report.skipped:
-        report.outcome = "failed"
-        report.longrepr = f"{collector.nodeid} skipped as it was collected ({report.longrepr}), and MEMSIM_NO_SKIPS " \
-                          "is set: nothing may skip in CI"
+    _no_skip(outcome.get_result(), f"{collector.nodeid} (as it was collected)")
 
 
 TINY_CHIP = """\

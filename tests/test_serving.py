@@ -7,6 +7,8 @@ import pytest
 
 import memsim
 from memsim import cli, serving_report, simulate
+from memsim.engine.serving_state import Batch
+from memsim.serving import Deployment, host_work, stack_of
 
 HW, MODEL = "h100-sxm", "llama-3.1-8b"
 
@@ -24,7 +26,6 @@ def test_under_light_load_ttft_is_the_prefill_step_and_tpot_the_decode_step():
 def test_a_stacks_front_end_and_step_work_add_to_every_request_as_declared():
     """vLLM V0's profile: a request passes the front end before it is scheduled, and every step pays its
     host work in series, its output work hidden behind the next step (asynchronous output processing)."""
-    from memsim.serving import Deployment, host_work, stack_of
 
     kw = dict(rate=0.05, count=4, prompt=512, output=32, seed=1)
     ideal, v0 = memsim.serve(HW, MODEL, stack="ideal", **kw), memsim.serve(HW, MODEL, stack="vllm-v0", **kw)
@@ -118,7 +119,6 @@ def test_bad_serving_options_are_one_line_naming_the_flag(monkeypatch, capsys, t
 
 
 def test_chunked_prefill_keeps_p99_tpot_under_a_full_budget_step_where_prefill_first_exceeds_it():
-    from memsim.serving import Deployment
 
     kw = {"rate": 2.5, "count": 40, "prompt": 8000, "output": 32, "seed": 7}
     first = memsim.serve(HW, MODEL, **kw)
@@ -177,7 +177,6 @@ def test_pipeline_stages_run_as_virtual_engines_sharing_the_stages_kv_cache():
 
 @pytest.mark.parametrize("hw, tp, dtype", [("h100-sxm", 2, "fp8"), ("sn40l", 1, "bf16")])
 def test_a_plain_step_built_as_a_mixed_step_is_the_step_memsim_run_simulates(hw, tp, dtype):
-    from memsim.serving import Deployment
 
     dep = Deployment(hw=hw, tp=tp, weight_dtype=dtype, stack="ideal")
     for phase, batch, length in (("decode", 32, 1500), ("prefill", 2, 700)):
@@ -191,7 +190,6 @@ def test_a_plain_step_built_as_a_mixed_step_is_the_step_memsim_run_simulates(hw,
 def test_a_layer_pipelined_prefill_step_leaves_the_hosts_step_work_to_the_serving_loop():
     """On a wafer a serving prefill runs as memsim run's (its prompt streamed through the layers in chunks),
     but without the stack's work before and after it: the serving loop adds that once (it was added twice)."""
-    from memsim.engine.serving_state import Batch
     from memsim.serving import Deployment, host_work, stack_of
 
     dep = Deployment(hw="wse-3", model="llama-3.1-8b", stack="vllm-v0")

@@ -67,8 +67,14 @@ def implementation_seconds(chip: ChipSpec, impl: CollectiveImpl, kind: str, nbyt
     rounds = _rounds(chip, kind, members, wire, system, impl.algorithm)
     pieces = _pieces(chip, kind, members, wire, system, impl.algorithm)
     return impl.call_ps / PS_PER_S + system.seconds(rounds, launch=False, step_ps=_step(impl),
-                                                    channel_rate=impl.channel_rate(whole_pieces(wire, pieces),
-                                                                                   peers(rounds)))
+                                                    channel_rate=channel_rate(impl, wire, pieces, rounds))
+
+
+def channel_rate(impl: CollectiveImpl, wire: int, pieces: int, rounds: Sequence[collectives.Round]) -> int:
+    """What ``impl``'s channels carry a second for a message of ``wire`` bytes on the wire in ``pieces``
+    over ``rounds`` (0: no limit); the peers a member sends to are counted only where a channel is a route."""
+    routes = peers(rounds) if impl.channel == "routes" and impl.channel_bandwidth else 0
+    return impl.channel_rate(whole_pieces(wire, pieces), routes)
 
 
 def peers(rounds: Sequence[collectives.Round]) -> int:
@@ -163,8 +169,7 @@ def collective_tasks(op: Op, cx: Context, stage: int, tp: int, deps: list[tuple[
                             overhead_ps=device if first else 0, host_ps=host if first else 0,
                             library_ps=impl.call_ps if first and impl is not None else 0,
                             step_ps=_step(impl),
-                            channel_rate=impl.channel_rate(whole_pieces(wire_bytes(nbytes, efficiency), pieces),
-                                                           peers(rounds))
+                            channel_rate=channel_rate(impl, wire_bytes(nbytes, efficiency), pieces, rounds)
                             if impl is not None else 0,
                             steps=(), deps=deps[i],
                             bound=Ref.link(link.name), chip=stage * tp, rounds=tuple(rounds), stream=COMM,

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from memsim.engine.serving import Limits, serve
+from memsim.engine.serving import Instance, Limits, serve, serve_instances
+from memsim.engine.serving_state import HostWork
 from memsim.errors import ConfigError
 from memsim.workload.requests import Request
 
@@ -113,7 +114,6 @@ def test_a_closed_loop_keeps_at_most_its_users_in_the_system():
 
 
 def test_replicas_share_the_load_and_disaggregation_sends_prefilled_sequences_to_decode():
-    from memsim.engine.serving import Instance, serve_instances
 
     limits = Limits(kv_blocks=1000)
     both = [Instance(scheduler="prefill_first", limits=limits, step_time=step_time)] * 2
@@ -131,7 +131,6 @@ def test_replicas_share_the_load_and_disaggregation_sends_prefilled_sequences_to
 
 
 def _one(host, *specs, limits=None):
-    from memsim.engine.serving import Instance, serve_instances
     inst = Instance(scheduler="prefill_first", limits=limits or Limits(kv_blocks=100), step_time=step_time, host=host)
     return serve_instances(reqs(*specs), [inst])
 
@@ -139,7 +138,6 @@ def _one(host, *specs, limits=None):
 def test_multi_step_pays_the_hosts_step_work_once_a_round_and_admits_only_between_rounds():
     """vLLM V0's multi-step scheduling: a round of 4 decode steps pays the host's work before its first and
     after its last; a request arriving mid-round waits for the round's end before its prefill."""
-    from memsim.engine.serving_state import HostWork
 
     work = dict(fixed_s=2e-3, output_fixed_s=1e-3)
     single, _, _ = _one(HostWork(**work), (0.0, 10, 9))
@@ -158,7 +156,6 @@ def test_multi_step_pays_the_hosts_step_work_once_a_round_and_admits_only_betwee
 
 
 def test_the_watermark_keeps_blocks_free_at_admission_and_the_front_end_delays_every_request():
-    from memsim.engine.serving_state import HostWork
 
     # two requests of 2 blocks each (20-token prompts, 16-token blocks) on 5 blocks: both fit, but
     # a watermark of 2 blocks holds the second back until the first has finished and freed its own
