@@ -3,7 +3,8 @@ up, ranked by what it gains.
 
 For a run, ``quantities`` lists what can change its step time: each memory level's bandwidth,
 latency and capacity, each link's bandwidth and latency, the peak FLOP/s of the dtypes its
-operators compute in (and the vector peak, where vector operators run), the launch overhead,
+operators compute in (the vector peak, where vector operators run, and the special-function units'
+peak, where attention's exponentials run on them), the launch overhead,
 the power cap and, on a grid of chips, its tensor-parallel ranks; and the runtime stack's own (its host's
 launch costs, its step work, its collective library's calls: ``runtime_quantities``), so that what a
 faster runtime would give ranks beside what faster hardware would. A quantity that provably
@@ -109,12 +110,12 @@ def runtime_quantities(stack: StackSpec, summary: dict[str, Any]) -> list[Quanti
 
 
 def quantities(chip: ChipSpec, spec: RunSpec, summary: dict[str, Any], moved: frozenset[Ref],
-               graph_dtypes: tuple[set[str], bool]) -> list[Quantity]:
+               graph_dtypes: tuple[set[str], bool, bool]) -> list[Quantity]:
     """What can change the run's step time (see the module's docstring). ``moved``: the levels
     and links it moved bytes through; ``graph_dtypes``: the dtypes its matrix operators compute in,
-    and whether vector operators run."""
+    whether vector operators run, and whether attention's exponentials run on special-function units."""
     out: list[Quantity] = []
-    matrix, vector = graph_dtypes
+    matrix, vector, special = graph_dtypes
     for lvl in chip.levels:
         used = Ref.level(lvl.name) in moved
         where = f"levels[{lvl.name}]"
@@ -138,6 +139,8 @@ def quantities(chip: ChipSpec, spec: RunSpec, summary: dict[str, Any], moved: fr
             if d in peaks]
     if vector:
         out.append(Quantity(name="compute.vector_peak", kind="peak", unit="flops", value=chip.compute.vector_flops_per_s))
+    if special:
+        out.append(Quantity(name="compute.special_peak", kind="peak", unit="flops", value=chip.compute.special_flops_per_s))
     ex = chip.execution
     out.append(Quantity(name="execution.op_overhead", kind="overhead", unit="time", value=ex.op_overhead_ps))
     if chip.power_cap_mw:
@@ -147,10 +150,12 @@ def quantities(chip: ChipSpec, spec: RunSpec, summary: dict[str, Any], moved: fr
     return out
 
 
-def dtypes_of(chip: ChipSpec, graph) -> tuple[set[str], bool]:
-    """The dtypes a graph's matrix operators compute in on ``chip``, and whether it has vector operators."""
+def dtypes_of(chip: ChipSpec, graph) -> tuple[set[str], bool, bool]:
+    """The dtypes a graph's matrix operators compute in on ``chip``, whether it has vector operators,
+    and whether attention's exponentials run on the chip's special-function units (``special_peak``)."""
     matrix = {op_dtype(chip, op, graph) for op in graph if op.kind in MATRIX_KINDS}
-    return matrix, any(op.kind not in MATRIX_KINDS for op in graph)
+    special = bool(chip.compute.special_flops_per_s) and any(op.kind == "attention" for op in graph)
+    return matrix, any(op.kind not in MATRIX_KINDS for op in graph), special
 
 
 def changed(spec: RunSpec, q: Quantity, value: int) -> RunSpec:

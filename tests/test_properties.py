@@ -13,7 +13,7 @@ import os
 from dataclasses import replace
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from memsim import engine, mapping
@@ -37,6 +37,7 @@ def chips(draw) -> ChipSpec:
         family="gpu",
         compute=ComputeSpec(units=units, peak_flops_per_s=(("bf16", peak),),
                             vector_flops_per_s=draw(st.integers(10**10, 10**14)),
+                            special_flops_per_s=draw(st.one_of(st.just(0), st.integers(10**9, 10**13))),
                             efficiency=draw(st.floats(0.3, 1.0))),
         levels=(
             MemoryLevel("sram", "sram", draw(st.integers(16 * 1024, 8 * 2**20)), draw(st.integers(10**11, 10**14)),
@@ -132,6 +133,16 @@ def test_more_bandwidth_never_slower_in_single_stream_mode(graph, chip, stack):
     slow = engine.run(mapping.make_plan(graph, chip, stack=stack)).end_ps
     fast = engine.run(mapping.make_plan(graph, _double_bandwidth(chip), stack=stack)).end_ps
     assert fast <= slow
+
+
+@SETTINGS
+@given(graphs(), chips(), stacks())
+def test_faster_special_function_units_never_slower(graph, chip, stack):
+    """Attention's exponentials on faster special-function units shorten only its compute."""
+    assume(chip.compute.special_flops_per_s)
+    faster = replace(chip, compute=replace(chip.compute, special_flops_per_s=2 * chip.compute.special_flops_per_s))
+    slow = engine.run(mapping.make_plan(graph, chip, stack=stack)).end_ps
+    assert engine.run(mapping.make_plan(graph, faster, stack=stack)).end_ps <= slow
 
 
 @pytest.mark.slow  # two runs and a chunk-by-chunk one of each example

@@ -94,7 +94,8 @@ def _scaled(chip: ChipSpec, rate: float = 1.0, time: float = 1.0) -> ChipSpec:
                   for lk in chip.links)
     c = chip.compute
     compute = replace(c, peak_flops_per_s=tuple((d, r(p)) for d, p in c.peak_flops_per_s),
-                      vector_flops_per_s=r(c.vector_flops_per_s))
+                      vector_flops_per_s=r(c.vector_flops_per_s),
+                      special_flops_per_s=r(c.special_flops_per_s) if c.special_flops_per_s else 0)
     ex = chip.execution
     execution = replace(ex, op_overhead_ps=t(ex.op_overhead_ps))
     system = replace(chip.system, step_latency_ps=t(chip.system.step_latency_ps))

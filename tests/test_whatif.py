@@ -70,6 +70,9 @@ def test_a_long_prefill_is_fixed_by_the_matrix_peak_and_a_smaller_l2_spills_acti
     l2 = rows(frame, "levels[l2].capacity")
     assert l2.loc[0.5, "moves"].endswith("activation l2>hbm") and l2.loc[0.5, "speedup"] < 1
     assert (frame.loc[frame["kind"] != "capacity", "moves"] == "").all()
+    # its attention's exponentials run on the special-function units: faster ones help, slower ones hurt
+    special = rows(frame, "compute.special_peak")
+    assert special.loc[2.0, "speedup"] > 1 > special.loc[0.5, "speedup"]
 
 
 def test_the_command_prints_the_ranking_writes_the_csv_and_plots_it(monkeypatch, capsys, tmp_path, tiny_chip_path,

@@ -157,14 +157,14 @@ def _value(f: dataclasses.Field, raw: Any, file: str, path: str) -> Any:
         kind = _TABLES[unit]
         pairs = ((str(k), _parse(kind, v, file, f"{path}.{k}")) for k, v in raw.items())
         return tuple(sorted(pairs, key=lambda pair: pair[0]))
-    if unit in units.PARSERS:
-        return _parse(unit, raw, file, path)
+    if unit in units.PARSERS:  # a rate may be 0 only where its field allows none (``least=0``)
+        return _parse(unit, raw, file, path, positive=f.metadata["least"] != 0)
     if estimates.is_estimate(raw):
         raise ConfigError("only a quantity can be an estimate", file=file, field=path)
     return raw  # names, choices and text: the spec checks them
 
 
-def _parse(unit: str | None, raw: Any, file: str, path: str) -> Any:
+def _parse(unit: str | None, raw: Any, file: str, path: str, positive: bool = True) -> Any:
     """A quantity of kind ``unit`` (None: a plain number), written plainly or as an estimate."""
     if estimates.is_estimate(raw):
         return estimates.parse(raw, str(unit), _parser(unit), file, path).value
@@ -174,7 +174,7 @@ def _parse(unit: str | None, raw: Any, file: str, path: str) -> Any:
         value = units.PARSERS[unit](raw)
     except units.UnitError as exc:
         raise ConfigError(str(exc), file=file, field=path) from None
-    if unit in ("bandwidth", "flops") and value <= 0:
+    if unit in ("bandwidth", "flops") and (value <= 0 if positive else value < 0):
         raise ConfigError(f"{units.shown(raw)} must be positive", file=file, field=path)
     return value
 

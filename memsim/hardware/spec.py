@@ -59,6 +59,11 @@ class ComputeSpec:
     vector_flops_per_s: int = spec_field(
         "vector_peak", "flops", "peak of the vector/SIMT units used by elementwise, norm and softmax ops"
     )
+    special_flops_per_s: int = spec_field(
+        "special_peak", "flops", "results per second of the special-function units (exponentials): where given, a "
+        "fused attention takes one exponential a score there, in series with its matrix work at the matrix `peak` "
+        "(FlashAttention-3's accounting); 0: its softmax runs on the vector units", 0, least=0
+    )
     efficiency: float = spec_field(
         "efficiency", "ratio", "achievable fraction of peak on large GEMMs for dtypes without a `dtype_efficiency` "
         "entry, and of `vector_peak`", 1.0

@@ -53,6 +53,18 @@ class Context:
         compute = self.chip.compute
         return rates.shared(compute.peak(dtype) * compute.matrix_efficiency(dtype), self.compute_share)
 
+    def special_rate(self) -> int:
+        """The special-function units' rate (exponentials a second) inside a model step; 0: none declared."""
+        compute = self.chip.compute
+        if not compute.special_flops_per_s:
+            return 0
+        return rates.shared(compute.special_flops_per_s * compute.kernel_efficiency, self.compute_share)
+
+    def peak_rate(self, dtype: str) -> int:
+        """The matrix units' peak for ``dtype`` inside a model step: no GEMM's ``dtype_efficiency``."""
+        compute = self.chip.compute
+        return rates.shared(compute.peak(dtype) * compute.kernel_efficiency, self.compute_share)
+
     def vector_rate(self) -> int:
         return rates.shared(self.chip.compute.vector_flops_per_s * self.chip.compute.efficiency, self.compute_share)
 

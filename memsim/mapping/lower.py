@@ -239,14 +239,30 @@ def _fused_attention(op: Op, cx: Context) -> tuple[Step, ...]:
     share = attention_share(cx, items, kv_len)
     pairs = op.dim("pairs", q_len * kv_len)
     scores = batch * heads * pairs
-    exact = (Fraction(op.flops * PS_PER_S, cx.matrix_rate(op.dtype))
-             + Fraction(SOFTMAX_FLOPS_PER_SCORE * scores * PS_PER_S, cx.vector_rate()))
+    exact = attention_compute(cx, op.flops, op.dtype, scores)
     if cx.grid:  # each work item's loop over its keys fills and drains
         exact = filled(exact, cx.chip.execution.attention_fill, pairs / q_len / kv_split(cx, items, kv_len))
     busy = at_share(math.ceil(exact / Fraction(share)), loads, stores, share, cx)
     energy = cx.matrix_energy(op.flops, op.dtype) + cx.vector_energy(SOFTMAX_FLOPS_PER_SCORE * scores)
     return (make_step("flash", loads, stores, busy, op.flops, cx.depth, cx.sram_bytes,
                       {"block_rows": tile.block_rows, "passes": tile.passes}, energy_fj=energy),)
+
+
+def attention_compute(cx: Context, flops: int, dtype: str, scores: int) -> Fraction:
+    """A fused attention's compute in ps, before its fill: its matrix work, then its softmax. Where
+    the chip declares its special-function units (``compute.special_peak``) the matrix work runs at
+    the matrix peak and each score's exponential on those units, in series: FlashAttention-3's own
+    accounting (Shah et al. 2024, section 3.1: an H100's 989 TFLOP/s of matmul against 3.9 TFLOP/s
+    of special functions, so at head dimension 128 the exponentials take half the matmul's time).
+    measured.csv's cuDNN rows on an H200 (head dimensions 64 and 128, causal and not, 512 to 16k
+    keys) and microbench.csv rows 77-82 follow it with the fill (docs/validation.md); the GEMMs'
+    ``dtype_efficiency``, measured on GEMMs, does not apply. Elsewhere the matrix work runs at the
+    GEMMs' rate and the softmax's FLOPs on the vector units."""
+    special = cx.special_rate()
+    if special:
+        return Fraction(flops * PS_PER_S, cx.peak_rate(dtype)) + Fraction(scores * PS_PER_S, special)
+    return (Fraction(flops * PS_PER_S, cx.matrix_rate(dtype))
+            + Fraction(SOFTMAX_FLOPS_PER_SCORE * scores * PS_PER_S, cx.vector_rate()))
 
 
 def group_reads(group: int, q_len: int, per_item: int) -> tuple[int, int]:

@@ -89,6 +89,7 @@ def at_clock(chip: ChipSpec, f: Fraction) -> ChipSpec:
     c = chip.compute
     compute = dataclasses.replace(
         c, peak_flops_per_s=tuple((d, rate(p)) for d, p in c.peak_flops_per_s), vector_flops_per_s=rate(c.vector_flops_per_s),
+        special_flops_per_s=rate(c.special_flops_per_s) if c.special_flops_per_s else 0,
         energy_fj_per_flop=tuple((d, energy(e)) for d, e in c.energy_fj_per_flop),
         vector_energy_fj_per_flop=energy(c.vector_energy_fj_per_flop))
     levels = tuple(dataclasses.replace(lvl, bandwidth_bytes_per_s=rate(lvl.bandwidth_bytes_per_s),
