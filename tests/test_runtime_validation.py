@@ -42,8 +42,10 @@ def test_the_collective_curves_follow_the_measured_ones(outcome):
     done, _ = outcome
     predicted = [abs(o.error) for o in done if o.role == "predicts"]
     assert statistics.median(abs(o.error) for o in done) <= 0.10
-    assert statistics.median(predicted) <= 0.15
+    assert statistics.median(predicted) <= 0.10
     by_id = {o.case.id: o for o in done}
+    # the B200's floor through the same harness, its NVLink hop's latency read from row 424
+    assert all(abs(by_id[str(i)].error) <= 0.10 for i in range(425, 431))
     # the H200 curve through a blocking harness, every size from 32 KiB to 64 MiB, within 12%
     assert all(abs(by_id[str(i)].error) <= 0.12 for i in range(412, 424))
     # Tenstorrent's CCLs on a ring of 8 Wormholes, 16 KiB to 64 MiB, within 20%, the reduce-scatter's

@@ -235,6 +235,7 @@ SETS = frozenset({
     "541", "542",  # wormhole's op_overhead, tt-metal's enqueue a program
     "448", "462",  # tt-ccl: where its all-reduce and reduce-scatter open their second channel
     "520",  # flashinfer-ar-graph: the fused kernel's own call
+    "424",  # b200: its NVLink hop's latency (configs/hardware/b200.yaml)
 })
 
 
