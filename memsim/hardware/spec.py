@@ -106,6 +106,9 @@ class ComputeSpec:
             least_rate(self.peak(d) * self.matrix_efficiency(d), min(factors, key=factors.__getitem__),
                        f"the {d} peak x efficiency x kernel_efficiency")
         least_rate(self.vector_flops_per_s * self.efficiency, "compute.efficiency", "vector_peak x efficiency")
+        if self.special_flops_per_s:  # 0: none declared
+            least_rate(self.special_flops_per_s * self.kernel_efficiency, "compute.special_peak",
+                       "special_peak x kernel_efficiency")
 
     def matrix_efficiency(self, dtype: str) -> float:
         """Achievable fraction of ``dtype``'s matrix peak inside a model step."""

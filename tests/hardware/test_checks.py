@@ -136,6 +136,7 @@ def test_dequant_table_in_yaml_is_checked(tmp_path):
     ("pcie.bandwidth", "1kB/s", "links[pcie].bandwidth"),
     ("compute.efficiency", "1e-15", "compute.efficiency"),
     ("compute.kernel_efficiency", "5e-324", "compute.kernel_efficiency"),
+    ("compute.special_peak", "1e-9 FLOP/s", "compute.special_peak"),
 ])
 def test_a_rate_under_the_least_memsim_keeps_exact_is_refused(path, value, field):
     """Issue 20: rates are whole numbers a second; an efficiency of 1e-15 was clamped to 1 FLOP/s,
@@ -145,7 +146,7 @@ def test_a_rate_under_the_least_memsim_keeps_exact_is_refused(path, value, field
     with pytest.raises(ConfigError) as info:
         _load_chip("h100-sxm", ((path, value),), None)
     assert info.value.field == field and "least rate" in info.value.message
-    _load_chip("h100-sxm", ((path, {"1B/s": "2MB/s", "1kB/s": "2MB/s"}.get(value, "1e-6")),), None)
+    _load_chip("h100-sxm", ((path, {"1B/s": "2MB/s", "1kB/s": "2MB/s", "1e-9 FLOP/s": "2e6 FLOP/s"}.get(value, "1e-6")),), None)
 
 
 @pytest.mark.parametrize("efficiency", [1e-2, 1e-6])
