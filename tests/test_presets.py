@@ -118,6 +118,10 @@ def _llama_2_7b_step_s(preset: str, **options) -> float:
 # Each generation has at least its predecessor's levels, bandwidths and compute, so on the same
 # work it is never slower. Before every preset had its L2 and host memory, H200 was slower than
 # H100 at tp 8 (activations went to HBM instead of L2) and failed where H100 offloaded to host DDR.
+# Not its latencies: the B200's NVLink hop is read from runtime.csv row 424 (0.8 us against the
+# H200's 0.5 us: the same NCCL 2.27.7 and script take 8 us more a small all-reduce on the B200), so
+# across chips the B200 is compared at the H200's hop latency, the one thing it does not have more of.
+H200_HOP = {"nvlink.latency": "0.5 us"}
 @pytest.mark.slow
 @settings(max_examples=10, deadline=None)
 @given(weight_dtype=st.sampled_from(["bf16", "fp8", "int8", "int4"]), batch=st.integers(1, 256),
@@ -128,5 +132,8 @@ def _llama_2_7b_step_s(preset: str, **options) -> float:
 @example(weight_dtype="bf16", batch=256, context=32768, tp=8)
 def test_newer_nvidia_chips_are_never_slower_on_llama_2_7b_decode(weight_dtype, batch, context, tp):
     options = dict(weight_dtype=weight_dtype, batch=batch, context=context, tp=tp)
-    h100, h200, b200 = (_llama_2_7b_step_s(p, **options) for p in ("h100-sxm", "h200-sxm", "b200"))
+    h100, h200 = (_llama_2_7b_step_s(p, **options) for p in ("h100-sxm", "h200-sxm"))
+    b200 = _llama_2_7b_step_s("b200", **options, set=H200_HOP)
     assert h200 <= h100 and b200 <= h200, (h100, h200, b200)
+    if tp == 1:  # one chip crosses no NVLink hop: the B200 as it is
+        assert _llama_2_7b_step_s("b200", **options) == b200

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import replace
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from memsim import engine, hardware, mapping
@@ -56,6 +56,19 @@ def test_a_stack_that_costs_the_host_more_never_gives_a_faster_step(graph, chip,
 
 
 @SETTINGS
+@given(graphs(), chips(), stacks(), st.integers(0, 8), st.integers(1, 8), st.integers(1, 64))
+def test_a_stack_that_runs_more_programs_a_layer_never_gives_a_faster_step(graph, chip, stack, fewer, more, batch):
+    """Each of a layer's programs beyond its operators pays a kernel's dispatch (``kernels.layer_programs``),
+    in a model's step (the random graph's every operator is a layer of its own)."""
+    graph = _as_step(graph, batch)
+
+    def programs(n: int) -> StackSpec:
+        return replace(stack, kernels=replace(stack.kernels, layer_programs=n))
+
+    assert _step(graph, chip, programs(fewer + more)) >= _step(graph, chip, programs(fewer))
+
+
+@SETTINGS
 @given(graphs(), chips(), stacks(), st.integers(1, 64))
 def test_ideal_with_the_same_kernels_is_never_slower_than_a_stack(graph, chip, stack, batch):
     graph = _as_step(graph, batch)
@@ -71,6 +84,11 @@ PRESETS = ("h100-sxm", "a100-80gb-sxm", "mi300x", "b200", "wormhole-n150")
 @settings(SETTINGS, max_examples=40)
 @given(st.sampled_from(LIBRARIES), st.sampled_from(PRESETS), st.sampled_from([2, 4, 8]),
        st.integers(1, 16 << 20), st.integers(1, 16 << 20))
+# once faster by a picosecond or two: a both-ways ring's channels counted on half its pieces, and a
+# channel rate rounded down where a message's time is a whole number of picoseconds
+@example("tt-ccl", "mi300x", 4, 877217, 4)
+@example("mscclpp", "b200", 2, 115101, 2995)
+@example("nccl", "h100-sxm", 4, 131020, 12)
 def test_a_longer_message_never_completes_sooner_through_an_implementation(library, preset, ranks, nbytes, more):
     """Each implementation alone, and a library's tier as its tuner picks the cheapest in it (NCCL's
     protocols): at a tier's size limit a library may hand a message to a slower kernel, as vLLM's custom

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from memsim.hardware.spec import ChipSpec
 from memsim.stack.spec import StackSpec
+from memsim.workload.graph import COLLECTIVE_KINDS, OpGraph
 from memsim.workload.meta import StepMeta
 
 # Phases whose step the host schedules and whose tokens it samples: a model's step. A graph imported
@@ -56,6 +57,24 @@ def dispatch_of(chip: ChipSpec, stack: StackSpec, meta: StepMeta) -> Dispatch:
     device = chip.execution.op_overhead_ps + (d.node_ps if launch == "graph" else 0)
     host = d.launch_ps + d.op_ps if launch == "eager" else 0
     return Dispatch(launch=launch, device_ps=device, host_ps=host, ahead=d.host == "ahead")
+
+
+def extra_programs(graph: OpGraph, stack: StackSpec) -> dict[str, int]:
+    """The empty programs a stack runs in each decoder layer of a model's step beyond the layer's
+    operators (``kernels.layer_programs``), charged to the layer's first operator that is not a
+    collective (a collective's dispatch is its library's): its name -> their count. A graph that is
+    not a model's step (a benchmark's, an imported one) has no decoder layers to add to."""
+    want = stack.kernels.layer_programs
+    if not want or graph.meta.phase not in (*STEP_PHASES, "mixed"):
+        return {}
+    first: dict[int, str] = {}
+    ops: dict[int, int] = {}
+    for op in graph.order():
+        if op.layer >= 0:
+            if op.kind not in COLLECTIVE_KINDS:
+                first.setdefault(op.layer, op.name)
+            ops[op.layer] = ops.get(op.layer, 0) + 1
+    return {first[layer]: want - n for layer, n in ops.items() if want > n and layer in first}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -65,7 +65,8 @@ def plan_with(graph: OpGraph, chip: ChipSpec, shape: Shaper, layout: Layout = La
     micro = layout.graphs(graph)
     tasks: list[OpTask] = []
     prefetcher = Prefetcher()
-    cache: dict = {"branches": branches(graph)}  # and lowering key -> steps, "bounds": shaped steps -> bound
+    # and lowering key -> steps, "bounds": shaped steps -> bound
+    cache: dict = {"branches": branches(graph), "programs": dispatch.extra_programs(graph, stack)}
     launch = dispatch_of(chip, stack, graph.meta)
     for m, g in enumerate(micro):
         # Each stage's ops run with its share of its chip and its staging area.
@@ -154,11 +155,12 @@ def _micro_tasks(contexts: list[Context], shape: Shaper, stage_of: dict[str, int
             extra = [tuple((where, overlap.split(b, k)[i]) for where, b in capacity) for i in range(k)]
             done[op.name] = names[-1]
             prefetcher.finished_by(stage * tp, op.name + suffix, names[-1])
+        programs = kernels + cache["programs"].get(op.name, 0)  # and a layer's empty programs, on its first op
         for i, (name, part, part_flops, part_extra) in enumerate(zip(names, pieces, flops, extra)):
             first = i == 0
             tasks.append(OpTask(op=name, kind=op.kind, layer=op.layer, flops=part_flops,
-                                overhead_ps=kernels * op_cx.dispatch.device_ps if first else 0,
-                                host_ps=kernels * op_cx.dispatch.host_ps if first else 0, steps=part, deps=preds, bound=bound,
+                                overhead_ps=programs * op_cx.dispatch.device_ps if first else 0,
+                                host_ps=programs * op_cx.dispatch.host_ps if first else 0, steps=part, deps=preds, bound=bound,
                                 chip=stage * tp, graph_op=op.name, microbatch=m, stream=stream,
                                 releases=releases if i == k - 1 else 0, capacity=part_extra))
     return tasks

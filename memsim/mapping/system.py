@@ -74,7 +74,7 @@ def channel_rate(impl: CollectiveImpl, wire: int, pieces: int, rounds: Sequence[
     """What ``impl``'s channels carry a second for a message of ``wire`` bytes on the wire in ``pieces``
     over ``rounds`` (0: no limit); the peers a member sends to are counted only where a channel is a route."""
     routes = peers(rounds) if impl.channel == "routes" and impl.channel_bandwidth else 0
-    return impl.channel_rate(whole_pieces(wire, pieces), routes)
+    return impl.channel_rate(whole_transfers(wire, pieces, rounds), routes)
 
 
 def peers(rounds: Sequence[collectives.Round]) -> int:
@@ -92,10 +92,15 @@ def peers(rounds: Sequence[collectives.Round]) -> int:
     return most
 
 
-def whole_pieces(nbytes: int, pieces: int) -> int:
-    """A message as its pieces carry it (each ``⌈nbytes / pieces⌉``): what a library's channels are
-    counted on, so that a round's bytes and its channels grow together."""
-    return -(-nbytes // pieces) * pieces
+def whole_transfers(nbytes: int, pieces: int, rounds: Sequence[collectives.Round]) -> int:
+    """A message as its rounds' transfers carry it: whole transfers of the largest one's bytes (its
+    ``pieces`` where it has no rounds). What a library's channels are counted on, so that a transfer's
+    bytes and the channels that carry it grow together and more bytes never take less time (a ring
+    in both directions cuts a message into twice its members' pieces)."""
+    biggest = max((b for r in rounds for _, _, b in r), default=0)
+    if not biggest:
+        return -(-nbytes // pieces) * pieces
+    return -(-nbytes // biggest) * biggest
 
 
 def _pieces(chip: ChipSpec, kind: str, members: Sequence[int], nbytes: int, system: fabric.Fabric,

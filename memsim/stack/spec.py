@@ -10,7 +10,9 @@ nothing: the hardware bound.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 from memsim.hardware.checks import check_fields
 from memsim.hardware.fields import spec_field
@@ -52,6 +54,11 @@ class KernelSpec:
         "decode_group_heads", "count", "query heads of a grouped-query (GQA) group that one decode-attention work "
         "item serves: each item reads its KV head once, so a group of more heads reads it group / this many times "
         "(0: the whole group from one read, as FlashAttention and FlashDecoding pack it)", 0)
+    layer_programs: int = spec_field(
+        "layer_programs", "count", "programs (kernels) the stack runs a decoder layer where that is more than the "
+        "layer's operators in memsim's graph (its layout conversions, reshapes and typecasts): each one beyond them "
+        "an empty program that pays a kernel's dispatch, the chip's `op_overhead` and the stack's host cost "
+        "(0: one program an operator)", 0)
     dequant_kernel: str = spec_field(
         "dequant_kernel", "choice", "`serial`: a weight chunk is unpacked after it lands, before the next load "
         "(gpt-fast); `fused`: unpacking overlaps the weight stream and the multiply, and the slower of the three "
@@ -150,12 +157,15 @@ class CollectiveImpl:
         while the library opens channels, a message's time stays flat."""
         if not self.channel_bandwidth:
             return 0
-        channels = max(1.0, nbytes / self.channel_bytes) if self.channel_bytes else float(max(1, self.max_channels))
+        channels = Fraction(max(nbytes, self.channel_bytes), self.channel_bytes) if self.channel_bytes \
+            else Fraction(max(1, self.max_channels))
         if self.max_channels:
-            channels = min(channels, float(self.max_channels))
+            channels = min(channels, Fraction(self.max_channels))
         if self.channel == "routes" and routes:
-            channels = min(channels, float(routes))
-        return max(1, int(channels * self.channel_bandwidth))
+            channels = min(channels, Fraction(routes))
+        # exact, and rounded up: where a message's bytes and its channels grow together, its time stays flat
+        # to the picosecond (a rate rounded down would add one whenever the time is a whole number of them)
+        return max(1, math.ceil(channels * self.channel_bandwidth))
 
 
 @dataclass(frozen=True, slots=True)
