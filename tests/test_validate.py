@@ -158,15 +158,12 @@ def test_microbench_rows_simulated_as_single_operators():
     assert all(abs(errors[i]) <= 0.10 for i in ("24", "25", "26", "27")), errors
 
 
-MEASURED = MICROBENCH.with_name("measured.csv")  # the H200 run kept in the repository
-
-
 def test_attention_follows_head_dimension_as_its_exponentials_on_the_special_function_units():
     """FlashAttention-3 on an H100 (microbench.csv rows 77-82) and cuDNN on an H200 (measured.csv,
     head dimensions 64 and 128): matrix work at the matrix peak, one exponential a score on the
     special-function units, and the fill (docs/validation.md). At the vector rate the rows at head
     dimension 64 came out 15-47% too fast."""
-    rows = [b for f in (MICROBENCH, MEASURED) for b in microbench.load(f)
+    rows = [b for f in (MICROBENCH, report.MEASURED) for b in microbench.load(f)
             if b.graph is not None and "attention" in b.label.lower()]
     errors = {b.id: microbench.simulate(b) / b.measured - 1 for b in rows}
     assert len(errors) == 30, sorted(errors)

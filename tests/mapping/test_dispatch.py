@@ -10,6 +10,7 @@ from memsim import hardware
 from memsim.mapping.dispatch import extra_programs
 from memsim.stack import load_stack
 from memsim.units import PS_PER_S
+from memsim.workload.graph import COLLECTIVE_KINDS
 
 
 def _stack(programs: int):
@@ -25,7 +26,7 @@ def test_a_layers_programs_beyond_its_operators_are_charged_to_its_first_operato
     assert len(extra) == len(layers) and set(extra.values()) == {5}
     order = graph.order()
     for layer in layers:  # each layer's first operator in program order that is not a collective
-        first = next(op for op in order if op.layer == layer and op.kind not in ("allreduce", "allgather"))
+        first = next(op for op in order if op.layer == layer and op.kind not in COLLECTIVE_KINDS)
         assert first.name in extra
     # a layer that already runs as many programs as the stack declares gains none; 0 declares none
     assert extra_programs(graph, _stack(per_layer)) == {} and extra_programs(graph, _stack(0)) == {}
