@@ -6,7 +6,9 @@ harness that timed it (``HARNESSES``): a loop that launches calls back to back (
 ahead: a call takes the longer of its kernel and the host's call), one that waits for each
 (the host's call and the kernel in series), or a captured graph (the device alone). A loop's
 calls are simulated as ``CALLS`` calls back to back and their time divided, so what a call costs
-in the steady state of the loop is what is compared. A dispatch row becomes ``CALLS`` empty
+in the steady state of the loop is what is compared (a row that states its loop's calls, as
+``-n 50`` or ``over 100 back-to-back calls``, runs that many: the first call's start is in its
+average as it was in the source's). A dispatch row becomes ``CALLS`` empty
 programs back to back on its chip, traced or launched by the host. Rows that need what memsim
 does not model are kept with the reason (``Case.why``).
 """
@@ -23,7 +25,11 @@ from memsim.workload.meta import StepMeta
 
 DATA = Path(__file__).resolve().parent / "data" / "runtime.csv"
 STACKS = Path(__file__).resolve().parent / "data" / "stacks"  # the harnesses' stacks
-CALLS = 16  # calls a loop is simulated for; its first call's host time is the only one not in steady state
+# The calls a loop is simulated for where its row does not say; its first call's host time is the only
+# one not in steady state.
+CALLS = 16
+# How a row states the calls its loop timed: nccl-tests' ``-n 50``, or in words.
+STATED_CALLS = (re.compile(r"\s-n (\d+)\b"), re.compile(r"over (\d+) back-to-back calls"))
 UNITS = {"us": 1e-6, "ms": 1e-3}
 KINDS = {"allreduce": "allreduce", "allgather": "allgather", "reducescatter": "reduce_scatter",
          "alltoall": "alltoall", "allreduce_rmsnorm_fused": "allreduce"}
@@ -82,6 +88,7 @@ class Case:
     nbytes: int = 0
     harness: Harness | None = None
     confidence: str = ""
+    calls: int = CALLS  # the calls its loop timed (``STATED_CALLS``)
 
 
 def size_bytes(text: str) -> int | None:
@@ -100,6 +107,13 @@ def ranks_of(platform: str) -> int | None:
     """The chips a row ran on: ``8x``, ``x8``, ``TP=6``, ``2x``."""
     found = re.search(r"(\d+)\s*x\b|\bx\s*(\d+)|TP=(\d+)|(\d+) ranks", platform)
     return int(next(g for g in found.groups() if g)) if found else None
+
+
+def calls_of(row: dict) -> int:
+    """The calls a row's loop timed, where its software or conditions state them (else ``CALLS``)."""
+    text = f"{row['software']} {row['conditions']}"
+    found = next((m for pattern in STATED_CALLS if (m := pattern.search(text))), None)
+    return int(found.group(1)) if found else CALLS
 
 
 def measured_s(row: dict) -> float:
@@ -151,7 +165,7 @@ def case(row: dict) -> Case:
         return Case(**base, measured_s=value, hw=None, why="its harness is not described well enough to rebuild: "
                     "whether the host waits for each call, and what its call costs")
     return Case(**base, measured_s=value, hw=hw, why="collective", ranks=ranks, kind=kind, nbytes=nbytes,
-                harness=harness)
+                harness=harness, calls=calls_of(row))
 
 
 # An empty program touches no memory: its one-element tensors live in the chip's SRAM, not behind GDDR's latency.
@@ -215,12 +229,13 @@ def collective_graph(kind: str, nbytes: int, ranks: int, calls: int = 1) -> OpGr
     return g
 
 
-def simulate_s(c: Case, calls: int = CALLS, overrides: dict[str, str] | None = None) -> float:
-    """The row's time per call as memsim runs it (``overrides``: more fields of the chip or, as
-    ``stack.PATH``, of its harness's stack)."""
+def simulate_s(c: Case, calls: int | None = None, overrides: dict[str, str] | None = None) -> float:
+    """The row's time per call as memsim runs it, over ``calls`` calls (default: its loop's,
+    ``Case.calls``) (``overrides``: more fields of the chip or, as ``stack.PATH``, of its
+    harness's stack)."""
     if c.hw is None or c.harness is None:
         raise ValueError(f"row {c.id} is not run: {c.why}")
-    n = calls if c.harness.loop else 1
+    n = (calls or c.calls) if c.harness.loop else 1
     graph = program_graph(n) if c.kind == "program" else collective_graph(c.kind, c.nbytes, c.ranks, n)
     result = api.simulate_graph(c.hw, graph, set={**dict(c.harness.sets), **(overrides or {})},
                                 stack=str(STACKS / f"{c.harness.stack}.yaml"))
