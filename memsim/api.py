@@ -16,6 +16,7 @@ from memsim import (
     generation,
     grid,
     hardware,
+    inputs,
     limits,
     mapping,
     powercap,
@@ -64,6 +65,7 @@ class Result:
     # The levels and links the run moved bytes through: every step's, for a generation or a
     # speculative step (the estimates of the others cannot matter, ``memsim.sensitivity``).
     moved: frozenset[Ref] = frozenset()
+    inputs: tuple[Path, ...] = ()  # the files the run read: ``write`` never writes over them
 
     def __repr__(self) -> str:  # a notebook shows this, not the tables
         w = self.summary.get("workload", {})
@@ -86,7 +88,8 @@ class Result:
         if perfetto:
             meta = {"hardware": self.chip.name, "workload": self.summary.get("workload", {})}
             extra["trace.perfetto.json"] = report.perfetto_json(self.plan, self.engine, meta)
-        return report.write_outputs(Path(out), self.summary, self.ops, self.timeline, dump_chip(self.chip), extra)
+        return report.write_outputs(Path(out), self.summary, self.ops, self.timeline, dump_chip(self.chip), extra,
+                                    self.inputs)
 
 
 def step_of(spec: RunSpec, phase: str, tokens: int, quantize_embeddings: bool = False,
@@ -294,7 +297,8 @@ def run(spec: RunSpec) -> Result:
     if spec.sensitivity is None and not top:
         shown["not_rerun"] = sensitivity.work(result.summary)
     chosen = {**result.summary["stack"], "default": spec.stack in (None, stack_mod.AUTO)}
-    return dataclasses.replace(result, summary=report.checked({**result.summary, "estimates": shown, "stack": chosen}))
+    return dataclasses.replace(result, summary=report.checked({**result.summary, "estimates": shown, "stack": chosen}),
+                               inputs=inputs.files(spec))
 
 
 def _simulate(spec: RunSpec) -> Result:

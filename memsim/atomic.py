@@ -32,10 +32,28 @@ def check_output_file(path: Path, option: str, inputs: Iterable[Path] = ()) -> N
     if path.exists() and not path.is_file():
         raise ConfigError("exists and is not a regular file (a folder, device or pipe): memsim writes only regular "
                           "files", file=str(path), field=option)
-    for source in inputs:
-        if same_file(path, Path(source)):
-            raise ConfigError(f"is this command's input {source}: give another file", file=str(path), field=option)
+    check_apart(path, option, inputs)
     check_writable_parent(path, option)
+
+
+def check_apart(target: Path, option: str, inputs: Iterable[Path], what: str = "file") -> None:
+    """Refuse an output ``target`` (a file, or a folder a command fills) that is one of the
+    command's ``inputs`` or, as a folder, holds one: an output never replaces what was read."""
+    target = Path(target)
+    for source in map(Path, inputs):
+        if same_file(target, source):
+            raise ConfigError(f"is this command's input {source}: give another {what}", file=str(target), field=option)
+        if holds(target, source):
+            raise ConfigError(f"holds this command's input {source}: give another folder", file=str(target),
+                              field=option)
+
+
+def holds(folder: Path, path: Path) -> bool:
+    """Whether ``path`` lies inside ``folder`` (links resolved; a folder does not hold itself)."""
+    try:
+        return Path(folder).resolve() in Path(path).resolve().parents
+    except (OSError, RuntimeError):  # a link loop: not a file memsim reads
+        return False
 
 
 def folder_entries(out: Path, option: str) -> list[str]:

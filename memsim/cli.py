@@ -102,6 +102,7 @@ def sweep(sets, sweep_file, out, workers, scheduler, keep, no_progress, serve, *
     if serve:
         from memsim import serve_sweep
 
+        serve_sweep.refuse({"--sweep": sweep_file, "--keep": keep, "--scheduler": scheduler})
         for line in serve_sweep.command(serve_sweep.base_of(base), sweeping.parse_sweeps(list(sets)), Path(out), workers):
             click.echo(line)
         return
@@ -122,7 +123,8 @@ def sweep(sets, sweep_file, out, workers, scheduler, keep, no_progress, serve, *
     existed = Path(out).is_dir()
     fresh = not existed or not any(Path(out).iterdir())
     try:
-        results = sweeping.run_sweep(base, sweeps, Path(out), workers, scheduler, keep, not no_progress)
+        results = sweeping.run_sweep(base, sweeps, Path(out), workers, scheduler, keep, not no_progress,
+                                     [Path(sweep_file)] if sweep_file else [])
     except KeyboardInterrupt:
         click.echo(f"memsim: interrupted: finished points are kept in {Path(out) / 'results.csv'}; run again to "
                    "resume", err=True)
@@ -203,10 +205,11 @@ def _plot_run(folder: str, output: str | None, kind: str = "run") -> None:
     """The figures of a run's (``kind`` run) or a serving run's (serve) folder."""
     from memsim.report import run_plots, serve_plots
 
-    figures, draw = (run_plots.FIGURES, run_plots.plot_run) if kind == "run" else (serve_plots.FIGURES, serve_plots.plot_serve)
+    figures, draw, read = ((run_plots.FIGURES, run_plots.plot_run, report.DATA) if kind == "run" else
+                           (serve_plots.FIGURES, serve_plots.plot_serve, serve_plots.FILES))
     where = Path(output or folder)
     for name in figures:
-        check_output_file(where / name, "--output" if output else "FOLDER")
+        check_output_file(where / name, "--output" if output else "FOLDER", [Path(folder) / n for n in read])
     for path in _writing("--output" if output else "FOLDER", str(where), lambda: draw(Path(folder), where)):
         click.echo(f"wrote {path}")
 
@@ -231,7 +234,7 @@ def _report(folder: str, output: str | None) -> None:
     from memsim.report.html import render
 
     path = Path(output) if output else Path(folder) / report.REPORT
-    check_output_file(path, "--output" if output else "FOLDER")
+    check_output_file(path, "--output" if output else "FOLDER", [Path(folder) / name for name in report.DATA])
     page = render(Path(folder))
     _writing("--output" if output else "FOLDER", str(path), lambda: atomic_write_text(path, page))
     click.echo(f"wrote {path}")

@@ -61,11 +61,11 @@ def serve_cmd(hw, model, weight_dtype, kv_dtype, tp, pp, replicas, prefill, deco
               preemption, block_tokens, max_seqs, max_tokens, prefix_caching, slo_ttft, slo_tpot, out):
     """Simulate requests arriving at a deployment: continuous batching, a paged KV cache, latency percentiles."""
     from memsim.cli import _writing
-    from memsim.serving import simulate_serving
+    from memsim.serving import files_read, simulate_serving
     from memsim.serving_report import check_out, summary_table
 
     if out:
-        check_out(Path(out))
+        check_out(Path(out), files_read(hw, model, stack, trace))
     try:
         result = simulate_serving(hw, model, requests=trace, rate=rate, count=count, arrival=arrival,
                                   burstiness=burstiness, prompt=prompt, output=output_tokens, lengths=lengths,

@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from memsim import sweep_store
 from memsim.atomic import atomic_write_text
 from memsim.errors import ConfigError, MemsimError, run_field
 
@@ -97,18 +98,42 @@ def run(base: dict[str, Any], sweeps: dict[str, list[str]], out: Path, workers: 
     for name, values in sweeps.items():
         for value in values if name in known else ():
             parse_value(name, known[name], value)
+    sweep_store.check_folder(out, files_read(base, sweeps))
     n = pool_size(workers, size(sweeps))
-    if n == 1:
-        rows = [run_point(base, p) for p in todo]
-    else:
-        import os
-
-        with ProcessPoolExecutor(n, initializer=worker_start, initargs=(os.getpid(),)) as pool:
-            rows = list(pool.map(run_point, [base] * len(todo), todo))
-    frame = pd.DataFrame(rows)
     out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out / "results.csv", frame.to_csv(index=False))
+    with sweep_store.Lock(out):
+        sweep_store.claim(out, experiment(base, sweeps))
+        if n == 1:
+            rows = [run_point(base, p) for p in todo]
+        else:
+            import os
+
+            with ProcessPoolExecutor(n, initializer=worker_start, initargs=(os.getpid(),)) as pool:
+                rows = list(pool.map(run_point, [base] * len(todo), todo))
+        frame = pd.DataFrame(rows)
+        atomic_write_text(out / "results.csv", frame.to_csv(index=False))
     return frame
+
+
+def experiment(base: dict[str, Any], sweeps: dict[str, list[str]]) -> dict[str, Any]:
+    """What the folder of a serving sweep records (``sweep_store.claim``): a folder holds one
+    experiment, so a plain sweep's folder, or another serving sweep's, is refused."""
+    from memsim import __version__
+
+    return {"serve": True, "base": {k: v for k, v in sorted(base.items()) if k != "set"},
+            "set": sorted(map(list, base.get("set", ()))), "swept": sorted(sweeps), "memsim": __version__}
+
+
+def files_read(base: dict[str, Any], sweeps: dict[str, list[str]]) -> list[Path]:
+    """The files the points read: every chip, model and stack file the base or a swept value names."""
+    from memsim.serving import files_read as serving_files
+
+    found: list[Path] = []
+    for hw in sweeps.get("hw", [base.get("hw", "h100-sxm")]):
+        for model in sweeps.get("model", [base.get("model", "llama-3.1-8b")]):
+            for stack in sweeps.get("stack", [base.get("stack", "auto")]):
+                found += serving_files(hw, model, stack)
+    return found
 
 
 def capacity(results: pd.DataFrame, column: str = "ttft_s_p90") -> pd.DataFrame:
@@ -155,6 +180,14 @@ def _swept(results: pd.DataFrame) -> list[str]:
     """The swept fields: the columns before ``error``."""
     cols = list(results.columns)
     return cols[:cols.index("error")] if "error" in cols else []
+
+
+def refuse(given: dict[str, Any]) -> None:
+    """The sweep command's options a serving sweep does not take yet (option -> value given): refused,
+    never ignored."""
+    unused = next((option for option, value in given.items() if value), None)
+    if unused:
+        raise MemsimError("a serving sweep does not take it yet", field=unused)
 
 
 def base_of(spec_values: dict[str, Any]) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from memsim.engine.schedulers import SCHEDULERS
 from memsim.engine.serving import Instance, serve_instances
 from memsim.engine.serving_state import PREEMPTION, HostWork, Limits, Seq
 from memsim.errors import ConfigError, MemsimWarning
+from memsim.inputs import path_of
 from memsim.serving_steps import Segments, StepTimes
 from memsim.stack.spec import StackSpec
 from memsim.units import PS_PER_S
@@ -347,6 +348,7 @@ class ServeResult:
     requests: pd.DataFrame
     steps: pd.DataFrame
     summary: dict
+    inputs: tuple[Path, ...] = ()  # the files the run read (trace, chip, model, stack): ``write`` never writes over them
 
     def __repr__(self) -> str:
         s = self.summary
@@ -354,7 +356,7 @@ class ServeResult:
                 f"TTFT p90 {s['ttft_s_p90'] * 1e3:.4g} ms, TPOT p90 {s['tpot_s_p90'] * 1e3:.4g} ms)")
 
     def write(self, out: str | Path) -> list[Path]:
-        return serving_report.write(self.requests, self.steps, self.summary, Path(out))
+        return serving_report.write(self.requests, self.steps, self.summary, Path(out), self.inputs)
 
 
 DEPLOYMENT = {f.name for f in dataclasses.fields(Deployment)} - {"hw", "model", "set"}
@@ -386,4 +388,12 @@ def simulate_serving(hw: str = "h100-sxm", model: str = "llama-3.1-8b", *, reque
                      **{k: v for k, v in options.items() if k in DEPLOYMENT})
     result = serve(dep, reqs, Policy(**{k: v for k, v in options.items() if k in policy}), check=check,
                    users=users, think_s=think_s)
-    return ServeResult(result["requests"], result["steps"], result["summary"])
+    return ServeResult(result["requests"], result["steps"], result["summary"], files_read(dep.hw, dep.model, dep.stack, requests))
+
+
+def files_read(hw: Any, model: Any, stack: Any, requests: str | Path | None = None) -> tuple[Path, ...]:
+    """The files a serving run reads: its chip, model and stack (where they name files) and its
+    request trace."""
+    named = (path_of(name, value) for name, value in (("hw", hw), ("model", model), ("stack", stack))
+             if isinstance(value, str))
+    return tuple(p for p in (*named, Path(requests) if requests is not None else None) if p is not None)

@@ -3,13 +3,14 @@ use, preemptions and swaps, energy), the console lines, and the three files it w
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from memsim.atomic import atomic_write_text
-from memsim.errors import ConfigError
+from memsim.atomic import atomic_write_text, check_apart, check_writable_parent, folder_entries
+from memsim.errors import ConfigError, run_field
 
 PERCENTILES = (50, 90, 99)
 FILES = ("requests.csv", "steps.csv", "serve.json")
@@ -42,21 +43,24 @@ def summarize(reqs: pd.DataFrame, steps: pd.DataFrame, *, blocks: int, slo: dict
             "avg_power_w": per_s(energy), "steps": len(steps)}
 
 
-def check_out(out: Path) -> None:
-    """Refuse an ``--out`` that holds anything a serving run does not write (nothing is created)."""
-    from memsim.atomic import check_writable_parent, folder_entries
-    from memsim.errors import run_field
+def check_out(out: Path, inputs: Iterable[Path] = ()) -> None:
+    """Refuse an ``--out`` that holds anything a serving run does not write, or one of the run's
+    ``inputs`` (its request trace, chip, model or stack file); nothing is created."""
     from memsim.report.serve_plots import FIGURES
 
     foreign = [name for name in folder_entries(Path(out), run_field("out")) if name not in (*FILES, *FIGURES)]
     if foreign:
         raise ConfigError(f"holds {foreign[0]!r}, which no serving run writes: give a new or empty folder",
                           file=str(out), field=run_field("out"))
+    check_apart(Path(out), run_field("out"), inputs, "folder")
     check_writable_parent(Path(out).absolute(), run_field("out"))
 
 
-def write(requests: pd.DataFrame, steps: pd.DataFrame, summary: dict, out: Path) -> list[Path]:
+def write(requests: pd.DataFrame, steps: pd.DataFrame, summary: dict, out: Path,
+          inputs: Iterable[Path] = ()) -> list[Path]:
+    """The three files into ``out``, never over one of the run's ``inputs``."""
     out = Path(out)
+    check_out(out, inputs)
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / name for name in FILES]
     atomic_write_text(paths[0], requests.to_csv(index=False))

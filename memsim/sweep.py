@@ -18,7 +18,7 @@ import os
 import re
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -124,15 +124,15 @@ def _changed(contents: tuple) -> str | None:
 
 
 def run_sweep(base: dict[str, Any], sweeps: dict[str, list[str]], out: Path, workers: int | None = None,
-              scheduler: Any = None, keep: bool = False, progress: bool = True) -> Results:
-    """Run every point not already in ``out``; returns the results, finished ones included."""
+              scheduler: Any = None, keep: bool = False, progress: bool = True, read: Iterable[Path] = ()) -> Results:
+    """Run every point not already in ``out`` (which holds none of the files read: the points' and ``read``)."""
     if workers is not None and workers < 1:
         raise ConfigError("must be at least 1", field=run_field("workers"))
     out, fields, total = Path(out), list(sweeps), size(sweeps)
     positions: dict[str, int] = {}
     digests: dict = {}
     first = _check(base, sweeps, positions, digests)
-    sweep_store.check_folder(out)
+    sweep_store.check_folder(out, [*sweep_store.files_read(first, sweeps), *read])
     client = _connect(scheduler) if scheduler is not None else None
     experiment = _experiment(first, fields, digests)
     experiment[sweep_store.SWEPT_FILES] = {f"{f}={v}": sweep_store.file_digest(f, v, digests)

@@ -24,12 +24,13 @@ import io
 import json
 import os
 import shutil
+from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TextIO
 
 from memsim import __version__, units
-from memsim.atomic import atomic_write_text, check_writable_parent, folder_entries
+from memsim.atomic import atomic_write_text, check_apart, check_writable_parent, folder_entries
 from memsim.errors import ConfigError, run_field
 from memsim.inputs import FILE_FIELDS, path_of
 from memsim.runspec import RunSpec
@@ -115,14 +116,21 @@ def discard(out: Path, existed: bool) -> None:
         out.rmdir()
 
 
-def check_folder(out: Path) -> None:
-    """Refuse an ``--out`` that is a link, not a folder, or a folder holding files of something
-    other than a sweep (nothing is created)."""
+def files_read(first: RunSpec, sweeps: dict[str, list[str]]) -> list[Path]:
+    """The files a sweep's points read: those its first point names, and every swept file value."""
+    named = (path_of(f, v) for f in FILE_FIELDS for v in sweeps.get(f, [getattr(first, f)]))
+    return [p for p in named if p is not None]
+
+
+def check_folder(out: Path, inputs: Iterable[Path] = ()) -> None:
+    """Refuse an ``--out`` that is a link, not a folder, a folder holding files of something
+    other than a sweep, or one holding a file the sweep reads (``inputs``); nothing is created."""
     held = folder_entries(out, run_field("out"))
     foreign = [n for n in held if n not in OWN and not n.startswith((".results.csv.", f".{MANIFEST}."))]
     if foreign and MANIFEST not in held:
         raise ConfigError(f"holds {units.shown(foreign[0])}, which no sweep writes: give a new or empty folder",
                           file=str(out), field=run_field("out"))
+    check_apart(Path(out), run_field("out"), inputs, "folder")
     check_writable_parent(Path(out) / MANIFEST, run_field("out"))
 
 
@@ -141,6 +149,10 @@ def claim(out: Path, experiment: dict[str, Any]) -> None:
             raise ConfigError(f"not a sweep's record; remove the folder or use another {run_field('out')}", file=str(manifest))
         held_files = held.pop(SWEPT_FILES, {})
         rest = {k: v for k, v in experiment.items() if k != SWEPT_FILES}
+        if bool(held.get("serve")) != bool(rest.get("serve")):
+            kind = "serving sweep's" if held.get("serve") else "sweep of runs'"
+            raise ConfigError(f"holds a {kind} results, another experiment; use another {run_field('out')}",
+                              file=str(out), field=run_field("out"))
         if held != rest:
             differ = sorted(k for k in {*held, *rest} if held.get(k) != rest.get(k))
             raise ConfigError(f"holds another experiment (it differs in {', '.join(differ)}); use another {run_field('out')}",

@@ -5,8 +5,10 @@ import os
 import stat
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from memsim.atomic import atomic_write_text, check_output_file
+from memsim.atomic import atomic_write_text, check_apart, check_output_file
 from memsim.errors import ConfigError
 from tests.test_cli import run_cli
 
@@ -69,3 +71,98 @@ def test_a_check_creates_no_folder_and_the_write_makes_the_missing_ones(tmp_path
     (tmp_path / "file").write_text("x")
     with pytest.raises(ConfigError, match="not a folder"):
         check_output_file(tmp_path / "file" / "f.json", "--output")
+
+
+@given(st.sampled_from(["same", "parent", "grandparent", "sibling", "child", "elsewhere"]),
+       st.booleans())
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_an_output_that_is_or_holds_an_input_is_refused_and_no_other(tmp_path_factory, where, through_dots):
+    """Wherever an output lies against an input: the input itself, a folder above it (at any depth,
+    spelt with ``..`` or not) is refused; a sibling, a folder below the input's folder or another
+    place is not."""
+    root = tmp_path_factory.mktemp("apart")
+    source = root / "a" / "b" / "in.csv"
+    source.parent.mkdir(parents=True)
+    source.write_text("x\n")
+    target = {"same": source, "parent": source.parent, "grandparent": root / "a", "sibling": source.parent / "out.csv",
+              "child": source.parent / "sub", "elsewhere": root / "c"}[where]
+    if through_dots:
+        target = target.parent / "." / ".." / target.parent.name / target.name
+    overlaps = where in ("same", "parent", "grandparent")
+    if overlaps:
+        with pytest.raises(ConfigError, match="this command's input"):
+            check_apart(target, "--out", [source])
+    else:
+        check_apart(target, "--out", [source])
+    assert source.read_text() == "x\n"
+
+
+def _serve_trace(folder):
+    folder.mkdir(parents=True, exist_ok=True)
+    trace = folder / "requests.csv"
+    trace.write_text("arrival_s,prompt_tokens,output_tokens\n0,16,2\n0.01,16,2\n")
+    return trace
+
+
+def test_every_command_refuses_to_write_over_what_it_read(monkeypatch, capsys, tmp_path, tiny_model_path):
+    """Issue 42's cases, each on its own path: serve's --out holding its trace, report's -o on the run's
+    data, explain's and trace's -o on the chip or model, a run or a sweep sent to the folder that holds
+    the chip it reads (a run's hardware.yaml, a kept point's). Each is one line, exit 2, and what was read
+    is as it was."""
+    model = tmp_path / "m.json"
+    model.write_text(tiny_model_path.read_text())
+    run = tmp_path / "run"
+    assert run_cli(monkeypatch, capsys, "run", "--model", str(model), "--context", "8", "--out", str(run))[0] == 0
+    sweep = tmp_path / "sweep"
+    assert run_cli(monkeypatch, capsys, "sweep", "--model", str(model), "--context", "8", "--set", "batch=1,2",
+                   "--keep", "--out", str(sweep), "--no-progress")[0] == 0
+    kept = next((sweep / "points").glob("*/hardware.yaml"))
+    trace = _serve_trace(tmp_path / "d")
+    cases = [
+        ("serve", "--model", str(model), "--requests", str(trace), "--out", str(trace.parent)),
+        ("report", str(run), "-o", str(run / "summary.json")),
+        ("report", str(run), "-o", str(run / "timeline.csv")),
+        ("explain", "--hw", str(run / "hardware.yaml"), "--model", str(model), "-o", str(run / "hardware.yaml")),
+        ("trace", "--model", str(model), "--context", "8", "-o", str(model)),
+        ("run", "--hw", str(run / "hardware.yaml"), "--model", str(model), "--out", str(run)),
+        ("sweep", "--hw", str(kept), "--model", str(model), "--set", "batch=1,4", "--out", str(sweep), "--no-progress"),
+        ("sweep", "--serve", "--hw", str(kept), "--model", str(model), "--set", "rate=1,2", "--out", str(sweep)),
+    ]
+    before = {p: p.read_bytes() for p in (model, trace, kept, *run.iterdir(), *sweep.iterdir()) if p.is_file()}
+    for args in cases:
+        code, _, err = run_cli(monkeypatch, capsys, *args)
+        assert code == 2 and len(err.strip().splitlines()) == 1 and "this command's input" in err, (args, err)
+    assert {p: p.read_bytes() for p in before} == before
+    assert list(trace.parent.iterdir()) == [trace]
+
+
+def test_the_api_writers_refuse_a_folder_holding_what_the_run_read(tmp_path, tiny_model_path):
+    from memsim import serve, simulate
+
+    trace = _serve_trace(tmp_path / "d")
+    result = serve("h100-sxm", str(tiny_model_path), requests=str(trace))
+    with pytest.raises(ConfigError, match="holds this command's input"):
+        result.write(trace.parent)
+    assert trace.read_text().startswith("arrival_s") and list(trace.parent.iterdir()) == [trace]
+    run = tmp_path / "run"
+    simulate("h100-sxm", str(tiny_model_path), context=8).write(run)
+    chip = (run / "hardware.yaml").read_bytes()
+    with pytest.raises(ConfigError, match="holds this command's input"):
+        simulate(str(run / "hardware.yaml"), str(tiny_model_path), context=8).write(run)
+    assert (run / "hardware.yaml").read_bytes() == chip
+
+
+def test_a_serving_sweep_never_replaces_another_experiment(monkeypatch, capsys, tmp_path, tiny_model_path):
+    out = tmp_path / "o"
+    code, _, err = run_cli(monkeypatch, capsys, "sweep", "--model", str(tiny_model_path), "--context", "8",
+                           "--set", "batch=1,2", "--out", str(out), "--no-progress")
+    assert code == 0, err
+    results = (out / "results.csv").read_bytes()
+    code, _, err = run_cli(monkeypatch, capsys, "sweep", "--serve", "--model", str(tiny_model_path), "--set",
+                           "rate=1,2", "--set", "count=3", "--out", str(out))
+    assert code == 2 and "holds a sweep of runs' results" in err, err
+    assert (out / "results.csv").read_bytes() == results
+    for flag in (("--keep",), ("--scheduler", "tcp://127.0.0.1:1"), ("--sweep", str(tmp_path / "s.yaml"))):
+        code, _, err = run_cli(monkeypatch, capsys, "sweep", "--serve", *flag, "--set", "rate=1", "--out",
+                               str(tmp_path / "p"))
+        assert code == 2 and f"{flag[0]}: a serving sweep does not take it yet" in err, err

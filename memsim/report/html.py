@@ -17,7 +17,7 @@ from memsim.errors import ConfigError
 from memsim.files import load_json
 from memsim.hardware.loader import load_chip
 from memsim.report.ceilings import ceilings
-from memsim.report.output import read_table
+from memsim.report.output import DATA, read_table
 from memsim.report.run_plots import TIMELINE_READ, colours, label_of, read_energy, timeline_labels
 from memsim.units import human_bytes
 
@@ -26,6 +26,12 @@ MIN_WIDTH = 0.002  # of the step: narrower intervals are drawn this wide (their 
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;padding:0 1.5em;max-width:1200px;color:#222}
 table{border-collapse:collapse;margin:.5em 0}td,th{border-bottom:1px solid #ddd;padding:.2em .8em;text-align:left}
 td.n{text-align:right;font-variant-numeric:tabular-nums}h2{margin-top:1.6em}.note{color:#666}"""
+
+
+def script_json(value: Any) -> str:
+    """``value`` as JSON that is safe inside an HTML ``<script>``: no ``<``, ``>`` or ``&`` can end
+    the element or open another."""
+    return json.dumps(value).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def _plotly():
@@ -112,7 +118,7 @@ def render(folder: Path) -> str:
     """The page of the run in ``folder``."""
     go, pio, plotlyjs = _plotly()
     folder = Path(folder)
-    for name in ("summary.json", "timeline.csv", "ops.csv", "hardware.yaml"):
+    for name in DATA:
         if not (folder / name).is_file():
             raise ConfigError(f"missing {name}: not a memsim run folder", file=str(folder))
     s = load_json(folder / "summary.json")
@@ -129,8 +135,8 @@ def render(folder: Path) -> str:
     if stalls:
         figures.append(("stalls", "Stall breakdown", _bar_figure(go, {k: v * 1e3 for k, v in stalls.items()},
                                                                  "compute idle, by cause", "ms", palette)))
-    for chip_id in dict.fromkeys(tl.chip):
-        figures.append((f"timeline-{chip_id}", f"Timeline of {chip_id}",
+    for i, chip_id in enumerate(dict.fromkeys(tl.chip)):  # ids made here: nothing read from the folder names an element
+        figures.append((f"timeline-{i}", f"Timeline of {chip_id}",
                         _timeline_figure(go, tl, chip_id, palette, s["step_time_s"] * 1e3)))
     figures.append(("roofline", "Roofline", _roofline_figure(go, ops, chip)))
     if spent is not None:
@@ -150,6 +156,6 @@ def render(folder: Path) -> str:
         parts += [f"<h2>{html.escape(heading)}</h2>",
                   pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=div,
                               config={"displaylogo": False, "responsive": True})]
-    parts.append(f"<script>document.body.dataset.figures = {json.dumps([d for d, _, _ in figures])}.length;</script>")
+    parts.append(f"<script>document.body.dataset.figures = {script_json([d for d, _, _ in figures])}.length;</script>")
     parts.append("</body></html>")
     return "\n".join(parts)

@@ -28,23 +28,28 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from memsim.atomic import check_writable_parent, folder_entries, umask
+from memsim.atomic import check_apart, check_writable_parent, folder_entries, umask
 from memsim.errors import ConfigError, run_field
 from memsim.files import check_file
 
 MARKER = "summary.json"  # a folder holding it is a memsim run the next run may replace
 FIGURES = ("gantt.png", "roofline.png", "stalls.png", "energy.png")  # what ``memsim plot run`` adds
 REPORT = "report.html"  # what ``memsim report`` (or ``run --html``) adds
+# The run's data, which ``memsim report`` and ``memsim plot run`` read: never one of their outputs.
+DATA = (MARKER, "timeline.csv", "ops.csv", "hardware.yaml")
 # Every file a run folder can hold: the run's outputs and the figures ``memsim plot run`` adds.
 OWN = frozenset({MARKER, "ops.csv", "timeline.csv", "hardware.yaml", "trace.perfetto.json", REPORT, *FIGURES})
 DEFERRED = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
 def write_outputs(out: Path, summary: dict[str, Any], ops: pd.DataFrame, timeline: pd.DataFrame,
-                  hardware: dict[str, Any], extra: dict[str, str] | None = None) -> list[Path]:
-    """Write every output into a temporary folder beside ``out``, then swap it in for ``out``."""
+                  hardware: dict[str, Any], extra: dict[str, str] | None = None,
+                  inputs: Iterable[Path] = ()) -> list[Path]:
+    """Write every output into a temporary folder beside ``out``, then swap it in for ``out``
+    (never over one of the run's ``inputs``)."""
     given, out = Path(out), Path(out).absolute()
     _check_target(out)
+    check_apart(out, run_field("out"), inputs, "folder")
     out.parent.mkdir(parents=True, exist_ok=True)
     remove_stale(out)
     tmp = _temp_folder(out, "tmp")
@@ -102,9 +107,7 @@ def check_target(out: Path, inputs: Iterable[Path] = ()) -> None:
     ``inputs``, or cannot be written, before a run spends its time (nothing is created)."""
     out = Path(out).absolute()
     _check_target(out)
-    for source in inputs:
-        if out.resolve() in Path(source).resolve().parents:
-            raise ConfigError(f"holds this run's input {source}: give another folder", file=str(out), field=run_field("out"))
+    check_apart(out, run_field("out"), inputs, "folder")
     check_writable_parent(out, run_field("out"))
 
 

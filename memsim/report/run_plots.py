@@ -19,7 +19,7 @@ from memsim.errors import ConfigError
 from memsim.files import load_json
 from memsim.hardware.loader import load_chip
 from memsim.report.ceilings import ceilings
-from memsim.report.output import FIGURES, read_table
+from memsim.report.output import DATA, FIGURES, read_table
 
 # tab10 and tab20b shades: compute green, transfers blue, every stall cause its own hue
 FIXED_COLORS = {"compute": "#2ca02c", "transfer": "#1f77b4", "hbm": "#ff7f0e", "l2": "#9467bd", "sram": "#8c564b",
@@ -266,7 +266,7 @@ def plot_run(folder: Path, output: Path | None = None) -> list[Path]:
     """The figures of a run's output folder (the energy figure where the run has energy), written to
     ``output`` (default: the run's folder); its files are checked before anything is drawn."""
     folder = Path(folder)
-    for name in ("timeline.csv", "ops.csv", "hardware.yaml"):
+    for name in DATA:
         if not (folder / name).is_file():
             raise ConfigError(f"missing {name}: not a memsim run folder", file=str(folder))
     timeline = read_table(folder / "timeline.csv", "timeline", TIMELINE_READ, ("start_s", "end_s", "layer"))

@@ -22,7 +22,7 @@ def run_folder(tmp_path_factory):
 def test_the_page_holds_the_run_and_needs_nothing_from_the_network(run_folder):
     page = render(run_folder)
     assert "<h2>Placement</h2>" in page and "<td>weight</td><td>hbm</td>" in page
-    for div in ("stalls", "timeline-chip0", "roofline", "energy"):
+    for div in ("stalls", "timeline-0", "roofline", "energy"):
         assert f'id="{div}"' in page, div
     assert "<script src=" not in page and page.count("<script>") >= 5  # plotly.js inlined once, no fetch
     assert page.count("Plotly.newPlot") == 4
@@ -73,3 +73,61 @@ def test_memsim_report_writes_the_page_and_refuses_a_folder_that_is_no_run(monke
     code, io = cli_run("report", str(tmp_path / "empty"))
     assert code == 2 and io.err.strip().endswith("missing summary.json: not a memsim run folder")
     assert list((tmp_path / "empty").iterdir()) == []
+
+
+# What a hostile run folder may hold in any text field: each would run script if it reached the page raw.
+def payload(where: str) -> str:
+    return (f"</script><script>window.__pwned='{where}'</script><img src=x onerror=\"window.__pwned='{where}'\">"
+            f"\"'><svg onload=\"window.__pwned='{where}'\"><a href=\"javascript:window.__pwned='{where}'\">x</a>")
+
+
+def _hostile(value, where: str, names: bool = False):
+    """Every string in a JSON value replaced by a payload naming where it was; with ``names``, a
+    mapping's keys too (the keys that name things: placements, stall causes, energy parts)."""
+    if isinstance(value, str):
+        return payload(where)
+    if isinstance(value, list):
+        return [_hostile(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        named = names or where.endswith(("placement", "stall_s", "parts"))
+        return {(payload(f"{where}.{k}") if named else k): _hostile(v, f"{where}.{k}", named and isinstance(v, dict))
+                for k, v in value.items()}
+    return value
+
+
+def test_hostile_strings_in_every_field_of_a_run_folder_run_no_script(run_folder, tmp_path):
+    """Every text cell of timeline.csv and ops.csv, every string of summary.json and the chip's name
+    become markup that runs script if it is not escaped: the page either refuses the folder in one
+    line or loads with no script of theirs run and no element of theirs made."""
+    import json
+    import shutil
+
+    import pandas as pd
+    import yaml
+
+    folder = tmp_path / "hostile"
+    shutil.copytree(run_folder, folder)
+    for name in ("timeline.csv", "ops.csv"):
+        table = pd.read_csv(folder / name)
+        for column in table.columns:  # text, or empty (a cell a reader may take as text)
+            if not pd.api.types.is_numeric_dtype(table[column]) or table[column].isna().all():
+                table[column] = [payload(f"{name}:{column}:{i % 3}") for i in range(len(table))]
+        table.to_csv(folder / name, index=False)
+    summary = json.loads((folder / "summary.json").read_text())
+    (folder / "summary.json").write_text(json.dumps(_hostile(summary, "summary")))
+    chip = yaml.safe_load((folder / "hardware.yaml").read_text())
+    chip["name"] = payload("hardware.name")
+    (folder / "hardware.yaml").write_text(yaml.safe_dump(chip))
+    page = render(folder)  # text is text: nothing here is refused
+    assert "<script>window.__pwned" not in page and "<img src=x" not in page and "<svg onload" not in page
+    if chromium() is None:
+        pytest.skip("no chromium on this machine (.ci/run installs Debian's chromium)")
+    pytest.importorskip("websockets", reason="the dev extra (websockets) is not installed")
+    from memsim.report.browser import open_page
+
+    path = folder / "report.html"
+    path.write_text(page)
+    seen = open_page(path.as_uri(), "[String(window.__pwned), document.querySelectorAll('img, svg[onload], "
+                                    "a[href^=javascript]').length, document.body.dataset.figures]")
+    pwned, made, figures = seen.value
+    assert pwned == "undefined" and made == 0 and int(figures) >= 3, seen.value

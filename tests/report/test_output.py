@@ -181,7 +181,7 @@ def test_an_out_holding_the_runs_own_inputs_is_refused_and_they_stay(monkeypatch
     kept = (prev / "hardware.yaml").read_text()
     code, _, err = run_cli(monkeypatch, capsys, "run", "--hw", str(prev / "hardware.yaml"), "--model",
                            str(tiny_model_path), "--out", str(prev))
-    assert code == 2 and "holds this run's input" in err, err
+    assert code == 2 and "holds this command's input" in err, err
     assert (prev / "hardware.yaml").read_text() == kept
 
 
