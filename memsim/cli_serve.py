@@ -85,7 +85,9 @@ def serve_cmd(hw, model, weight_dtype, kv_dtype, tp, pp, replicas, prefill, deco
 
 
 # The keywords memsim.serve names in its errors, as the command line's flags.
-FLAGS = {"requests": "--count", "rate": "--rate", "arrival": "--arrival/--burstiness/--spread", "lengths": "--lengths",
+FLAGS = {"requests": "--count", "rate": "--rate", "arrival": "--arrival", "burstiness": "--burstiness",
+         "spread": "--spread", "prompt": "--prompt", "output": "--output-tokens", "prefix": "--prefix", "seed": "--seed",
+         "lengths": "--lengths",
          "block_tokens": "--block-tokens", "max_seqs": "--max-seqs", "max_tokens": "--max-tokens",
          "slo_ttft_s": "--slo-ttft", "slo_tpot_s": "--slo-tpot", "scheduler": "--scheduler", "hw": "--hw",
          "preemption": "--preemption", "replicas": "--replicas", "pp": "--pp", "prefill": "--prefill-instances",

@@ -293,13 +293,12 @@ def serve(dep: Deployment, requests: tuple[Request, ...], policy: Policy = Polic
         for name, held in kv.fill.items():  # an engine's share of each level
             rows[f"kv_blocks_{name}"] = (rows.kv_blocks_used - below).clip(0, held // dep.pp)
             below += held // dep.pp
-    summary = serving_report.summarize(reqs, rows, blocks=kv.blocks // dep.pp,
+    handed_j = float((reqs.prompt_tokens + 1).sum() * kv.bytes_per_token * dep.tp * kv.handoff_j_per_byte) \
+        if dep.prefill else 0.0
+    summary = serving_report.summarize(reqs, rows, blocks=kv.blocks // dep.pp, other_energy_j=handed_j,
                                        slo={"ttft_s": policy.slo_ttft_s, "tpot_s": policy.slo_tpot_s})
-    handed = float(reqs.handoff_s.sum())
-    summary["handoff"] = {"mean_s": float(reqs.handoff_s.mean()) if dep.prefill else 0.0,
-                          "energy_j": float((reqs.prompt_tokens + 1).sum() * kv.bytes_per_token * dep.tp *
-                                            kv.handoff_j_per_byte) if dep.prefill else 0.0, "total_s": handed}
-    summary["energy_j"] += summary["handoff"]["energy_j"]
+    summary["handoff"] = {"mean_s": float(reqs.handoff_s.mean()) if dep.prefill else 0.0, "energy_j": handed_j,
+                          "total_s": float(reqs.handoff_s.sum())}
     summary["mean_in_system"] = area / summary["span_s"] if summary["span_s"] else 0.0
     summary["kv"].update(block_tokens=policy.block_tokens, bytes_per_token=kv.bytes_per_token, levels=kv.levels,
                          fill=kv.fill, host=kv.host, host_blocks=kv.host_blocks)

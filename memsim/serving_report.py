@@ -16,8 +16,11 @@ PERCENTILES = (50, 90, 99)
 FILES = ("requests.csv", "steps.csv", "serve.json")
 
 
-def summarize(reqs: pd.DataFrame, steps: pd.DataFrame, *, blocks: int, slo: dict[str, float]) -> dict:
-    """The run's figures from its requests and steps (``blocks``: one instance's KV cache)."""
+def summarize(reqs: pd.DataFrame, steps: pd.DataFrame, *, blocks: int, slo: dict[str, float],
+              other_energy_j: float = 0.0) -> dict:
+    """The run's figures from its requests and steps (``blocks``: one instance's KV cache;
+    ``other_energy_j``: energy spent outside the steps, as KV caches handed between instances, in
+    every energy figure)."""
     span = float(reqs.e2e_s.add(reqs.arrival_s).max() - reqs.arrival_s.min())
     busy = float((steps.end_s - steps.start_s).sum()) if len(steps) else 0.0
     tokens = int(reqs.output_tokens.sum())
@@ -25,7 +28,7 @@ def summarize(reqs: pd.DataFrame, steps: pd.DataFrame, *, blocks: int, slo: dict
     area = float(((steps.end_s - steps.start_s) * steps.kv_blocks_used).sum()) if len(steps) else 0.0
     pct = {f"{col}_p{p}": float(np.percentile(reqs[col], p)) for col in ("ttft_s", "tpot_s", "e2e_s", "queue_s")
            for p in PERCENTILES}
-    energy = float(steps["energy_j"].sum()) if "energy_j" in steps else 0.0
+    energy = (float(steps["energy_j"].sum()) if "energy_j" in steps else 0.0) + other_energy_j
 
     def per_s(n: float) -> float:
         return n / span if span else 0.0

@@ -67,7 +67,7 @@ def test_throughput_saturates_and_more_hbm_moves_the_saturation_up():
 
 
 def test_prefix_caching_lowers_ttft_and_kv_blocks_for_a_shared_prefix():
-    kw = {"rate": 4, "count": 40, "prompt": 200, "output": 32, "prefix": 1000, "seed": 4}
+    kw = {"rate": 4, "count": 40, "prompt": 1200, "output": 32, "prefix": 1000, "seed": 4}
     on, off = memsim.serve(HW, MODEL, prefix_caching=True, **kw).summary, memsim.serve(HW, MODEL, **kw).summary
     assert on["ttft_s_mean"] < 0.7 * off["ttft_s_mean"]
     assert on["kv"]["peak_blocks"] < off["kv"]["peak_blocks"]
@@ -141,6 +141,10 @@ def test_disaggregated_serving_sends_each_kv_cache_over_the_link():
     assert set(r.requests.instance) == {1}  # every sequence decoded on the decode instance
     assert (r.steps[r.steps.instance == 0].decodes == 0).all()
     assert r.summary["handoff"]["energy_j"] > 0 and r.summary["deployment"]["layout"].startswith("1 prefill + 1 decode")
+    s = r.summary  # the handoff's energy is in every energy figure, per token and per second as well
+    assert s["energy_j"] == pytest.approx(float(r.steps.energy_j.sum()) + s["handoff"]["energy_j"])
+    assert s["energy_per_token_j"] == pytest.approx(s["energy_j"] / int(r.requests.output_tokens.sum()))
+    assert s["avg_power_w"] == pytest.approx(s["energy_j"] / s["span_s"])
 
 
 def test_swapping_to_host_memory_frees_hbm_without_recomputing():
@@ -197,3 +201,15 @@ def test_a_layer_pipelined_prefill_step_leaves_the_hosts_step_work_to_the_servin
     before = host_work(stack_of(dep), 1).before(Batch(prefills=((0, 512, 0),)))
     assert before > 0
     assert dep.summary("prefill", 1, 512)["step_time_s"] == pytest.approx(alone["step_time_s"] - before, rel=1e-6)
+
+
+@pytest.mark.parametrize(("args", "flag"), [(("--prompt", "-5"), "--prompt"), (("--prompt", "0"), "--prompt"),
+                                            (("--output-tokens", "0"), "--output-tokens"),
+                                            (("--prefix", "600"), "--prefix"), (("--seed", "-1"), "--seed"),
+                                            (("--arrival", "gamma", "--burstiness", "1e200"), "--burstiness")])
+def test_the_command_line_refuses_what_a_trace_refuses_naming_the_flag(monkeypatch, capsys, args, flag):
+    monkeypatch.setattr("sys.argv", ["memsim", "serve", "--count", "2", *args])
+    with pytest.raises(SystemExit) as info:
+        cli.entry()
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and len(err.strip().splitlines()) == 1 and f": {flag}: " in err, err

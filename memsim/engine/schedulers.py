@@ -27,17 +27,16 @@ SCHEDULERS: dict[str, Policy] = {}
 
 def _admit(state: State, seq: Seq) -> int | None:
     """Take the blocks of a waiting sequence's prompt (those of a cached shared prefix are shared, and the
-    first sequence to prefill a prefix leaves its blocks to the cache, kept for the rest of the run);
-    returns the tokens before the first it computes, or None when the blocks are not free."""
+    first sequence to prefill a prefix leaves its blocks to the cache: ``State.share``); returns the tokens
+    before the first it computes, or None when the blocks are not free."""
     need, cached = state.admit_blocks(seq)
-    if need - cached > state.free - state.limits.watermark_blocks:
+    if not state.room(need - cached + state.limits.watermark_blocks):
         return None
     state.waiting.popleft()
     state.free -= need - cached
-    seq.blocks, seq.shared = need, cached
+    seq.blocks = need
+    state.share(seq, cached)
     tokens = state.limits.block_tokens
-    if state.limits.prefix_caching and seq.prefix_id and seq.prefix // tokens > cached:
-        seq.shared = state.prefixes[seq.prefix_id] = seq.prefix // tokens
     state.running.append(seq)
     seq.prefilled = min(seq.to_prefill - 1, cached * tokens)  # at least its last token is computed
     return seq.prefilled
@@ -78,7 +77,7 @@ def _decodes(state: State) -> list[tuple[int, int]]:
         if seq.id in gone or not seq.decoding:
             continue
         while seq.context + 1 > seq.blocks * tokens:
-            if state.free > 0:
+            if state.room(1):
                 state.free -= 1
                 seq.blocks += 1
                 continue
@@ -109,7 +108,7 @@ def _preempt(state: State, seq: Seq) -> None:
 
 def _swap_in(state: State) -> None:
     """Swapped sequences come back, oldest first, while blocks are free (before any new sequence)."""
-    while state.swapped and state.swapped[0].swapped <= state.free and len(state.running) < state.limits.max_seqs:
+    while state.swapped and len(state.running) < state.limits.max_seqs and state.room(state.swapped[0].swapped):
         seq = state.swapped.popleft()
         state.free -= seq.swapped
         state.swap_free += seq.swapped
@@ -164,7 +163,7 @@ def decode_only(state: State) -> Batch | None:
             prefills.append((seq.id, seq.to_prefill - start, start))
             continue
         need = state.blocks_for(seq.context)
-        if need > state.free:
+        if not state.room(need):
             break
         state.waiting.popleft()
         state.free -= need

@@ -76,10 +76,11 @@ def serve_instances(requests: Iterable, instances: Sequence[Instance], handoff: 
     for seq in seqs:
         for i in entry + decoders:
             need = states[i].blocks_for(seq.prompt + (seq.output if instances[i].role != "prefill" else 1))
-            if need > instances[i].limits.kv_blocks:
-                raise ConfigError(f"request {seq.id} needs {need} KV blocks of {instances[i].limits.block_tokens} "
-                                  f"tokens, more than the {instances[i].limits.kv_blocks} the deployment has",
-                                  field=f"requests[{seq.id}]")
+            lim = instances[i].limits  # a sequence preempted and recomputed is admitted again above the watermark
+            if need > lim.kv_blocks - lim.watermark_blocks:
+                raise ConfigError(f"request {seq.id} needs {need} KV blocks of {lim.block_tokens} tokens, more than "
+                                  f"the {lim.kv_blocks - lim.watermark_blocks} the deployment admits ({lim.kv_blocks} "
+                                  f"less the stack's watermark of {lim.watermark_blocks})", field=f"requests[{seq.id}]")
     steps: list[dict] = []
     count = Counter()
     wake = [env.event() for _ in instances]

@@ -1,13 +1,16 @@
 """What a serving instance holds between steps: its limits, its sequences, its queue and its KV blocks.
 
 The KV cache is paged: ``Limits.kv_blocks`` blocks of ``block_tokens`` tokens each. A sequence holds
-the blocks of its context. A scheduler (``engine.schedulers``) reads and changes a ``State`` to form
+the blocks of its context. With prefix caching, a shared prefix's full blocks stay cached after its
+sequences leave; a sequence shares at most its own prefix's blocks; cached prefixes no running
+sequence shares are evicted, least recently used first, when blocks are wanted (vLLM's and SGLang's
+rule). A scheduler (``engine.schedulers``) reads and changes a ``State`` to form
 each step's ``Batch``; the loop (``engine.serving``) times the batch and advances the sequences.
 """
 from __future__ import annotations
 
 import math
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
 PREEMPTION = ("recompute", "swap")
@@ -122,6 +125,13 @@ class Seq:
 
 
 @dataclass(kw_only=True)
+class Prefix:
+    """A cached shared prefix: its full blocks, and the running sequences that share them."""
+    blocks: int
+    users: int = 0
+
+
+@dataclass(kw_only=True)
 class State:
     """What a scheduler sees and changes: the queue, the running and swapped sequences and the free blocks."""
     limits: Limits
@@ -130,7 +140,7 @@ class State:
     swapped: deque = field(default_factory=deque)  # preempted to the host level, to come back in order
     free: int = 0
     swap_free: int = 0
-    prefixes: dict = field(default_factory=dict)  # prefix id -> blocks cached
+    prefixes: OrderedDict = field(default_factory=OrderedDict)  # prefix id -> Prefix, least recently used first
     swap_out: int = 0  # blocks moved out and in while forming this step
     swap_in: int = 0
 
@@ -141,16 +151,46 @@ class State:
     def blocks_for(self, tokens: int) -> int:
         return math.ceil(tokens / self.limits.block_tokens)
 
+    def own_prefix(self, seq: Seq) -> int:
+        """The full blocks of ``seq``'s own shared prefix (0 without prefix caching)."""
+        return seq.prefix // self.limits.block_tokens if self.limits.prefix_caching and seq.prefix_id else 0
+
     def admit_blocks(self, seq: Seq) -> tuple[int, int]:
-        """Blocks a sequence takes to prefill, and of them those a cached prefix already holds."""
+        """Blocks a sequence takes to prefill, and of them those a cached prefix already holds (no more
+        than its own prefix's: a longer prefix cached under its id is not its)."""
         need = self.blocks_for(seq.to_prefill)
-        cached = self.prefixes.get(seq.prefix_id, 0) if self.limits.prefix_caching and seq.prefix_id else 0
-        return need, min(cached, need)
+        entry = self.prefixes.get(seq.prefix_id) if self.own_prefix(seq) else None
+        return need, min(entry.blocks if entry else 0, self.own_prefix(seq), need)
+
+    def share(self, seq: Seq, cached: int) -> None:
+        """``seq`` is admitted sharing ``cached`` blocks of its prefix; where its own prefix is longer
+        than the cached one, its own blocks extend the cache."""
+        own = min(self.own_prefix(seq), seq.blocks)
+        if not own:
+            return
+        entry = self.prefixes.setdefault(seq.prefix_id, Prefix(blocks=0))
+        entry.blocks = max(entry.blocks, own)
+        seq.shared = max(cached, own)
+        entry.users += 1
+        self.prefixes.move_to_end(seq.prefix_id)
+
+    def room(self, blocks: int) -> bool:
+        """Whether ``blocks`` blocks are free, once cached prefixes that no running sequence shares are
+        evicted as needed, least recently used first."""
+        while self.free < blocks:
+            idle = next((name for name, entry in self.prefixes.items() if not entry.users), None)
+            if idle is None:
+                return False
+            self.free += self.prefixes.pop(idle).blocks
+        return True
 
     def release(self, seq: Seq) -> None:
-        """A sequence leaves this instance (finished, or handed to a decode instance): its blocks are free."""
+        """A sequence leaves this instance (finished, or handed to a decode instance): its blocks are free,
+        but for those of a cached prefix."""
         self.running.remove(seq)
         self.free += seq.blocks - seq.shared
+        if seq.shared:
+            self.prefixes[seq.prefix_id].users -= 1
         seq.blocks = seq.shared = 0
 
     def swaps(self) -> tuple[int, int]:

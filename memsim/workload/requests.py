@@ -4,9 +4,13 @@ bursty (gamma) arrivals at a rate, prompt and output lengths fixed, uniform or l
 seed, so the same seed gives the same requests.
 
 Trace schema (CSV, a header row, one request a row; ``COLUMNS``): ``arrival_s`` (seconds, not
-before 0, in order), ``prompt_tokens`` (at least 1), ``output_tokens`` (at least 1), and optionally
-``prefix_id`` (text) with ``prefix_tokens`` (the first that many prompt tokens are shared by every
-request of that id). A bad row is one line naming the file, the row and the column.
+before 0, in order, within memsim's horizon), ``prompt_tokens`` (1 to ``MAX_TOKENS``),
+``output_tokens`` (1 to ``MAX_TOKENS``), and optionally ``prefix_id`` (text) with ``prefix_tokens``
+(the first that many prompt tokens are shared by every request of that id). A bad row is one line
+naming the file, the row and the column; a repeated column, a row with more cells than the header
+and a cell past the CSV reader's limit are refused the same way. The drawn requests obey the same
+rules: a median length outside them, a prefix longer than the median prompt, a negative seed or
+arrivals past the horizon are refused, never clamped.
 """
 from __future__ import annotations
 
@@ -21,12 +25,15 @@ import numpy as np
 from memsim import limits
 from memsim.errors import ConfigError
 from memsim.files import read_text
+from memsim.units import PS_PER_S
 
 COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens", "prefix_id", "prefix_tokens")
 REQUIRED = COLUMNS[:3]
 ARRIVALS = ("poisson", "gamma")
 LENGTHS = ("fixed", "uniform", "lognormal")
 MAX_TOKENS = 1 << 20  # a request's prompt or output
+HORIZON_S = 2**63 / PS_PER_S  # memsim's integer picoseconds reach 107 days: no request arrives later
+BURSTINESS = (0.01, 100.0)  # gamma gaps' coefficient of variation: beyond these, gaps underflow to 0 or overflow
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -40,21 +47,44 @@ class Request:
 
     def __post_init__(self) -> None:
         where = f"requests[{self.id}]"
-        if not (math.isfinite(self.arrival_s) and self.arrival_s >= 0):
-            raise ConfigError(f"arrival {self.arrival_s!r} s must be a finite time not before 0", field=where)
-        for name, value in (("prompt_tokens", self.prompt), ("output_tokens", self.output)):
-            if not 1 <= value <= MAX_TOKENS:
-                raise ConfigError(f"{name} {value} must be 1 to {MAX_TOKENS}", field=where)
-        if not 0 <= self.prefix <= self.prompt or (self.prefix and not self.prefix_id):
-            raise ConfigError(f"prefix_tokens {self.prefix} must be 0 to the prompt ({self.prompt}), with a prefix_id",
-                              field=where)
+        if not (math.isfinite(self.arrival_s) and 0 <= self.arrival_s < HORIZON_S):
+            raise ConfigError(f"arrival {self.arrival_s!r} s must be a time from 0 to memsim's horizon "
+                              f"({HORIZON_S:.4g} s)", field=where)
+        check_tokens("prompt_tokens", self.prompt, where)
+        check_tokens("output_tokens", self.output, where)
+        check_prefix(self.prefix, self.prompt, where)
+        if self.prefix and not self.prefix_id:
+            raise ConfigError(f"prefix_tokens {self.prefix} needs a prefix_id", field=where)
+
+
+def check_tokens(name: str, value: int, field: str) -> None:
+    """A prompt's or an output's tokens, on every path (a trace's row, a drawn median)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= MAX_TOKENS:
+        raise ConfigError(f"{name} {value!r} must be a whole number from 1 to {MAX_TOKENS}", field=field)
+
+
+def check_prefix(prefix: int, prompt: int, field: str) -> None:
+    """A shared prefix is part of its prompt: 0 to the prompt's tokens."""
+    if isinstance(prefix, bool) or not isinstance(prefix, (int, np.integer)) or not 0 <= prefix <= prompt:
+        raise ConfigError(f"prefix_tokens {prefix!r} must be a whole number from 0 to the prompt ({prompt})",
+                          field=field)
 
 
 def read_requests(path: Path) -> tuple[Request, ...]:
     """The requests of a CSV trace, checked row by row (see the module)."""
     file = str(path)
     reader = csv.DictReader(io.StringIO(read_text(Path(path))))
+    try:
+        return _read(reader, file)
+    except csv.Error as exc:  # a cell past the reader's limit, a stray quote
+        raise ConfigError(f"not a CSV the reader can take: {exc}", file=file, field=f"row {reader.line_num + 1}") from None
+
+
+def _read(reader: csv.DictReader, file: str) -> tuple[Request, ...]:
     header = reader.fieldnames or []
+    repeated = next((c for i, c in enumerate(header) if c in header[:i]), None)
+    if repeated is not None:
+        raise ConfigError(f"column {repeated!r} is repeated", file=file, field="header")
     missing = [c for c in REQUIRED if c not in header]
     if missing:
         raise ConfigError(f"missing column {missing[0]!r} (columns: {', '.join(COLUMNS)})", file=file, field="header")
@@ -65,7 +95,9 @@ def read_requests(path: Path) -> tuple[Request, ...]:
     for i, row in enumerate(reader):
         limits.check(i + 1, limits.MAX_OPS, "requests", "rows", file)
         where = f"row {i + 2}"  # the header is row 1
-
+        if None in row:  # DictReader keeps the cells past the header's under None
+            raise ConfigError(f"has {len(row[None])} more cells than the header's {len(header)} columns", file=file,
+                              field=where)
         try:
             request = Request(id=i, arrival_s=float(_number(row, "arrival_s", float, file, where)),
                               prompt=int(_number(row, "prompt_tokens", int, file, where)),
@@ -114,15 +146,24 @@ def synthetic(n: int, rate: float, *, arrival: str = "poisson", burstiness: floa
               prefix: int = 0) -> tuple[Request, ...]:
     """``n`` requests arriving at ``rate`` a second: ``poisson`` (exponential gaps) or ``gamma`` (gaps of
     coefficient of variation ``burstiness``: above 1 bursty); lengths drawn by ``lengths`` around ``prompt``
-    and ``output``; with ``prefix`` > 0 every request shares its first ``prefix`` prompt tokens."""
+    and ``output``; with ``prefix`` > 0 every request shares its first ``prefix`` prompt tokens (a drawn
+    prompt shorter than the prefix is the prefix: the prefix is part of every prompt)."""
     if not 1 <= n <= limits.MAX_OPS:
         raise ConfigError(f"must be 1 to {limits.MAX_OPS:,}", field="requests")
     if not (math.isfinite(rate) and rate > 0):
         raise ConfigError("must be a positive rate (requests a second)", field="rate")
     if arrival not in ARRIVALS:
         raise ConfigError(f"unknown arrival process {arrival!r} ({', '.join(ARRIVALS)})", field="arrival")
-    if not (math.isfinite(burstiness) and burstiness > 0) or not (math.isfinite(spread) and 0 <= spread < 5):
-        raise ConfigError("burstiness must be positive and spread in [0, 5)", field="arrival")
+    if not (math.isfinite(burstiness) and BURSTINESS[0] <= burstiness <= BURSTINESS[1]):
+        raise ConfigError(f"must be a coefficient of variation from {BURSTINESS[0]:g} to {BURSTINESS[1]:g}",
+                          field="burstiness")
+    if not (math.isfinite(spread) and 0 <= spread < 5):
+        raise ConfigError("must be from 0 to below 5", field="spread")
+    check_tokens("prompt_tokens", prompt, "prompt")
+    check_tokens("output_tokens", output, "output")
+    check_prefix(prefix, prompt, "prefix")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ConfigError(f"must be a whole number from 0, not {seed!r}", field="seed")
     rng = np.random.default_rng(seed)
     if arrival == "poisson":
         gaps = rng.exponential(1 / rate, n)
@@ -130,7 +171,10 @@ def synthetic(n: int, rate: float, *, arrival: str = "poisson", burstiness: floa
         shape = 1 / burstiness ** 2
         gaps = rng.gamma(shape, 1 / (rate * shape), n)
     arrivals = np.cumsum(gaps) - gaps[0]  # the first request arrives at 0
-    prompts = np.maximum(_lengths(rng, lengths, prompt, spread, n), prefix + 1 if prefix else 1)
+    if not arrivals[-1] < HORIZON_S:
+        raise ConfigError(f"{n:,} requests at {rate:g} a second arrive past memsim's horizon ({HORIZON_S:.4g} s)",
+                          field="rate")
+    prompts = np.maximum(_lengths(rng, lengths, prompt, spread, n), max(prefix, 1))  # a drawn prompt holds the prefix
     outputs = _lengths(rng, lengths, output, spread, n)
     return tuple(Request(id=i, arrival_s=float(arrivals[i]), prompt=int(prompts[i]), output=int(outputs[i]),
                          prefix_id="prefix" if prefix else "", prefix=prefix) for i in range(n))

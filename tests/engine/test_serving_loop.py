@@ -167,3 +167,32 @@ def test_the_watermark_keeps_blocks_free_at_admission_and_the_front_end_delays_e
     front, _, _ = _one(HostWork(frontend_s=5e-3), (0.0, 10, 3))
     none, _, _ = _one(HostWork(), (0.0, 10, 3))
     assert front[0].first_token_s == pytest.approx(none[0].first_token_s + 5e-3)
+
+
+def test_a_prefix_cache_that_fills_evicts_the_least_recently_used_and_every_request_finishes():
+    """Twelve prefixes of 64 tokens (4 blocks each) on a cache of 20 blocks: kept for the whole run they
+    would leave no block for the sixth; evicted once unused, least recently used first, every request is
+    served, and a prefix used again soon after is still cached."""
+    specs = [(i * 1.0, 80, 2, f"p{i}", 64) for i in range(12)] + [(12.0, 80, 2, "p11", 64), (13.0, 80, 2, "p0", 64)]
+    seqs, steps, _ = serve(reqs(*specs), "prefill_first", Limits(kv_blocks=20, block_tokens=16, prefix_caching=True),
+                           step_time)
+    assert all(s.generated == s.output and s.end_s is not None for s in seqs)
+    assert max(r["kv_blocks_used"] for r in steps) <= 20
+    ttft = [s.first_token_s - s.arrival_s for s in seqs]
+    assert ttft[12] < 0.5 * ttft[11]  # p11 was just used: its 64 tokens are cached
+    assert ttft[13] == pytest.approx(ttft[0])  # p0 was evicted long ago: computed again
+
+
+def test_a_prefix_id_reused_with_a_shorter_prefix_shares_only_its_own_prefix():
+    """A request whose prefix under the same id is 32 tokens shares 2 cached blocks, not the 62 blocks a
+    1000-token prefix left: it computes everything after its own 32 tokens."""
+    specs = [(0.0, 1100, 2, "sys", 1000), (1.0, 1100, 2, "sys", 32)]
+    seqs, _, _ = serve(reqs(*specs), "prefill_first", Limits(kv_blocks=1000, prefix_caching=True), step_time)
+    assert seqs[1].first_token_s - seqs[1].arrival_s == pytest.approx(step_time_of(prefill=1100 - 32))
+
+
+def test_a_request_that_only_fits_under_the_watermark_is_refused_before_the_run():
+    with pytest.raises(ConfigError, match=r"request 0 needs 5 KV blocks .* admits") as info:
+        serve(reqs((0.0, 64, 10)), "prefill_first", Limits(kv_blocks=5, block_tokens=16, watermark_blocks=1),
+              step_time)
+    assert info.value.field == "requests[0]"
