@@ -119,12 +119,12 @@ def sweep(sets, sweep_file, out, workers, scheduler, keep, no_progress, serve, *
             raise MemsimError(f"given and also swept (--set {name}=...): give one",
                               field=f"--{name.replace('_', '-')}")
     total = sweeping.size(sweeps)
-    click.echo(f"sweeping {', '.join(f'{k} ({len(v)})' for k, v in sweeps.items())}: {total} points -> {out}")
+    header = f"sweeping {', '.join(f'{k} ({len(v)})' for k, v in sweeps.items())}: {total} points -> {out}"
     existed = Path(out).is_dir()
     fresh = not existed or not any(Path(out).iterdir())
     try:
         results = sweeping.run_sweep(base, sweeps, Path(out), workers, scheduler, keep, not no_progress,
-                                     [Path(sweep_file)] if sweep_file else [])
+                                     [Path(sweep_file)] if sweep_file else [], lambda: click.echo(header))
     except KeyboardInterrupt:
         click.echo(f"memsim: interrupted: finished points are kept in {Path(out) / 'results.csv'}; run again to "
                    "resume", err=True)

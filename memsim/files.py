@@ -54,8 +54,10 @@ class _Loader(yaml.SafeLoader):
 
 
 def load_yaml(path: Path, error: type[MemsimError] = ConfigError) -> Any:
-    """The YAML document in ``path`` (None when it is empty)."""
-    return parse_yaml(read_text(path, error), str(path), error)
+    """The YAML document in ``path`` (None when it is empty), if it holds at most ``limits.MAX_YAML_BYTES``."""
+    text = read_text(path, error)
+    limits.check(len(text.encode()), limits.MAX_YAML_BYTES, "bytes of YAML", file=str(path), error=error)
+    return parse_yaml(text, str(path), error)
 
 
 def parse_yaml(text: str, file: str, error: type[MemsimError] = ConfigError) -> Any:

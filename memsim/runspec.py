@@ -19,7 +19,7 @@ from memsim.workload.dtypes import KV_DTYPES, WEIGHT_DTYPES
 
 PHASES = ("decode", "prefill", "generate")
 DEFAULT_TOKENS = 2048  # context or prompt when none is given, if the model has room for it
-MAX_STEPS = 10**7  # decode steps: beyond it a generation's per-step arrays alone take gigabytes
+MAX_STEPS = limits.MAX_STEPS  # decode steps in a generation
 SELF_DRAFT = "self"  # --draft self: the target drafts for itself (draft heads, n-gram lookup) at --draft-cost
 
 

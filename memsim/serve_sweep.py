@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from memsim import sweep_store
+from memsim import limits, sweep_store
 from memsim.atomic import atomic_write_text
 from memsim.errors import ConfigError, MemsimError, run_field
 
@@ -89,8 +89,10 @@ def run(base: dict[str, Any], sweeps: dict[str, list[str]], out: Path, workers: 
     """Every point, on ``workers`` processes; writes ``out/results.csv`` (in the points' order) and returns it."""
     from concurrent.futures import ProcessPoolExecutor
 
-    from memsim.sweep import points, pool_size, size, worker_start
+    from memsim.pools import pool_size, worker_start
+    from memsim.sweep import points, size
 
+    limits.check(size(sweeps), limits.MAX_POINTS, "points", run_field("set"))
     todo = list(points(sweeps))
     for point in todo[:1]:
         split(point)  # a misnamed field: one line before any point runs

@@ -17,20 +17,19 @@ import math
 import os
 import re
 import threading
-import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memsim import runspec, sweep_store, units
-from memsim.errors import ConfigError, MemsimError, MemsimWarning, run_field
+from memsim import limits, runspec, sweep_store, units
+from memsim.errors import ConfigError, MemsimError, run_field
 from memsim.inputs import FILE_FIELDS
+from memsim.pools import PER_WORKER, pool_size, worker_cap, worker_start  # noqa: F401  (as callers know them)
 from memsim.runspec import RunSpec
 from memsim.sweep_store import Lock, Results
 from memsim.sweep_values import ALIASES, RUN_FIELDS, expand, parse_sweeps, read_sweep_file, with_numbers
 
-PER_WORKER = 512 * 2**20  # bytes a pool worker may hold (estimate, 300-700 MiB: its imports and one point's run)
 IN_FLIGHT = 2  # points queued for each worker
 CONNECT_S = 10  # seconds to reach a Dask scheduler
 
@@ -124,16 +123,20 @@ def _changed(contents: tuple) -> str | None:
 
 
 def run_sweep(base: dict[str, Any], sweeps: dict[str, list[str]], out: Path, workers: int | None = None,
-              scheduler: Any = None, keep: bool = False, progress: bool = True, read: Iterable[Path] = ()) -> Results:
-    """Run every point not already in ``out`` (which holds none of the files read: the points' and ``read``)."""
+              scheduler: Any = None, keep: bool = False, progress: bool = True, read: Iterable[Path] = (),
+              announce: Callable[[], None] = lambda: None) -> Results:
+    """Run every point not already in ``out`` (which holds none of the files read: the points' and
+    ``read``); ``announce`` is called once every value, chip, file and the folder passed their checks."""
     if workers is not None and workers < 1:
         raise ConfigError("must be at least 1", field=run_field("workers"))
     out, fields, total = Path(out), list(sweeps), size(sweeps)
+    limits.check(total, limits.MAX_POINTS, "points", run_field("set"))
     positions: dict[str, int] = {}
     digests: dict = {}
     first = _check(base, sweeps, positions, digests)
     sweep_store.check_folder(out, [*sweep_store.files_read(first, sweeps), *read])
     client = _connect(scheduler) if scheduler is not None else None
+    announce()
     experiment = _experiment(first, fields, digests)
     experiment[sweep_store.SWEPT_FILES] = {f"{f}={v}": sweep_store.file_digest(f, v, digests)
                                            for f in fields if f in FILE_FIELDS for v in sweeps[f]}
@@ -251,35 +254,6 @@ def _bar(total: int, enabled: bool):
     return tqdm(total=total, unit="point", disable=not enabled, dynamic_ncols=True)
 
 
-def worker_cap() -> int:
-    """The pool workers this machine holds: one a core, at most one per ``PER_WORKER`` of the
-    memory available."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(cores, _available_memory() // PER_WORKER))
-
-
-def _available_memory() -> int:
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return 2**62  # unknown: cores alone cap the pool
-
-
-def pool_size(requested: int | None, total: int) -> int:
-    cap = worker_cap()
-    if requested is not None and requested > cap:
-        warnings.warn(f"{run_field('workers')} {requested} is more than this machine holds: {cap} (a core each, "
-                      f"{units.human_bytes(PER_WORKER)} of available memory each)", MemsimWarning, stacklevel=3)
-    return max(1, min(requested or cap, cap, total))
-
-
 def _run_pool(workers: int, todo: Iterator[Task], results: Results, bar, out: Path) -> None:
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
@@ -307,36 +281,6 @@ def _run_pool(workers: int, todo: Iterator[Task], results: Results, bar, out: Pa
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown()
-
-
-def worker_start(parent: int) -> None:
-    """Pool worker start-up: Ctrl-C is the sweep's to handle (the worker ignores it), and the
-    worker ends when the sweep's process dies, even by SIGKILL."""
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    die_with_parent(parent)
-
-
-def die_with_parent(parent: int) -> None:
-    """End this worker when the sweep's process dies, even by SIGKILL."""
-    import signal
-    import threading
-    import time
-
-    try:  # Linux: the kernel signals the worker when its parent exits
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-    def watch() -> None:  # elsewhere (and as a second guard): the parent's pid goes away
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        os._exit(1)
-
-    threading.Thread(target=watch, daemon=True).start()
 
 
 _ADDRESS = re.compile(r"(tcp|tls|ws|wss|ucx|inproc)://[^\s/]+(:\d{1,5})?/?")

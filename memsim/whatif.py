@@ -26,7 +26,7 @@ from typing import Any
 
 import pandas as pd
 
-from memsim import console_table, limits, sensitivity, units
+from memsim import console_table, limits, pools, sensitivity, units
 from memsim.errors import MemsimError
 from memsim.hardware.estimates import set_path
 from memsim.hardware.resource import Ref
@@ -311,15 +311,13 @@ def check_factors(factors: tuple[float, ...], field: str) -> None:
 def _run_all(specs: list[RunSpec], workers: int | None) -> list[dict[str, Any]]:
     """Each spec's ``outcome``, in order: on a local pool of the sweep's workers when there are
     several, else here."""
-    from memsim import sweep
-
-    count = sweep.pool_size(workers, len(specs)) if specs else 0
+    count = pools.pool_size(workers, len(specs)) if specs else 0
     if count <= 1:
         return [outcome(s) for s in specs]
     import os
     from concurrent.futures import ProcessPoolExecutor
 
-    with ProcessPoolExecutor(max_workers=count, initializer=sweep.worker_start, initargs=(os.getpid(),)) as pool:
+    with ProcessPoolExecutor(max_workers=count, initializer=pools.worker_start, initargs=(os.getpid(),)) as pool:
         return list(pool.map(outcome, specs))
 
 

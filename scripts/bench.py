@@ -335,6 +335,8 @@ def limits_benchmark() -> None:
              ["--model", f"{folder}/deep.json", "--context", "16"]),
             (f"{micro * ops:,} tasks (GPT-2, --pp 4, {micro} micro-batches)",
              ["--model", "gpt2", "--pp", "4", "--batch", str(micro), "--microbatches", str(micro)]),
+            (f"{limits.MAX_STEPS:,} decode steps (Llama-3.2-1B, --phase generate)",
+             ["--model", "llama-3.2-1b", "--phase", "generate", "--generate", str(limits.MAX_STEPS), "--prompt", "16"]),
         ]
         for what, args in cases:
             out = subprocess.run([sys.executable, "-c", CHILD.replace("ARGS", repr(["run", *args]))],

@@ -88,4 +88,6 @@ def test_the_docs_state_the_limits_in_force():
                         (limits.MAX_LAYERS, "layers"), (limits.MAX_OPS, "ops in a step"),
                         (limits.MAX_TASKS, "ops x micro-batches")):
         assert f"{value:,} {what}" in text, what
-    assert f"{limits.MAX_FILE_BYTES // 2**20} MiB a file" in text
+    assert f"{limits.MAX_FILE_BYTES // 2**20} MiB any other file" in text
+    assert f"{limits.MAX_YAML_BYTES // 2**20} MiB a YAML config" in text
+    assert f"{limits.MAX_STEPS:,} decode steps in a generation" in text and f"{limits.MAX_POINTS:,} points in a sweep" in text

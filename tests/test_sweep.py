@@ -4,7 +4,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from memsim import ConfigError, cli
+from memsim import ConfigError, cli, limits
 from memsim import sweep as sweeping
 
 SRAM = "sram.capacity=256KiB..4MiB:x2"
@@ -396,8 +396,13 @@ def test_the_product_is_walked_lazily_and_workers_are_capped(monkeypatch, tmp_pa
     import tracemalloc
     import warnings
 
-    sweeps = sweeping.parse_sweeps(["batch=1..50000:+1", "context=1..50000:+1"])
-    assert sweeping.size(sweeps) == 2_500_000_000
+    huge = sweeping.parse_sweeps(["batch=1..50000:+1", "context=1..50000:+1"])
+    assert sweeping.size(huge) == 2_500_000_000
+    with pytest.raises(ConfigError, match="2,500,000,000 points exceed memsim's limit"):  # refused up front
+        sweeping.run_sweep({"model": "gpt2"}, huge, tmp_path / "huge", workers=1, progress=False)
+    assert not (tmp_path / "huge").exists()
+    sweeps = sweeping.parse_sweeps(["batch=1..1000:+1", "context=1..1000:+1"])
+    assert sweeping.size(sweeps) == limits.MAX_POINTS
     ran = []
 
     def two(results, row, bar):

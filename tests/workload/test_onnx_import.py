@@ -156,3 +156,28 @@ def test_a_model_of_more_nodes_than_the_op_limit_is_refused_before_shape_inferen
     with pytest.raises(ConfigError) as info:
         import_onnx(path)
     assert info.value.field == "graph.node" and info.value.file == str(path) and "exceed" in info.value.message
+
+
+@pytest.mark.parametrize("where", ["/etc/passwd", "../outside.bin", "sub/../../outside.bin", "link/w.bin"])
+def test_weights_said_to_lie_outside_the_models_folder_are_refused(tmp_path, where):
+    """Deliverable 7 of issue 42: no importer names a file outside the model's own folder; a location
+    that is absolute, climbs out with ``..`` or leaves through a link is one line naming the tensor."""
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "link").symlink_to(tmp_path / "elsewhere")
+    weight = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[4, 4])
+    weight.data_location = TensorProto.EXTERNAL
+    entry = weight.external_data.add()
+    entry.key, entry.value = "location", where
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])
+    path = tmp_path / "model" / "m.onnx"
+    onnx.save(helper.make_model(helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g", [x], [y],
+                                                  [weight])), str(path))
+    with pytest.raises(ConfigError) as info:
+        import_onnx(path)
+    assert info.value.field == "graph.initializer" and "outside the model's folder" in info.value.message
+    entry.value = "weights/w.bin"  # inside: imported, and never read
+    onnx.save(helper.make_model(helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g", [x], [y],
+                                                  [weight])), str(path))
+    assert len(import_onnx(path)[0].ops) == 1

@@ -40,6 +40,7 @@ def import_onnx(path: Path, dims: dict[str, int] | None = None) -> tuple[OpGraph
     except Exception as exc:  # onnx raises several types for malformed files
         raise ConfigError(f"not a readable ONNX model: {exc}", file=str(path)) from None
     limits.check(len(model.graph.node), limits.MAX_OPS, "nodes", "graph.node", str(path))  # each would be an op
+    _external_inside(model, Path(path))
     try:
         model = shape_inference.infer_shapes(model)
     except Exception as exc:
@@ -50,6 +51,20 @@ def import_onnx(path: Path, dims: dict[str, int] | None = None) -> tuple[OpGraph
         except (IndexError, KeyError) as exc:  # a node without the inputs, outputs or shapes its op has
             raise ConfigError(f"malformed graph: a node lacks an input, output or shape ({exc})",
                               file=str(path)) from None
+
+
+def _external_inside(model, path: Path) -> None:
+    """Refuse a tensor whose stored weights lie outside the model's own folder (an absolute path, ``..``
+    or a link out of it): memsim reads no weights, and no importer names a file outside the model's folder."""
+    folder = path.resolve().parent
+    for tensor in model.graph.initializer:
+        where = next((entry.value for entry in tensor.external_data if entry.key == "location"), None)
+        if where is None:
+            continue
+        target = (path.parent / where).resolve()
+        if Path(where).is_absolute() or ".." in Path(where).parts or folder not in target.parents:
+            raise ConfigError(f"tensor {tensor.name!r} stores its weights at {where!r}, outside the model's folder",
+                              file=str(path), field="graph.initializer")
 
 
 def _convert(model, file: str, dims: dict[str, int]) -> tuple[OpGraph, ImportReport]:
