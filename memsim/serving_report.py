@@ -11,6 +11,7 @@ import pandas as pd
 
 from memsim.atomic import atomic_write_text, check_apart, check_writable_parent, folder_entries
 from memsim.errors import ConfigError, run_field
+from memsim.report.serve_plots import FIGURES
 
 PERCENTILES = (50, 90, 99)
 FILES = ("requests.csv", "steps.csv", "serve.json")
@@ -49,8 +50,6 @@ def summarize(reqs: pd.DataFrame, steps: pd.DataFrame, *, blocks: int, slo: dict
 def check_out(out: Path, inputs: Iterable[Path] = ()) -> None:
     """Refuse an ``--out`` that holds anything a serving run does not write, or one of the run's
     ``inputs`` (its request trace, chip, model or stack file); nothing is created."""
-    from memsim.report.serve_plots import FIGURES
-
     foreign = [name for name in folder_entries(Path(out), run_field("out")) if name not in (*FILES, *FIGURES)]
     if foreign:
         raise ConfigError(f"holds {foreign[0]!r}, which no serving run writes: give a new or empty folder",
@@ -65,6 +64,9 @@ def write(requests: pd.DataFrame, steps: pd.DataFrame, summary: dict, out: Path,
     out = Path(out)
     check_out(out, inputs)
     out.mkdir(parents=True, exist_ok=True)
+    for name in FIGURES:  # an earlier run's figures: stale beside the new tables
+        if (out / name).is_file() and not (out / name).is_symlink():
+            (out / name).unlink()
     paths = [out / name for name in FILES]
     atomic_write_text(paths[0], requests.to_csv(index=False))
     atomic_write_text(paths[1], steps.to_csv(index=False))

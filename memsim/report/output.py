@@ -164,13 +164,16 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"cannot serialise {type(value).__name__}")
 
 
-def read_table(path: Path, what: str, columns: tuple[str, ...], numeric: tuple[str, ...] = ()) -> pd.DataFrame:
+def read_table(path: Path, what: str, columns: tuple[str, ...], numeric: tuple[str, ...] = (),
+               optional: tuple[str, ...] | None = None) -> pd.DataFrame:
     """A CSV that memsim wrote (``what`` says which), read back for a figure: a file that is not a
-    CSV, lacks a column, holds no rows or holds text in a ``numeric`` column is an error naming it."""
+    CSV, lacks a column, holds no rows or holds text in a ``numeric`` column is an error naming it.
+    With ``optional`` given, only ``columns`` and those are read (a figure's memory follows what it draws)."""
     file = str(path)
     check_file(Path(path))
+    wanted = None if optional is None else {*columns, *optional}
     try:
-        df = pd.read_csv(path)
+        df = pd.read_csv(path, usecols=None if wanted is None else (lambda c: c in wanted))
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ConfigError(f"not a CSV file ({reason[:80]})", file=file) from None

@@ -282,4 +282,6 @@ def plot_run(folder: Path, output: Path | None = None) -> list[Path]:
              stalls_per_layer(timeline, stalls_png, palette)]
     if spent is not None:
         paths.append(energy(spent, energy_png, palette))
+    elif energy_png.is_file() and not energy_png.is_symlink():
+        energy_png.unlink()  # an earlier plot's, of a run that had energy: stale beside these
     return paths

@@ -20,6 +20,7 @@ from memsim.errors import ConfigError
 from memsim.files import check_file, load_json
 from memsim.report.output import as_numbers, read_table
 from memsim.report.run_plots import _pyplot, _save
+from memsim.report.thin import BINS, binned_mean, m4
 
 FIGURES = ("serve-latency.png", "serve-kv.png", "serve-batch.png")  # what ``memsim plot serve`` writes
 FILES = ("requests.csv", "steps.csv", "serve.json")  # what it reads
@@ -96,10 +97,11 @@ def _human(seconds: float) -> str:
 def _panel(ax: Any, values: pd.Series, title: str, short: str, slo: float | None) -> None:
     x, y = cdf(values)
     scale, unit = _unit(x)
-    shown = [*x, *([slo] if slo else [])]
+    shown = [*x[:1], *x[-1:], *([slo] if slo else [])]
     log = len(x) > 1 and min(shown) > 0 and max(shown) / min(shown) >= 10
     if len(x):
-        ax.step(np.r_[x[:1], x] * scale, np.r_[0.0, y], where="post", color="#1f77b4", lw=1.5, label="CDF")
+        drawn = np.unique(np.linspace(0, len(x) - 1, 4 * BINS).astype(np.int64))  # thinned by fraction: every step of 1/(4 BINS)
+        ax.step(np.r_[x[:1], x[drawn]] * scale, np.r_[0.0, y[drawn]], where="post", color="#1f77b4", lw=1.5, label="CDF")
         marks = np.percentile(x, PERCENTILES)
         ax.plot(marks * scale, np.array(PERCENTILES) / 100, "o", color="k", ms=4, label="p50, p90, p99")
         for p, value in zip(PERCENTILES, marks):
@@ -162,12 +164,12 @@ def kv_occupancy(steps: pd.DataFrame, summary: dict[str, Any], path: Path) -> Pa
     fig, (ax_kv, ax_q) = plt.subplots(2, 1, figsize=(11, 5), sharex=True, gridspec_kw={"height_ratios": [2, 1]})
     groups = instances(steps)
     for i, (label, part) in enumerate(groups):
-        x, y = step_series(part["start_s"], part["end_s"], occupancy(part, blocks) * 100)
+        x, y = m4(*step_series(part["start_s"], part["end_s"], occupancy(part, blocks) * 100))
         color = "#9467bd" if len(groups) == 1 else f"C{i}"
         if len(groups) == 1:
             ax_kv.fill_between(x, 0, y, color=color, alpha=0.35, lw=0)
         ax_kv.plot(x, y, color=color, lw=1, label=f"KV blocks in use {label}".strip())
-        x, y = step_series(part["start_s"], part["end_s"], part["waiting"])
+        x, y = m4(*step_series(part["start_s"], part["end_s"], part["waiting"]))
         ax_q.plot(x, y, color="#d62728" if len(groups) == 1 else f"C{i}", lw=1, label=f"waiting {label}".strip())
     peak = float(fraction.max())
     ax_kv.axhline(peak * 100, color="0.4", ls=":", lw=1, label=f"peak {peak:.1%}")
@@ -200,15 +202,19 @@ def batch_sizes(steps: pd.DataFrame, path: Path) -> Path:
     for i, (label, part) in enumerate(groups):
         start, end = part["start_s"], part["end_s"]
         if split and len(groups) == 1:
-            low = np.zeros(4 * len(part))
+            many = len(part) > BINS  # thinned: each slice's mean over time, on shared slices
+            edges = np.linspace(float(start.min()), float(end.max()), BINS + 1) if many else None
+            low = np.zeros(BINS if many else 4 * len(part))
             for col in SPLIT:
-                x, y = step_series(start, end, part[col], idle=0.0)
-                ax.fill_between(x, low, low + y, color=SPLIT_COLORS[col], alpha=0.6, lw=0, label=f"{col} in the step")
+                x, y = (((edges[:-1] + edges[1:]) / 2, binned_mean(start, end, part[col], edges)) if many
+                        else step_series(start, end, part[col], idle=0.0))
+                ax.fill_between(x, low, low + y, color=SPLIT_COLORS[col], alpha=0.6, lw=0,
+                                label=f"{col} in the step" + (f" (mean over {BINS:,} slices)" if many else ""))
                 low = low + y
         elif split:
-            x, y = step_series(start, end, part["prefills"] + part["decodes"], idle=0.0)
+            x, y = m4(*step_series(start, end, part["prefills"] + part["decodes"], idle=0.0))
             ax.plot(x, y, color=f"C{i}", lw=0.8, alpha=0.7, label=f"in the step, {label}")
-        x, y = step_series(start, end, part["running"])
+        x, y = m4(*step_series(start, end, part["running"]))
         ax.plot(x, y, color="k" if len(groups) == 1 else f"C{i}", lw=1, label=f"admitted {label}".strip())
     computed = steps["prefills"] + steps["decodes"] if split else steps["running"]
     what = "sequences per step" if split else "sequences admitted"
@@ -231,8 +237,8 @@ def read_serve(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]
         if not (folder / name).exists():
             raise ConfigError("file not found: not a memsim serving folder", file=str(folder / name))
         check_file(folder / name)
-    requests = read_table(folder / "requests.csv", "serving requests table", REQUESTS_READ, REQUESTS_READ)
-    steps = read_table(folder / "steps.csv", "serving steps table", STEPS_READ, STEPS_READ)
+    requests = read_table(folder / "requests.csv", "serving requests table", REQUESTS_READ, REQUESTS_READ, ())
+    steps = read_table(folder / "steps.csv", "serving steps table", STEPS_READ, STEPS_READ, (*SPLIT, "instance"))
     steps = as_numbers(steps, [col for col in SPLIT if col in steps.columns], str(folder / "steps.csv"))
     summary = check_summary(load_json(folder / "serve.json"), str(folder / "serve.json"))
     return requests, steps, summary

@@ -208,3 +208,51 @@ def test_a_folder_without_serve_json_is_one_line_and_exit_2(monkeypatch, capsys,
     assert info.value.code == 2 and len(err.strip().splitlines()) == 1, err
     assert f"{serve_dir / 'serve.json'}: file not found" in err
     assert not (serve_dir / FIGURES[0]).exists()
+
+
+def test_a_long_run_is_drawn_thinned_so_the_figure_not_the_table_sets_its_size(figures, tmp_path):
+    """Issue 42: a steps.csv of a million rows took 3 GB to draw. Every line is now at most four
+    points a slice of the time axis, the stacked areas one a slice, the CDFs 4 x BINS points, and
+    each keeps the extremes a reader looks for."""
+    from memsim.report.thin import BINS
+
+    n = 200_000
+    start = np.arange(n) * 1e-3
+    rng = np.random.default_rng(1)
+    steps = pd.DataFrame({"start_s": start, "end_s": start + 9e-4, "prefills": rng.integers(0, 2, n),
+                          "decodes": rng.integers(0, 64, n), "kv_blocks_used": rng.integers(0, 200, n),
+                          "running": rng.integers(1, 65, n), "waiting": rng.integers(0, 30, n)})
+    steps.loc[n // 2, "kv_blocks_used"] = 200  # one full step: its peak must survive thinning
+    serve_plots.kv_occupancy(steps, SUMMARY, tmp_path / "k.png")
+    serve_plots.batch_sizes(steps, tmp_path / "b.png")
+    requests = pd.DataFrame({col: rng.lognormal(-3, 1, n) for col in ("ttft_s", "tpot_s", "e2e_s")})
+    serve_plots.latency_cdfs(requests, SUMMARY, tmp_path / "l.png")
+    kv, queue = figures[0].axes
+    lines = [line for fig in figures for ax in fig.axes for line in ax.lines]
+    assert max(len(line.get_xdata()) for line in lines) <= 4 * BINS + 1
+    assert max(kv.lines[0].get_ydata()) == pytest.approx(100.0) and max(queue.lines[0].get_ydata()) == steps.waiting.max()
+    fills = [c for c in figures[1].axes[0].collections]
+    assert fills and all(len(c.get_paths()[0].vertices) <= 2 * BINS + 10 for c in fills)
+
+
+def test_a_rerun_into_a_folder_leaves_no_stale_figure(tmp_path):
+    """Figures drawn from an earlier run's tables are gone once a new run writes its tables there; a
+    run without energy leaves no energy figure of an earlier run beside its own."""
+    from memsim import serve, simulate
+
+    out = tmp_path / "s"
+    serve("h100-sxm", "gpt2", count=3).write(out)
+    (out / FIGURES[0]).write_bytes(b"\x89PNG old")
+    serve("h100-sxm", "gpt2", count=4).write(out)
+    assert sorted(p.name for p in out.iterdir()) == ["requests.csv", "serve.json", "steps.csv"]
+    pytest.importorskip("matplotlib", reason="figures need the plot extra")
+    from memsim.report.run_plots import plot_run
+
+    run = tmp_path / "r"
+    simulate("h100-sxm", "gpt2", context=16).write(run)
+    (run / "energy.png").write_bytes(b"\x89PNG old")
+    summary = json.loads((run / "summary.json").read_text())
+    summary.pop("energy_j", None)
+    (run / "summary.json").write_text(json.dumps(summary))
+    drawn = plot_run(run)
+    assert "energy.png" not in {p.name for p in drawn} and not (run / "energy.png").exists()
