@@ -12,12 +12,12 @@ __version__ = "0.1.0"
 
 _HOME = {"Result": "memsim.api", "simulate": "memsim.api", "simulate_graph": "memsim.api", "explain": "memsim.api",
          "sweep_frame": "memsim.api", "serve": "memsim.serving",
-         "RunSpec": "memsim.runspec", "CapacityError": "memsim.errors", "ConfigError": "memsim.errors",
-         "MemsimError": "memsim.errors", "TraceError": "memsim.errors"}
+         "RunSpec": "memsim.runspec", "ServeSpec": "memsim.servespec", "CapacityError": "memsim.errors",
+         "ConfigError": "memsim.errors", "MemsimError": "memsim.errors", "TraceError": "memsim.errors"}
 
 ALIASES = {"serve": "simulate_serving"}  # a public name that is not its module's
 
-__all__ = ["CapacityError", "ConfigError", "MemsimError", "Result", "RunSpec", "TraceError", "__version__",
+__all__ = ["CapacityError", "ConfigError", "MemsimError", "Result", "RunSpec", "ServeSpec", "TraceError", "__version__",
            "explain", "serve", "simulate", "simulate_graph", "sweep_frame"]
 
 

@@ -11,9 +11,10 @@ import click
 
 from memsim import __version__, api, catalog, console_table, hardware, inputs, limits, report, runspec, workload
 from memsim.atomic import atomic_write_text, check_output_file
+from memsim.cli_options import spec_options, spec_values
 from memsim.cli_serve import serve_cmd
 from memsim.console import by_interrupt, interrupted
-from memsim.errors import FLAGS, MemsimError, MemsimWarning, flags_named, shown
+from memsim.errors import FLAGS, MemsimError, MemsimWarning, flags_named
 from memsim.runspec import RunSpec
 from memsim.stack import presets as stack_presets
 from memsim.workload.importers import IMPORTERS, OUTPUT, Importer
@@ -21,31 +22,12 @@ from memsim.workload.importers import IMPORTERS, OUTPUT, Importer
 
 def _spec_options(command: str):
     """Click options generated from ``RunSpec``'s fields that ``memsim COMMAND`` takes."""
-    def decorate(fn):
-        for f in reversed(runspec.options(command)):
-            meta, flag = f.metadata, runspec.flag(f)
-            if meta["kind"] is bool:
-                opt = click.option(flag, f.name, is_flag=True, help=shown(meta["help"], flags=True))
-            elif f.name == "set":
-                opt = click.option(flag, f.name, multiple=True, metavar="PATH=VALUE", help=shown(meta["help"], flags=True))
-            else:
-                kind = click.Choice(meta["choices"]) if meta["choices"] else meta["kind"]
-                default = meta["cli_default"]
-                opt = click.option(flag, f.name, type=kind, default=default, show_default=default is not None,
-                                   help=shown(meta["help"], flags=True))
-            fn = opt(fn)
-        return fn
-    return decorate
+    return spec_options(runspec.options(command))
 
 
 def _spec_values(kwargs: dict) -> dict:
     """Pop the ``RunSpec`` fields out of a command's keyword arguments (``--no-fast-forward`` inverted)."""
-    values = {}
-    for f in fields(RunSpec):
-        if f.name in kwargs:
-            value = kwargs.pop(f.name)
-            values[f.name] = (not value) if runspec.flag(f).startswith("--no-") else value
-    return values
+    return spec_values(kwargs, list(fields(RunSpec)))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

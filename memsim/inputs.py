@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from memsim.hardware import HW_SUFFIXES
 from memsim.runspec import SELF_DRAFT, RunSpec
@@ -36,3 +37,11 @@ def files(spec: RunSpec) -> tuple[Path, ...]:
     values = asdict(spec)
     found = (path_of(name, values[name]) for name in FILE_FIELDS)
     return tuple(p for p in found if p is not None)
+
+
+def serving_files(hw: Any, model: Any, stack: Any, requests: str | Path | None = None) -> tuple[Path, ...]:
+    """The files a serving run reads: its chip, model and stack (where they name files) and its
+    request trace."""
+    named = (path_of(name, value) for name, value in (("hw", hw), ("model", model), ("stack", stack))
+             if isinstance(value, str))
+    return tuple(p for p in (*named, Path(requests) if requests is not None else None) if p is not None)

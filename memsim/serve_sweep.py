@@ -1,5 +1,5 @@
 """Sweeps of serving runs (``memsim sweep --serve``): the cartesian product of swept serving keywords
-(``rate``, ``max_tokens``, ``scheduler``, ``replicas`` ...: those of ``memsim.serve``) and hardware fields
+(``rate``, ``max_tokens``, ``scheduler``, ``replicas`` ...: ``ServeSpec``'s fields) and hardware fields
 (``hbm.capacity``, ``sram.capacity``, ``hbm.bandwidth`` ...), each point one ``memsim.serve`` run on a
 local process pool, into ``results.csv``: the swept values (quantities also in base units) and the
 point's ``serve.json`` flattened, or its error. ``capacity`` reads a "requests a second at an SLO" table
@@ -8,45 +8,38 @@ first token (or another percentile's column) meets the SLO.
 """
 from __future__ import annotations
 
-import dataclasses
-import inspect
 import math
+import os
+import warnings
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from memsim import limits, sweep_store
+from memsim import __version__, limits, sweep_store
 from memsim.atomic import atomic_write_text
 from memsim.errors import ConfigError, MemsimError, run_field
+from memsim.inputs import serving_files
+from memsim.pools import pool_size, worker_start
+from memsim.runspec import check, defaults
+from memsim.runspec import parse_value as runspec_parse
+from memsim.servespec import sweepable
+from memsim.serving import simulate_serving
+from memsim.sweep import flatten, points, size
+from memsim.sweep_values import with_numbers
 
 SERVE_FIELDS = ("hw", "model", "weight_dtype", "kv_dtype", "tp", "pp")  # the sweep command's own options a serve run takes
 
 
-def keywords() -> dict[str, type]:
-    """The serving keywords a point may sweep or fix, and each one's type."""
-    from memsim.serving import Deployment, Policy, simulate_serving
-
-    found: dict[str, type] = {}
-    for name, param in inspect.signature(simulate_serving).parameters.items():
-        if param.kind is param.KEYWORD_ONLY and name not in ("set", "check", "requests"):
-            found[name] = type(param.default)
-    for cls in (Deployment, Policy):
-        for f in dataclasses.fields(cls):
-            if f.name not in ("hw", "model", "set"):
-                found[f.name] = type(f.default)
-    return found
+def keywords() -> dict[str, Any]:
+    """The serving fields a point may sweep or fix (``ServeSpec``'s, by name)."""
+    return sweepable()
 
 
-def parse_value(name: str, kind: type, value: str) -> Any:
-    try:
-        if kind is bool:
-            if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
-                raise ValueError
-            return value.lower() in ("true", "1", "yes")
-        return kind(float(value)) if kind is int and float(value).is_integer() else kind(value)
-    except ValueError:
-        raise ConfigError(f"{name}: {value!r} is not a {kind.__name__}", field=run_field("set")) from None
+def parse_value(name: str, f: Any, value: str) -> Any:
+    """A swept value given as text, as its field's type and checked against its declaration."""
+    return check(f, runspec_parse(f, value))
 
 
 def split(point: dict[str, str]) -> tuple[dict[str, Any], list[tuple[str, str]]]:
@@ -66,11 +59,6 @@ def split(point: dict[str, str]) -> tuple[dict[str, Any], list[tuple[str, str]]]
 
 def run_point(base: dict[str, Any], point: dict[str, str]) -> dict[str, Any]:
     """One serving run; never raises: a failure is the row's ``error``."""
-    import warnings
-
-    from memsim.serving import simulate_serving
-    from memsim.sweep import flatten
-    from memsim.sweep_values import with_numbers
 
     row: dict[str, Any] = with_numbers(point)
     try:
@@ -87,10 +75,7 @@ def run_point(base: dict[str, Any], point: dict[str, str]) -> dict[str, Any]:
 
 def run(base: dict[str, Any], sweeps: dict[str, list[str]], out: Path, workers: int | None = None) -> pd.DataFrame:
     """Every point, on ``workers`` processes; writes ``out/results.csv`` (in the points' order) and returns it."""
-    from concurrent.futures import ProcessPoolExecutor
 
-    from memsim.pools import pool_size, worker_start
-    from memsim.sweep import points, size
 
     limits.check(size(sweeps), limits.MAX_POINTS, "points", run_field("set"))
     todo = list(points(sweeps))
@@ -108,8 +93,6 @@ def run(base: dict[str, Any], sweeps: dict[str, list[str]], out: Path, workers: 
         if n == 1:
             rows = [run_point(base, p) for p in todo]
         else:
-            import os
-
             with ProcessPoolExecutor(n, initializer=worker_start, initargs=(os.getpid(),)) as pool:
                 rows = list(pool.map(run_point, [base] * len(todo), todo))
         frame = pd.DataFrame(rows)
@@ -120,16 +103,12 @@ def run(base: dict[str, Any], sweeps: dict[str, list[str]], out: Path, workers: 
 def experiment(base: dict[str, Any], sweeps: dict[str, list[str]]) -> dict[str, Any]:
     """What the folder of a serving sweep records (``sweep_store.claim``): a folder holds one
     experiment, so a plain sweep's folder, or another serving sweep's, is refused."""
-    from memsim import __version__
-
     return {"serve": True, "base": {k: v for k, v in sorted(base.items()) if k != "set"},
             "set": sorted(map(list, base.get("set", ()))), "swept": sorted(sweeps), "memsim": __version__}
 
 
 def files_read(base: dict[str, Any], sweeps: dict[str, list[str]]) -> list[Path]:
     """The files the points read: every chip, model and stack file the base or a swept value names."""
-    from memsim.serving import files_read as serving_files
-
     found: list[Path] = []
     for hw in sweeps.get("hw", [base.get("hw", "h100-sxm")]):
         for model in sweeps.get("model", [base.get("model", "llama-3.1-8b")]):
@@ -140,7 +119,7 @@ def files_read(base: dict[str, Any], sweeps: dict[str, list[str]]) -> list[Path]
 
 def capacity(results: pd.DataFrame, column: str = "ttft_s_p90") -> pd.DataFrame:
     """For each setting of the fields swept besides ``rate``, the highest swept rate whose ``column`` meets the
-    point's own SLO (``slo.ttft_s``: ``--set slo_ttft_s=...``), with its throughput (NaN: no rate met it)."""
+    point's own SLO (``slo.ttft_s``: ``--set slo_ttft=...``), with its throughput (NaN: no rate met it)."""
     if "rate" not in results or column not in results:
         return pd.DataFrame()
     slo = results["slo.tpot_s" if column.startswith("tpot") else "slo.ttft_s"]
@@ -159,8 +138,6 @@ def capacity(results: pd.DataFrame, column: str = "ttft_s_p90") -> pd.DataFrame:
 
 def command(base: dict[str, Any], sweeps: dict[str, list[str]], out: Path, workers: int | None) -> list[str]:
     """``memsim sweep --serve``: run the points; the console's lines."""
-    from memsim.sweep import size
-
     lines = [f"sweeping serving runs over {', '.join(f'{k} ({len(v)})' for k, v in sweeps.items())}: "
              f"{size(sweeps)} points -> {out}"]
     frame = run(base, sweeps, out, workers)
@@ -194,8 +171,6 @@ def refuse(given: dict[str, Any]) -> None:
 
 def base_of(spec_values: dict[str, Any]) -> dict[str, Any]:
     """The sweep command's options a serving run takes; any other run option given is refused."""
-    from memsim.runspec import defaults
-
     given = {k: v for k, v in spec_values.items() if v is not None and v != defaults().get(k) and v != ()}
     extra = sorted(set(given) - set(SERVE_FIELDS))
     if extra:

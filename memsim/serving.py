@@ -24,18 +24,17 @@ from typing import Any
 import pandas as pd
 
 from memsim import api, serving_report, workload
+from memsim.chipfile import chip_path
 from memsim.engine.schedulers import SCHEDULERS
 from memsim.engine.serving import Instance, serve_instances
 from memsim.engine.serving_state import PREEMPTION, HostWork, Limits, Seq
-from memsim.errors import ConfigError, MemsimWarning
-from memsim.inputs import path_of
+from memsim.errors import ConfigError, MemsimWarning, run_field
+from memsim.inputs import serving_files
+from memsim.servespec import MAX_BLOCK_TOKENS, MAX_INSTANCES, ServeSpec, signature
 from memsim.serving_steps import Segments, StepTimes
 from memsim.stack.spec import StackSpec
 from memsim.units import PS_PER_S
-from memsim.workload.requests import Request
-
-MAX_BLOCK_TOKENS = 4096  # tokens in one KV block (serving stacks use 8 to 256)
-MAX_INSTANCES = 1024
+from memsim.workload.requests import Request, read_requests, synthetic
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,7 +61,8 @@ class Deployment:
         if self.pp < 1:
             raise ConfigError("must be at least 1", field="pp")
         if (self.prefill > 0) != (self.decode > 0):
-            raise ConfigError("disaggregated serving needs both prefill and decode instances", field="prefill")
+            raise ConfigError("disaggregated serving needs both prefill and decode instances",
+                              field=run_field("prefill_instances"))
         if not self.prefill and self.replicas < 1:
             raise ConfigError("must be at least 1", field="replicas")
 
@@ -146,7 +146,7 @@ class Policy:
         if self.scheduler is not None and self.scheduler not in SCHEDULERS:
             raise ConfigError(f"unknown scheduler {self.scheduler!r} ({', '.join(SCHEDULERS)})", field="scheduler")
         if self.preemption not in PREEMPTION:
-            raise ConfigError(f"unknown preemption {self.preemption!r} ({', '.join(PREEMPTION)})", field="preemption")
+            raise ConfigError(f"unknown preemption {self.preemption!r} ({', '.join(PREEMPTION)})", field=run_field("preemption"))
         for name, most in (("block_tokens", MAX_BLOCK_TOKENS), ("max_seqs", 1 << 20), ("max_tokens", 1 << 24)):
             value = getattr(self, name)
             if value is None and name != "block_tokens":
@@ -202,7 +202,7 @@ def kv_capacity(dep: Deployment, block_tokens: int) -> KVCache:
     if blocks < 1:
         raise ConfigError(f"the weights leave no room for a KV block of {block_tokens} tokens "
                           f"({', '.join(f'{k} {v:,} B' for k, v in levels.items()) or 'no level holds the KV cache'})",
-                          field="hw")
+                          field=run_field("hw"))
     host = next((lvl for lvl in chip.levels if lvl.via), None)
     swap: dict[str, Any] = {}
     if host is not None:
@@ -211,10 +211,10 @@ def kv_capacity(dep: Deployment, block_tokens: int) -> KVCache:
                 "host_blocks": max(0, dep.pp * chip.chip_capacity(host) - weights.get(host.name, 0)) // block}
     if dep.handoff_link and dep.handoff_link not in {lk.name for lk in chip.links}:
         raise ConfigError(f"{dep.hw} has no link {dep.handoff_link!r} ({', '.join(lk.name for lk in chip.links)})",
-                          field="handoff_link")
+                          field=run_field("handoff_link"))
     link = chip.link(dep.handoff_link) if dep.handoff_link else chip.interconnect
     if dep.prefill and link is None:
-        raise ConfigError(f"{dep.hw} has no link to send a KV cache between instances over", field="handoff_link")
+        raise ConfigError(f"{dep.hw} has no link to send a KV cache between instances over", field=run_field("handoff_link"))
     handoff: dict[str, Any] = {} if link is None else {"handoff_bytes_per_s": dep.pp * link.achievable(link.count),
                                        "handoff_latency_s": link.latency_ps * 1e-12,
                                        "handoff_j_per_byte": link.energy_fj_per_bit * 8e-15}
@@ -248,7 +248,7 @@ def instances(dep: Deployment, policy: Policy, kv: KVCache, times: StepTimes) ->
     """The deployment's instances. An instance of ``pp`` stages runs as ``pp`` virtual engines (vLLM's), each with
     its share of the KV cache and a step as long as the whole pipeline's, one batch in each stage at a time."""
     if policy.preemption == "swap" and kv.host_blocks < 1:
-        raise ConfigError(f"{dep.hw} has no host level with room for a KV block to swap to", field="preemption")
+        raise ConfigError(f"{dep.hw} has no host level with room for a KV block to swap to", field=run_field("preemption"))
     stack = stack_of(dep)
     policy = policy.resolved(stack)
     assert policy.scheduler is not None and policy.max_seqs is not None and policy.max_tokens is not None
@@ -258,7 +258,7 @@ def instances(dep: Deployment, policy: Policy, kv: KVCache, times: StepTimes) ->
                     swap_blocks=kv.host_blocks // dep.pp if policy.preemption == "swap" else 0,
                     watermark_blocks=math.ceil(stack.serving.watermark * blocks))
     if limits.kv_blocks < 1:
-        raise ConfigError(f"{kv.blocks} KV blocks do not split over {dep.pp} pipeline stages' engines", field="pp")
+        raise ConfigError(f"{kv.blocks} KV blocks do not split over {dep.pp} pipeline stages' engines", field=run_field("pp"))
     host = host_work(stack, dep.tp)
     if not dep.prefill:
         return [Instance(scheduler=policy.scheduler, limits=limits, step_time=times, host=host)] * (dep.replicas * dep.pp)
@@ -358,41 +358,37 @@ class ServeResult:
         return serving_report.write(self.requests, self.steps, self.summary, Path(out), self.inputs)
 
 
-DEPLOYMENT = {f.name for f in dataclasses.fields(Deployment)} - {"hw", "model", "set"}
+def simulate_serving(hw: Any = ServeSpec.hw, model: str = ServeSpec.model, **options: Any) -> ServeResult:
+    """``memsim serve`` from Python: the keyword arguments are ``ServeSpec``'s fields (``memsim.ServeSpec``),
+    one name each as the command line's flags: a request trace (``requests``, a CSV) or ``count`` requests
+    drawn at ``rate`` a second (or sent by ``users`` clients in a closed loop, each ``think`` seconds after
+    its last finished), on a deployment under a scheduler. ``hw`` may also be a ``ChipSpec`` or a dict."""
+    return serve_spec(ServeSpec.make({"hw": chip_path(hw), "model": model, **options}))
 
 
-def simulate_serving(hw: str = "h100-sxm", model: str = "llama-3.1-8b", *, requests: str | Path | None = None,
-                     rate: float = 1.0, count: int = 100, arrival: str = "poisson", burstiness: float = 1.0,
-                     prompt: int = 512, output: int = 128, lengths: str = "fixed", spread: float = 0.5,
-                     prefix: int = 0, seed: int = 0, users: int = 0, think_s: float = 0.0, set: Any = (),
-                     check: int = 8, **options: Any) -> ServeResult:
-    """``memsim serve`` from Python: a request trace (``requests``, a CSV) or ``count`` synthetic requests at
-    ``rate`` a second (or sent by ``users`` clients in a closed loop, each ``think_s`` after its last
-    finished), on a deployment (``Deployment``'s fields as keywords) under a scheduler (``Policy``'s)."""
-    from memsim import runspec
-    from memsim.workload.requests import read_requests, synthetic
-
-    if not isinstance(users, int) or isinstance(users, bool) or not 0 <= users <= 1 << 20:
-        raise ConfigError("must be a whole number of clients from 0", field="users")
-    if not (math.isfinite(think_s) and think_s >= 0):
-        raise ConfigError("must be a time in seconds, not negative", field="think_s")
-    reqs = read_requests(Path(requests)) if requests is not None else synthetic(
-        count, rate, arrival=arrival, burstiness=burstiness, prompt=prompt, output=output, lengths=lengths,
-        spread=spread, seed=seed, prefix=prefix)
-    policy = {f.name for f in dataclasses.fields(Policy)}
-    unknown = sorted(options.keys() - policy - DEPLOYMENT)
-    if unknown:
-        raise ConfigError(f"unknown keyword {unknown[0]!r}", field=unknown[0])
-    dep = Deployment(hw=hw, model=model, set=runspec.overrides(set),
-                     **{k: v for k, v in options.items() if k in DEPLOYMENT})
-    result = serve(dep, reqs, Policy(**{k: v for k, v in options.items() if k in policy}), check=check,
-                   users=users, think_s=think_s)
-    return ServeResult(result["requests"], result["steps"], result["summary"], files_read(dep.hw, dep.model, dep.stack, requests))
+simulate_serving.__signature__ = signature()  # type: ignore[attr-defined]
 
 
-def files_read(hw: Any, model: Any, stack: Any, requests: str | Path | None = None) -> tuple[Path, ...]:
-    """The files a serving run reads: its chip, model and stack (where they name files) and its
-    request trace."""
-    named = (path_of(name, value) for name, value in (("hw", hw), ("model", model), ("stack", stack))
-             if isinstance(value, str))
-    return tuple(p for p in (*named, Path(requests) if requests is not None else None) if p is not None)
+def serve_spec(spec: ServeSpec) -> ServeResult:
+    """Serve the requests ``spec`` names or draws on the deployment it declares."""
+    trace = spec.trace()
+    reqs = read_requests(trace) if trace is not None else synthetic(spec.count, spec.rate, **spec.drawn())
+    dep = deployment_of(spec)
+    result = serve(dep, reqs, policy_of(spec), check=spec.check, users=spec.users, think_s=spec.think)
+    return ServeResult(result["requests"], result["steps"], result["summary"],
+                       serving_files(dep.hw, dep.model, dep.stack, trace))
+
+
+def deployment_of(spec: ServeSpec) -> Deployment:
+    """The deployment the serving loop runs, as ``spec`` declares it."""
+    return Deployment(hw=spec.hw, model=spec.model, weight_dtype=spec.weight_dtype, kv_dtype=spec.kv_dtype, tp=spec.tp,
+                      pp=spec.pp, set=spec.set, replicas=spec.replicas, prefill=spec.prefill_instances,
+                      decode=spec.decode_instances, handoff_link=spec.handoff_link or "", stack=spec.stack,
+                      precision=spec.precision)
+
+
+def policy_of(spec: ServeSpec) -> Policy:
+    """The scheduling policy ``spec`` declares (what it leaves ``None`` is the stack's)."""
+    return Policy(scheduler=spec.scheduler, block_tokens=spec.block_tokens, max_seqs=spec.max_seqs,
+                  max_tokens=spec.max_tokens, prefix_caching=spec.prefix_caching, preemption=spec.preemption,
+                  slo_ttft_s=spec.slo_ttft, slo_tpot_s=spec.slo_tpot)

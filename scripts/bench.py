@@ -244,7 +244,7 @@ def serving_benchmark() -> None:
     import memsim
 
     t0 = time.perf_counter()
-    r = memsim.serve("h100-sxm", "llama-3.1-8b", rate=30, count=10_000, prompt=512, output=128, lengths="lognormal",
+    r = memsim.serve("h100-sxm", "llama-3.1-8b", rate=30, count=10_000, prompt=512, output_tokens=128, lengths="lognormal",
                      seed=1)
     wall, s = time.perf_counter() - t0, r.summary
     print("memsim serve, 10,000 Poisson requests at 30/s, Llama-3.1-8B on h100-sxm (lognormal lengths)")
@@ -254,7 +254,7 @@ def serving_benchmark() -> None:
     print(f"  wall time                  {wall:10.1f} s   (target <= 60 s on 2 cores: "
           f"{'met' if wall <= 60 else 'MISSED'})")
     t0 = time.perf_counter()
-    r = memsim.serve("h100-sxm", "llama-3.1-8b", rate=30, count=2_000, prompt=512, output=128, lengths="lognormal",
+    r = memsim.serve("h100-sxm", "llama-3.1-8b", rate=30, count=2_000, prompt=512, output_tokens=128, lengths="lognormal",
                      seed=1, scheduler="chunked", max_tokens=2048)
     wall, s = time.perf_counter() - t0, r.summary
     print("  the same at 2,000 requests, chunked prefill (2,048-token budget): "

@@ -17,7 +17,7 @@ from concurrent.futures import ProcessPoolExecutor
 CHIPS = ("h100-sxm", "h200-sxm", "wse-3")
 MODEL = "llama-3.1-8b"
 SLO_S = 0.5  # p90 time to first token
-WORKLOAD = {"prompt": 1024, "output": 256, "seed": 11}
+WORKLOAD = {"prompt": 1024, "output_tokens": 256, "seed": 11}
 SECONDS = 20.0
 LEAST = 200
 BISECT = 3

@@ -14,7 +14,7 @@ def test_a_point_splits_into_typed_serving_keywords_and_hardware_overrides():
     assert sets == [("hbm.capacity", "40GB")]
     with pytest.raises(ConfigError, match="neither a serving keyword"):
         serve_sweep.split({"batch": "8"})
-    with pytest.raises(ConfigError, match="'many' is not a int"):
+    with pytest.raises(ConfigError, match="count: expected an integer, got 'many'"):
         serve_sweep.split({"count": "many"})
 
 
@@ -37,7 +37,7 @@ def test_the_command_sweeps_serving_runs_and_refuses_a_step_option(monkeypatch, 
             return exc.code, capsys.readouterr()
         return 0, capsys.readouterr()
 
-    code, io = memsim_cli("--set", "rate=2,200", "--set", "count=12", "--set", "output=8", "--set", "slo_ttft_s=0.05",
+    code, io = memsim_cli("--set", "rate=2,200", "--set", "count=12", "--set", "output_tokens=8", "--set", "slo_ttft=0.05",
                           "--workers", "1", "--out", str(tmp_path / "s"))
     assert code == 0, io.err
     results = pd.read_csv(tmp_path / "s" / "results.csv")

@@ -14,7 +14,7 @@ HW, MODEL = "h100-sxm", "llama-3.1-8b"
 
 
 def test_under_light_load_ttft_is_the_prefill_step_and_tpot_the_decode_step():
-    r = memsim.serve(HW, MODEL, rate=0.05, count=4, prompt=512, output=32, seed=1, stack="ideal")
+    r = memsim.serve(HW, MODEL, rate=0.05, count=4, prompt=512, output_tokens=32, seed=1, stack="ideal")
     prefill = simulate(HW, MODEL, phase="prefill", batch=1, prompt=512, sensitivity=0, stack="ideal").summary
     decode = simulate(HW, MODEL, phase="decode", batch=1, context=512 + 16, sensitivity=0, stack="ideal").summary
     assert (r.requests.queue_s == 0).all()
@@ -27,7 +27,7 @@ def test_a_stacks_front_end_and_step_work_add_to_every_request_as_declared():
     """vLLM V0's profile: a request passes the front end before it is scheduled, and every step pays its
     host work in series, its output work hidden behind the next step (asynchronous output processing)."""
 
-    kw = dict(rate=0.05, count=4, prompt=512, output=32, seed=1)
+    kw = dict(rate=0.05, count=4, prompt=512, output_tokens=32, seed=1)
     ideal, v0 = memsim.serve(HW, MODEL, stack="ideal", **kw), memsim.serve(HW, MODEL, stack="vllm-v0", **kw)
     host = host_work(stack_of(Deployment(stack="vllm-v0")), 1)
     assert host.frontend_s > 0 and host.overlap == "output" and v0.summary["deployment"]["stack"] == "vllm-v0"
@@ -44,7 +44,7 @@ def test_a_stacks_front_end_and_step_work_add_to_every_request_as_declared():
 
 
 def test_littles_law_holds_for_the_simulated_queue():
-    s = memsim.serve(HW, MODEL, rate=30, count=400, prompt=256, output=64, lengths="uniform", seed=2).summary
+    s = memsim.serve(HW, MODEL, rate=30, count=400, prompt=256, output_tokens=64, lengths="uniform", seed=2).summary
     assert s["mean_in_system"] == pytest.approx(s["requests_per_s"] * s["e2e_s_mean"], rel=0.02)
     assert s["mean_in_system"] > 2  # a real queue, not one request at a time
 
@@ -53,7 +53,7 @@ def test_littles_law_holds_for_the_simulated_queue():
 @pytest.mark.long
 def test_throughput_saturates_and_more_hbm_moves_the_saturation_up():
     def run(rate, hbm):
-        return memsim.serve(HW, MODEL, rate=rate, count=300, prompt=1024, output=256, seed=3,
+        return memsim.serve(HW, MODEL, rate=rate, count=300, prompt=1024, output_tokens=256, seed=3,
                             set={"hbm.capacity": hbm}, stack="ideal").summary  # the whole HBM for the cache
 
     small = [run(rate, "24GB") for rate in (4, 16, 32)]  # 24 GB: 16 GB of weights leave 3,785 KV blocks
@@ -67,7 +67,7 @@ def test_throughput_saturates_and_more_hbm_moves_the_saturation_up():
 
 
 def test_prefix_caching_lowers_ttft_and_kv_blocks_for_a_shared_prefix():
-    kw = {"rate": 4, "count": 40, "prompt": 1200, "output": 32, "prefix": 1000, "seed": 4}
+    kw = {"rate": 4, "count": 40, "prompt": 1200, "output_tokens": 32, "prefix": 1000, "seed": 4}
     on, off = memsim.serve(HW, MODEL, prefix_caching=True, **kw).summary, memsim.serve(HW, MODEL, **kw).summary
     assert on["ttft_s_mean"] < 0.7 * off["ttft_s_mean"]
     assert on["kv"]["peak_blocks"] < off["kv"]["peak_blocks"]
@@ -103,10 +103,10 @@ def test_the_command_line_serves_and_refuses_a_bad_trace_in_one_line(monkeypatch
 
 
 @pytest.mark.parametrize(("args", "expect"), [
-    (("--count", "0"), "--count: must be 1 to"),
-    (("--block-tokens", "100000"), "--block-tokens: must be a whole number from 1 to 4,096"),
-    (("--slo-tpot", "0"), "--slo-tpot: must be a positive time"),
-    (("--rate", "-3"), "--rate: must be a positive rate"),
+    (("--count", "0"), "--count: must be at least 1, got 0"),
+    (("--block-tokens", "100000"), "--block-tokens: must be at most 4,096"),
+    (("--slo-tpot", "0"), "--slo-tpot: must be at least 1e-09"),
+    (("--rate", "-3"), "--rate: must be at least 1e-09"),
     (("--count", "3", "--prompt", "1000000"), "requests[0]: request 0 needs 62508 KV blocks"),
 ])
 def test_bad_serving_options_are_one_line_naming_the_flag(monkeypatch, capsys, tmp_path, args, expect):
@@ -120,7 +120,7 @@ def test_bad_serving_options_are_one_line_naming_the_flag(monkeypatch, capsys, t
 
 def test_chunked_prefill_keeps_p99_tpot_under_a_full_budget_step_where_prefill_first_exceeds_it():
 
-    kw = {"rate": 2.5, "count": 40, "prompt": 8000, "output": 32, "seed": 7}
+    kw = {"rate": 2.5, "count": 40, "prompt": 8000, "output_tokens": 32, "seed": 7}
     first = memsim.serve(HW, MODEL, **kw)
     chunked = memsim.serve(HW, MODEL, scheduler="chunked", max_tokens=512, **kw)
     decodes = int(chunked.steps.decodes.max())
@@ -133,7 +133,7 @@ def test_chunked_prefill_keeps_p99_tpot_under_a_full_budget_step_where_prefill_f
 
 
 def test_disaggregated_serving_sends_each_kv_cache_over_the_link():
-    r = memsim.serve(HW, MODEL, rate=2, count=10, prompt=1000, output=16, prefill=1, decode=1, seed=8)
+    r = memsim.serve(HW, MODEL, rate=2, count=10, prompt=1000, output_tokens=16, prefill_instances=1, decode_instances=1, seed=8)
     kv = r.summary["kv"]
     link = memsim.simulate(HW, MODEL, sensitivity=0).chip.interconnect
     expected = link.latency_ps * 1e-12 + 1001 * kv["bytes_per_token"] / link.achievable(link.count)
@@ -148,7 +148,7 @@ def test_disaggregated_serving_sends_each_kv_cache_over_the_link():
 
 
 def test_swapping_to_host_memory_frees_hbm_without_recomputing():
-    kw = {"rate": 50, "count": 60, "prompt": 512, "output": 512, "seed": 9, "set": {"hbm.capacity": "17GB"},
+    kw = {"rate": 50, "count": 60, "prompt": 512, "output_tokens": 512, "seed": 9, "set": {"hbm.capacity": "17GB"},
           "stack": "ideal"}  # the whole HBM for the KV cache: a stack's share of 17 GB would not hold the weights
     swap = memsim.serve(HW, MODEL, preemption="swap", **kw).summary
     assert swap["preemptions"] > 0 and swap["swapped_blocks"] > 0 and swap["kv"]["host"] == "ddr"
@@ -156,20 +156,20 @@ def test_swapping_to_host_memory_frees_hbm_without_recomputing():
 
 
 def test_a_closed_loop_of_users_holds_that_many_requests_in_flight():
-    s = memsim.serve(HW, MODEL, users=4, count=40, prompt=256, output=32).summary
+    s = memsim.serve(HW, MODEL, users=4, count=40, prompt=256, output_tokens=32).summary
     assert 3.5 < s["mean_in_system"] <= 4.0  # four clients, each always waiting on its request
     assert s["mean_in_system"] == pytest.approx(s["requests_per_s"] * s["e2e_s_mean"], rel=0.02)
 
 
 def test_replicas_serve_more_at_the_same_latency():
-    kw = {"rate": 40, "count": 200, "prompt": 1024, "output": 128, "seed": 10}
+    kw = {"rate": 40, "count": 200, "prompt": 1024, "output_tokens": 128, "seed": 10}
     one, two = memsim.serve(HW, MODEL, **kw).summary, memsim.serve(HW, MODEL, replicas=2, **kw).summary
     assert two["ttft_s_p90"] < one["ttft_s_p90"]
     assert two["deployment"]["replicas"] == 2
 
 
 def test_pipeline_stages_run_as_virtual_engines_sharing_the_stages_kv_cache():
-    kw = {"rate": 40, "count": 120, "prompt": 1024, "output": 128, "seed": 12, "set": {"hbm.capacity": "24GB"},
+    kw = {"rate": 40, "count": 120, "prompt": 1024, "output_tokens": 128, "seed": 12, "set": {"hbm.capacity": "24GB"},
           "stack": "ideal"}
     one, two = memsim.serve(HW, MODEL, **kw).summary, memsim.serve(HW, MODEL, pp=2, **kw).summary
     block = 16 * one["kv"]["bytes_per_token"]

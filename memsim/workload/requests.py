@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from memsim import limits
-from memsim.errors import ConfigError
+from memsim.errors import ConfigError, run_field
 from memsim.files import read_text
 from memsim.units import PS_PER_S
 
@@ -137,7 +137,7 @@ def _lengths(rng: np.random.Generator, kind: str, median: int, spread: float, n:
     elif kind == "lognormal":
         values = rng.lognormal(math.log(median), spread, n)
     else:
-        raise ConfigError(f"unknown length distribution {kind!r} ({', '.join(LENGTHS)})", field="lengths")
+        raise ConfigError(f"unknown length distribution {kind!r} ({', '.join(LENGTHS)})", field=run_field("lengths"))
     return np.clip(np.rint(values), 1, MAX_TOKENS).astype(int)
 
 
@@ -149,21 +149,21 @@ def synthetic(n: int, rate: float, *, arrival: str = "poisson", burstiness: floa
     and ``output``; with ``prefix`` > 0 every request shares its first ``prefix`` prompt tokens (a drawn
     prompt shorter than the prefix is the prefix: the prefix is part of every prompt)."""
     if not 1 <= n <= limits.MAX_OPS:
-        raise ConfigError(f"must be 1 to {limits.MAX_OPS:,}", field="requests")
+        raise ConfigError(f"must be 1 to {limits.MAX_OPS:,}", field=run_field("count"))
     if not (math.isfinite(rate) and rate > 0):
-        raise ConfigError("must be a positive rate (requests a second)", field="rate")
+        raise ConfigError("must be a positive rate (requests a second)", field=run_field("rate"))
     if arrival not in ARRIVALS:
-        raise ConfigError(f"unknown arrival process {arrival!r} ({', '.join(ARRIVALS)})", field="arrival")
+        raise ConfigError(f"unknown arrival process {arrival!r} ({', '.join(ARRIVALS)})", field=run_field("arrival"))
     if not (math.isfinite(burstiness) and BURSTINESS[0] <= burstiness <= BURSTINESS[1]):
         raise ConfigError(f"must be a coefficient of variation from {BURSTINESS[0]:g} to {BURSTINESS[1]:g}",
-                          field="burstiness")
+                          field=run_field("burstiness"))
     if not (math.isfinite(spread) and 0 <= spread < 5):
-        raise ConfigError("must be from 0 to below 5", field="spread")
-    check_tokens("prompt_tokens", prompt, "prompt")
-    check_tokens("output_tokens", output, "output")
-    check_prefix(prefix, prompt, "prefix")
+        raise ConfigError("must be from 0 to below 5", field=run_field("spread"))
+    check_tokens("prompt_tokens", prompt, run_field("prompt"))
+    check_tokens("output_tokens", output, run_field("output_tokens"))
+    check_prefix(prefix, prompt, run_field("prefix"))
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ConfigError(f"must be a whole number from 0, not {seed!r}", field="seed")
+        raise ConfigError(f"must be a whole number from 0, not {seed!r}", field=run_field("seed"))
     rng = np.random.default_rng(seed)
     if arrival == "poisson":
         gaps = rng.exponential(1 / rate, n)
@@ -173,7 +173,7 @@ def synthetic(n: int, rate: float, *, arrival: str = "poisson", burstiness: floa
     arrivals = np.cumsum(gaps) - gaps[0]  # the first request arrives at 0
     if not arrivals[-1] < HORIZON_S:
         raise ConfigError(f"{n:,} requests at {rate:g} a second arrive past memsim's horizon ({HORIZON_S:.4g} s)",
-                          field="rate")
+                          field=run_field("rate"))
     prompts = np.maximum(_lengths(rng, lengths, prompt, spread, n), max(prefix, 1))  # a drawn prompt holds the prefix
     outputs = _lengths(rng, lengths, output, spread, n)
     return tuple(Request(id=i, arrival_s=float(arrivals[i]), prompt=int(prompts[i]), output=int(outputs[i]),
