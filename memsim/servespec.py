@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from memsim import limits
-from memsim.engine.schedulers import SCHEDULERS
+from memsim.engine.schedulers import chosen
 from memsim.engine.serving_state import PREEMPTION
 from memsim.errors import ConfigError, run_field
 from memsim.runspec import check, overrides, param
@@ -76,8 +76,8 @@ class ServeSpec:
     users: int = _serve(0, "a closed loop: this many clients, each sending its next request when its last is done",
                         kind=int, minimum=0, maximum=1 << 20)
     think: float = _serve(0.0, "closed loop: seconds between a client's requests", kind=float, minimum=0)
-    scheduler: str | None = _serve(None, "batching policy (docs/serving.md; default: the stack's)",
-                                   choices=tuple(SCHEDULERS))
+    scheduler: str | None = _serve(None, f"batching policy: a registered scheduler ({', '.join(chosen())}: "
+                                   "docs/serving.md; default: the stack's)")
     preemption: str = _serve("recompute", "a preempted sequence's KV cache: recomputed, or swapped to the host level",
                              choices=PREEMPTION)
     block_tokens: int = _serve(16, "tokens in one KV-cache block", kind=int, minimum=1, maximum=MAX_BLOCK_TOKENS)
@@ -96,6 +96,8 @@ class ServeSpec:
             if f.name != "set":
                 object.__setattr__(self, f.name, check(f, getattr(self, f.name)))
         object.__setattr__(self, "set", overrides(self.set))
+        if self.scheduler is not None and self.scheduler not in chosen():  # read when run: one registered late counts
+            raise ConfigError(f"{self.scheduler!r} is not one of {', '.join(chosen())}", field=run_field("scheduler"))
         if (self.prefill_instances > 0) != (self.decode_instances > 0):
             raise ConfigError(f"disaggregated serving needs both {run_field('prefill_instances')} and "
                               f"{run_field('decode_instances')}", field=run_field("prefill_instances"))

@@ -25,7 +25,7 @@ import pandas as pd
 
 from memsim import api, serving_report, workload
 from memsim.chipfile import chip_path
-from memsim.engine.schedulers import SCHEDULERS
+from memsim.engine.schedulers import SCHEDULERS, chosen
 from memsim.engine.serving import Instance, serve_instances
 from memsim.engine.serving_state import PREEMPTION, HostWork, Limits, Seq
 from memsim.errors import ConfigError, MemsimWarning, run_field
@@ -143,8 +143,8 @@ class Policy:
     slo_tpot_s: float = 0.1
 
     def __post_init__(self) -> None:
-        if self.scheduler is not None and self.scheduler not in SCHEDULERS:
-            raise ConfigError(f"unknown scheduler {self.scheduler!r} ({', '.join(SCHEDULERS)})", field="scheduler")
+        if self.scheduler is not None and self.scheduler not in chosen():
+            raise ConfigError(f"unknown scheduler {self.scheduler!r} ({', '.join(chosen())})", field=run_field("scheduler"))
         if self.preemption not in PREEMPTION:
             raise ConfigError(f"unknown preemption {self.preemption!r} ({', '.join(PREEMPTION)})", field=run_field("preemption"))
         for name, most in (("block_tokens", MAX_BLOCK_TOKENS), ("max_seqs", 1 << 20), ("max_tokens", 1 << 24)):
@@ -160,8 +160,8 @@ class Policy:
     def resolved(self, stack: StackSpec) -> Policy:
         """The policy with what it leaves to the stack (``None``) taken from the stack's serving policies."""
         own = stack.serving
-        if own.scheduler not in SCHEDULERS:
-            raise ConfigError(f"unknown scheduler {own.scheduler!r} ({', '.join(SCHEDULERS)})",
+        if own.scheduler not in chosen():
+            raise ConfigError(f"unknown scheduler {own.scheduler!r} ({', '.join(chosen())})",
                               field="stack.serving.scheduler")
         return dataclasses.replace(self, scheduler=self.scheduler or own.scheduler,
                                    max_seqs=self.max_seqs or min(own.max_seqs, 1 << 20),
@@ -274,7 +274,7 @@ def serve(dep: Deployment, requests: tuple[Request, ...], policy: Policy = Polic
     of the same deployment and block size, shared (each grid step is the same simulation)."""
     kv = kv_capacity(dep, policy.block_tokens)
     policy = policy.resolved(stack_of(dep))
-    times = StepTimes(run=dep.run, mixed=dep.mixed, tile=kv.unit_tile, chunked=policy.scheduler == "chunked",
+    times = StepTimes(run=dep.run, mixed=dep.mixed, tile=kv.unit_tile, chunked=SCHEDULERS[policy.scheduler].chunked,
                       kv_tokens=kv.blocks // dep.pp * policy.block_tokens, swap_s_per_block=kv.swap_s_per_block,
                       cache=steps_cache if steps_cache is not None else {})
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import simpy
 
-from memsim.engine.schedulers import ROLES, SCHEDULERS
+from memsim.engine.schedulers import SCHEDULERS
 from memsim.engine.serving_state import Batch, HostWork, Limits, Seq, State
 from memsim.errors import ConfigError
 
@@ -62,8 +62,7 @@ def serve_instances(requests: Iterable, instances: Sequence[Instance], handoff: 
     step (instance, start, end, sequences, tokens, blocks used, waiting) and the time integral of the requests
     in the system."""
     for inst in instances:
-        if inst.scheduler not in SCHEDULERS and inst.scheduler not in ROLES:
-            raise ConfigError(f"unknown scheduler {inst.scheduler!r} ({', '.join(SCHEDULERS)})", field="scheduler")
+        SCHEDULERS.get(inst.scheduler)  # an unknown name: one line naming the known ones
     entry = [i for i, inst in enumerate(instances) if inst.role in ("both", "prefill")]
     decoders = [i for i, inst in enumerate(instances) if inst.role == "decode"]
     if not entry or (handoff is None) != (not decoders):
@@ -129,7 +128,7 @@ def serve_instances(requests: Iterable, instances: Sequence[Instance], handoff: 
 
     def run(i: int):
         inst, state = instances[i], states[i]
-        policy = SCHEDULERS.get(inst.scheduler) or ROLES[inst.scheduler]
+        policy = SCHEDULERS.get(inst.scheduler).policy
         rounds = inst.host.multi_step
         k = 0  # the step's place in its scheduling round (multi-step decoding)
         while count.done < len(seqs):
