@@ -10,8 +10,8 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-_HOME = {"Result": "memsim.api", "simulate": "memsim.api", "simulate_graph": "memsim.api", "explain": "memsim.api",
-         "sweep_frame": "memsim.api", "serve": "memsim.serving",
+_HOME = {"Result": "memsim.api", "simulate": "memsim.api", "simulate_graph": "memsim.api", "explain": "memsim.whatif",
+         "sweep_frame": "memsim.sweep", "serve": "memsim.serving",
          "RunSpec": "memsim.runspec", "ServeSpec": "memsim.servespec", "CapacityError": "memsim.errors",
          "ConfigError": "memsim.errors", "MemsimError": "memsim.errors", "TraceError": "memsim.errors"}
 

@@ -79,9 +79,7 @@ class Result:
 
     def summary_frame(self) -> pd.DataFrame:
         """The summary as a one-row DataFrame, nested keys flattened with dots (as a sweep's results.csv)."""
-        from memsim.sweep import flatten
-
-        return pd.DataFrame([flatten(self.summary)])
+        return pd.DataFrame([report.flatten(self.summary)])
 
     def write(self, out: str | Path, perfetto: bool = False) -> list[Path]:
         extra = {}
@@ -244,28 +242,6 @@ def simulate(hw: Any = RunSpec.hw, model: str | None = None, **options: Any) -> 
     return run(resolve(chip_path(hw), model, **options))
 
 
-def sweep_frame(hw: Any = RunSpec.hw, model: str | None = None, sweeps: dict[str, Iterable[Any]] | None = None, *,
-                out: str | Path | None = None, workers: int | None = None, **options: Any) -> pd.DataFrame:
-    """``memsim sweep`` from Python: the cartesian product of ``sweeps`` (a field, as ``--set`` names it or a
-    run field such as ``batch``, to its values: text or numbers in base units), run on ``workers`` processes;
-    returns results.csv as a DataFrame. ``out`` keeps the folder (and resumes it), else a temporary one."""
-    import tempfile
-
-    from memsim import sweep
-    from memsim.hardware.loader import number_text
-
-    if not isinstance(sweeps, dict) or not sweeps:
-        raise ConfigError(f"expected a dict of each swept field to its values, got {units.shown(sweeps)}",
-                          field="sweeps")
-    listed = {k: [number_text(k, v) if isinstance(v, (int, float)) and not isinstance(v, bool) and
-                  k not in runspec.defaults() else str(v) for v in values] for k, values in sweeps.items()}
-    base = {"hw": chip_path(hw), "model": model, **options}
-    with contextlib.ExitStack() as stack:
-        folder = Path(out) if out is not None else Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        sweep.run_sweep(base, sweep.parse_sweeps([], known=listed), folder, workers, progress=False)
-        return pd.read_csv(folder / "results.csv")
-
-
 def run(spec: RunSpec) -> Result:
     """Simulate a resolved ``RunSpec`` (see ``resolve``); ``chips`` without a grid: the fastest
     grid that fits (``memsim.grid``). The summary's ``estimates`` names the estimated preset
@@ -334,24 +310,6 @@ def _simulate(spec: RunSpec) -> Result:
                                                    end_s=first.ops.end_s + shift)])
     return Result(summary, timeline.reset_index(drop=True), ops.reset_index(drop=True), chip, prefill.graph,
                   prefill.plan, prefill.engine, prefill.moved.union(*(r.moved for r in decodes.values())))
-
-
-def explain(hw: str = RunSpec.hw, model: str | None = None, *, factors: tuple[float, ...] = (0.5, 2.0),
-            workers: int | None = None, **options: Any) -> pd.DataFrame:
-    """What would fix a run (``memsim.whatif``): every hardware quantity it depends on scaled by
-    each of ``factors``, one row each (explain.csv's columns), ranked by the best speed-up of each
-    quantity. The run is described as for ``simulate``; ``workers``: local processes for the
-    reruns (default: every core)."""
-    return explain_run(resolve(hw, model, **options), factors, workers)
-
-
-def explain_run(spec: RunSpec, factors: tuple[float, ...] = (0.5, 2.0), workers: int | None = None) -> pd.DataFrame:
-    """``explain`` for a resolved ``RunSpec`` (see ``resolve``)."""
-    from memsim import whatif
-
-    if not isinstance(spec, RunSpec):
-        raise ConfigError(f"expected a RunSpec (memsim.resolve), got {units.shown(spec)}", field="spec")
-    return whatif.explain(spec, factors, workers)
 
 
 def roofline_s(spec: RunSpec) -> float:

@@ -18,14 +18,13 @@ import yaml
 
 from memsim.atomic import atomic_write_text
 from memsim.errors import ConfigError
+from memsim.hardware.loader import dump_chip
+from memsim.hardware.spec import ChipSpec
 from memsim.units import shown
 
 
 def chip_path(hw: Any, field: str = "hw") -> str:
     """``hw`` as what ``RunSpec.hw`` takes: a preset name or path as given, a ``ChipSpec`` or dict as a file."""
-    from memsim.hardware.loader import dump_chip
-    from memsim.hardware.spec import ChipSpec
-
     if isinstance(hw, (str, os.PathLike)):
         return str(hw)
     if isinstance(hw, ChipSpec):

@@ -9,12 +9,28 @@ from pathlib import Path
 
 import click
 
-from memsim import __version__, api, catalog, console_table, hardware, inputs, limits, report, runspec, workload
+from memsim import (
+    __version__,
+    api,
+    catalog,
+    console_table,
+    hardware,
+    inputs,
+    limits,
+    report,
+    runspec,
+    serve_sweep,
+    whatif,
+    workload,
+)
+from memsim import sweep as sweeping
 from memsim.atomic import atomic_write_text, check_output_file
 from memsim.cli_options import spec_options, spec_values
 from memsim.cli_serve import serve_cmd
 from memsim.console import by_interrupt, interrupted
 from memsim.errors import FLAGS, MemsimError, MemsimWarning, flags_named
+from memsim.report import html as report_html
+from memsim.report import plots, run_plots, serve_plots
 from memsim.runspec import RunSpec
 from memsim.stack import presets as stack_presets
 from memsim.workload.importers import IMPORTERS, OUTPUT, Importer
@@ -78,12 +94,8 @@ def run(out, perfetto, html, **kwargs):
 @click.option("--serve", is_flag=True, help="sweep serving runs (memsim serve's keywords and hardware fields)")
 def sweep(sets, sweep_file, out, workers, scheduler, keep, no_progress, serve, **kwargs):
     """Run the cartesian product of swept fields; results.csv gets one row per point."""
-    from memsim import sweep as sweeping
-
     base = _spec_values(kwargs)
     if serve:
-        from memsim import serve_sweep
-
         serve_sweep.refuse({"--sweep": sweep_file, "--keep": keep, "--scheduler": scheduler})
         for line in serve_sweep.command(serve_sweep.base_of(base), sweeping.parse_sweeps(list(sets)), Path(out), workers):
             click.echo(line)
@@ -132,13 +144,11 @@ def sweep(sets, sweep_file, out, workers, scheduler, keep, no_progress, serve, *
 @click.option("--workers", type=int, help="local worker processes (default: every core)")
 def explain(factors, output, workers, **kwargs):
     """Rank the hardware changes that would speed a run up: each quantity scaled down and up."""
-    from memsim import whatif
-
     whatif.check_factors(tuple(factors) or whatif.FACTORS, "--factor")
     spec = api.resolve(**_spec_values(kwargs))
     if output:
         check_output_file(Path(output), "--output", inputs.files(spec))
-    frame = api.explain_run(spec, tuple(factors) or whatif.FACTORS, workers)
+    frame = whatif.explain_run(spec, tuple(factors) or whatif.FACTORS, workers)
     click.echo(whatif.table(frame))
     if output:
         _writing("--output", output, lambda: atomic_write_text(Path(output), frame.to_csv(index=False)))
@@ -156,10 +166,9 @@ def plot():
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="figure file (default: beside RESULTS)")
 def plot_sweep(results, x_field, output):
     """Step time and bytes per level against a swept field."""
-    from memsim.report.plots import plot_sweep as draw
-
     check_output_file(Path(output or Path(results).with_suffix(".png")), "--output", [Path(results)])
-    path = _writing("--output", output or results, lambda: draw(Path(results), x_field, Path(output) if output else None))
+    path = _writing("--output", output or results,
+                    lambda: plots.plot_sweep(Path(results), x_field, Path(output) if output else None))
     click.echo(f"wrote {path}")
 
 
@@ -168,10 +177,8 @@ def plot_sweep(results, x_field, output):
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="figure file (default: beside TABLE)")
 def plot_explain(table, output):
     """A tornado plot of memsim explain's CSV: the step time at each change, ranked."""
-    from memsim.report.plots import plot_explain as draw
-
     check_output_file(Path(output or Path(table).with_suffix(".png")), "--output", [Path(table)])
-    path = _writing("--output", output or table, lambda: draw(Path(table), Path(output) if output else None))
+    path = _writing("--output", output or table, lambda: plots.plot_explain(Path(table), Path(output) if output else None))
     click.echo(f"wrote {path}")
 
 
@@ -185,8 +192,6 @@ def plot_run(folder, output):
 
 def _plot_run(folder: str, output: str | None, kind: str = "run") -> None:
     """The figures of a run's (``kind`` run) or a serving run's (serve) folder."""
-    from memsim.report import run_plots, serve_plots
-
     figures, draw, read = ((run_plots.FIGURES, run_plots.plot_run, report.DATA) if kind == "run" else
                            (serve_plots.FIGURES, serve_plots.plot_serve, serve_plots.FILES))
     where = Path(output or folder)
@@ -213,11 +218,9 @@ def report_cmd(folder, output):
 
 
 def _report(folder: str, output: str | None) -> None:
-    from memsim.report.html import render
-
     path = Path(output) if output else Path(folder) / report.REPORT
     check_output_file(path, "--output" if output else "FOLDER", [Path(folder) / name for name in report.DATA])
-    page = render(Path(folder))
+    page = report_html.render(Path(folder))
     _writing("--output" if output else "FOLDER", str(path), lambda: atomic_write_text(path, page))
     click.echo(f"wrote {path}")
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import click
 
+from memsim import cli
+
 
 def _type(param: click.Parameter) -> str:
     if isinstance(param, click.Option) and param.is_flag:
@@ -50,8 +52,6 @@ def _command(command: click.Command, path: list[str]) -> list[str]:
 
 
 def reference() -> str:
-    from memsim import cli
-
     head = ["# Command line", "",
             "Every command and option, generated from the click declarations in `memsim/cli.py` by "
             "`python scripts/reference.py --write`; `tests/test_cli_reference.py` keeps it current. What the "

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from memsim.hardware import HW_SUFFIXES
+from memsim.presets import resolve
 from memsim.runspec import SELF_DRAFT, RunSpec
 from memsim.stack.loader import AUTO
 from memsim.stack.spec import IDEAL
@@ -26,8 +27,6 @@ def path_of(field: str, value: str | None) -> Path | None:
     """The file the run field ``field`` = ``value`` names (None where it names none)."""
     if value is None or (field == "draft" and value == SELF_DRAFT) or (field == "stack" and value in BUILT_IN):
         return None
-    from memsim.presets import resolve
-
     kind, suffixes = FILE_FIELDS[field]
     return resolve(value, kind, suffixes) if kind else Path(value)
 

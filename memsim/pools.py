@@ -1,13 +1,18 @@
-"""Local process pools for experiments (sweeps, serving sweeps, explain): how many workers a machine
-holds, and workers that leave Ctrl-C to their parent and die with it."""
+"""Where an experiment's points run (sweeps, serving sweeps, explain): local process pools (how many
+workers a machine holds; workers that leave Ctrl-C to their parent and die with it) and Dask
+clusters (``connect``: a scheduler's address checked and reached, or one line)."""
 from __future__ import annotations
 
 import os
+import re
+import threading
 import warnings
+from typing import Any
 
 from memsim import units
-from memsim.errors import MemsimWarning, run_field
+from memsim.errors import ConfigError, MemsimWarning, run_field
 
+CONNECT_S = 10  # seconds to reach a Dask scheduler
 PER_WORKER = 512 * 2**20  # bytes a pool worker may hold (estimate, 300-700 MiB: its imports and one point's run)
 
 
@@ -68,3 +73,40 @@ def die_with_parent(parent: int) -> None:
         os._exit(1)
 
     threading.Thread(target=watch, daemon=True).start()
+
+
+ADDRESS = re.compile(r"(tcp|tls|ws|wss|ucx|inproc)://[^\s/]+(:\d{1,5})?/?")
+
+
+def connect(address: Any):
+    """A Dask client on ``address`` (a client is used as it is); an address that is malformed,
+    refuses or does not answer within ``CONNECT_S`` is one line, before anything is written."""
+    if hasattr(address, "submit"):
+        return address
+    text = str(address)
+    if not ADDRESS.fullmatch(text):
+        raise ConfigError(f"expected a scheduler address such as tcp://host:8786, got {units.shown(text)}",
+                          field=run_field("scheduler"))
+    try:
+        from distributed import Client
+    except ImportError:
+        raise ConfigError("Dask is not installed (pip install '.[dask]')", field=run_field("scheduler")) from None
+    port = text.rstrip("/").rpartition(":")[2]
+    if port.isdigit() and not 0 < int(port) < 65536:
+        raise ConfigError(f"port {port} is not a port (1 to 65535)", field=run_field("scheduler"))
+    made: list = []
+
+    def connect() -> None:  # a scheduler that accepts but never answers can hold Client past its timeout
+        try:
+            made.append(Client(text, timeout=f"{CONNECT_S}s", set_as_default=False))
+        except Exception as exc:  # OSError, TimeoutError, ValueError: all mean "not reached"
+            made.append(exc)
+
+    worker = threading.Thread(target=connect, daemon=True)
+    worker.start()
+    worker.join(CONNECT_S + 2)
+    if made and not isinstance(made[0], Exception):
+        return made[0]
+    exc = made[0] if made else TimeoutError("no answer")
+    reason = str(exc).strip().splitlines()[0][:100] if str(exc).strip() else type(exc).__name__
+    raise ConfigError(f"cannot reach the scheduler within {CONNECT_S} s ({reason})", field=run_field("scheduler"))

@@ -15,6 +15,7 @@ from typing import Any
 
 from memsim import limits, units
 from memsim.errors import FLAGS, ConfigError, run_field
+from memsim.hardware.loader import number_text
 from memsim.workload.dtypes import KV_DTYPES, WEIGHT_DTYPES
 
 PHASES = ("decode", "prefill", "generate")
@@ -301,8 +302,6 @@ def overrides(items: Iterable[str] | Mapping[str, str] | Iterable[tuple[str, str
         elif isinstance(item, tuple) and len(item) == 2:
             key, value = item
             if isinstance(value, (int, float)) and not isinstance(value, bool):  # a quantity in base units
-                from memsim.hardware.loader import number_text
-
                 value = number_text(str(key).strip(), value)
         else:
             raise ConfigError(f"expected PATH=VALUE, got {units.shown(item)}", field=run_field("set"))

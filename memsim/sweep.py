@@ -15,23 +15,29 @@ import contextlib
 import itertools
 import math
 import os
-import re
-import threading
+import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memsim import limits, runspec, sweep_store, units
+import pandas as pd
+
+from memsim import limits, pools, runspec, sweep_store, units
+from memsim.api import fill_defaults, run
+from memsim.chipfile import chip_path
 from memsim.errors import ConfigError, MemsimError, run_field
+from memsim.hardware.loader import number_text
 from memsim.inputs import FILE_FIELDS
+from memsim.machine import load_chip
 from memsim.pools import PER_WORKER, pool_size, worker_cap, worker_start  # noqa: F401  (as callers know them)
+from memsim.report import flatten
 from memsim.runspec import RunSpec
 from memsim.sweep_store import Lock, Results
 from memsim.sweep_values import ALIASES, RUN_FIELDS, expand, parse_sweeps, read_sweep_file, with_numbers
+from memsim.workload import model_config
 
 IN_FLIGHT = 2  # points queued for each worker
-CONNECT_S = 10  # seconds to reach a Dask scheduler
 
 
 @dataclass(frozen=True)
@@ -62,8 +68,6 @@ def size(sweeps: dict[str, list[str]]) -> int:
 def point_spec(base: dict[str, Any], point: dict[str, str], positions: dict[str, int] | None = None) -> RunSpec:
     """The resolved run of one point: swept run fields replace the base's, swept hardware fields
     join its overrides (``positions``: see ``api.fill_defaults``)."""
-    from memsim.api import fill_defaults
-
     kwargs = dict(base)
     sets = list(runspec.overrides(kwargs.pop("set", ())))
     for name, value in point.items():
@@ -74,24 +78,11 @@ def point_spec(base: dict[str, Any], point: dict[str, str], positions: dict[str,
     return fill_defaults(RunSpec.make({**kwargs, "set": tuple(sets)}), positions)
 
 
-def flatten(summary: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    row: dict[str, Any] = {}
-    for k, v in summary.items():
-        name = f"{prefix}{k}"
-        if isinstance(v, dict):
-            row.update(flatten(v, f"{name}."))
-        elif isinstance(v, (int, float, str, bool)) or v is None:
-            row[name] = v
-    return row
-
-
 def run_point(spec: RunSpec, point: dict[str, str], key: str, keep: str | None = None,
               contents: tuple = ()) -> dict[str, Any]:
     """Simulate one point; never raises: a failure becomes the row's ``error``, and a file that
     does not hold its recorded ``contents`` (field, value, hash) before or after the run, the
     row's ``changed``."""
-    from memsim.api import run
-
     row = {**with_numbers(point), "run_key": key}
     changed = _changed(contents)
     if changed:
@@ -135,7 +126,7 @@ def run_sweep(base: dict[str, Any], sweeps: dict[str, list[str]], out: Path, wor
     digests: dict = {}
     first = _check(base, sweeps, positions, digests)
     sweep_store.check_folder(out, [*sweep_store.files_read(first, sweeps), *read])
-    client = _connect(scheduler) if scheduler is not None else None
+    client = pools.connect(scheduler) if scheduler is not None else None
     announce()
     experiment = _experiment(first, fields, digests)
     experiment[sweep_store.SWEPT_FILES] = {f"{f}={v}": sweep_store.file_digest(f, v, digests)
@@ -164,8 +155,6 @@ def _check(base: dict[str, Any], sweeps: dict[str, list[str]], positions: dict, 
         if name in RUN_FIELDS:
             for value in values:
                 runspec.check(RUN_FIELDS[name], runspec.parse_value(RUN_FIELDS[name], value))
-    from memsim.workload import model_config
-
     first = point_spec(base, next(points(sweeps)), positions)
     for field in FILE_FIELDS:
         for value in sweeps.get(field, [getattr(first, field)]):
@@ -229,21 +218,19 @@ def _experiment(spec: RunSpec, swept: list[str], digests: dict) -> dict[str, Any
 def _check_chips(first: RunSpec, sweeps: dict[str, list[str]]) -> None:
     """Load every distinct chip the sweep names once, and each swept hardware path with its values:
     a file, or a path no chip takes with any value (mistyped), is one error before any point runs."""
-    from memsim.api import _load_chip
 
     fixed = tuple(kv for kv in first.set if kv[0] not in sweeps)
     chips = [(hw, system) for hw in sweeps.get("hw", [first.hw]) for system in sweeps.get("system", [first.system])]
     for hw, system in chips:  # raises on a file every point would fail on
-        _load_chip(hw, fixed, system)
+        load_chip(hw, fixed, system)
     for path in (p for p in sweeps if p not in RUN_FIELDS):
         if not any(_loads(hw, (*fixed, (path, v)), system) for v in sweeps[path] for hw, system in chips):
-            _load_chip(chips[0][0], (*fixed, (path, sweeps[path][0])), chips[0][1])
+            load_chip(chips[0][0], (*fixed, (path, sweeps[path][0])), chips[0][1])
 
 
 def _loads(hw: str, sets: tuple, system: str | None) -> bool:  # a value some chip refuses: an error row
-    from memsim.api import _load_chip
     with contextlib.suppress(MemsimError):
-        _load_chip(hw, sets, system)
+        load_chip(hw, sets, system)
         return True
     return False
 
@@ -283,43 +270,6 @@ def _run_pool(workers: int, todo: Iterator[Task], results: Results, bar, out: Pa
     pool.shutdown()
 
 
-_ADDRESS = re.compile(r"(tcp|tls|ws|wss|ucx|inproc)://[^\s/]+(:\d{1,5})?/?")
-
-
-def _connect(address: Any):
-    """A Dask client on ``address`` (a client is used as it is); an address that is malformed,
-    refuses or does not answer within ``CONNECT_S`` is one line, before anything is written."""
-    if hasattr(address, "submit"):
-        return address
-    text = str(address)
-    if not _ADDRESS.fullmatch(text):
-        raise ConfigError(f"expected a scheduler address such as tcp://host:8786, got {units.shown(text)}",
-                          field=run_field("scheduler"))
-    try:
-        from distributed import Client
-    except ImportError:
-        raise ConfigError("Dask is not installed (pip install '.[dask]')", field=run_field("scheduler")) from None
-    port = text.rstrip("/").rpartition(":")[2]
-    if port.isdigit() and not 0 < int(port) < 65536:
-        raise ConfigError(f"port {port} is not a port (1 to 65535)", field=run_field("scheduler"))
-    made: list = []
-
-    def connect() -> None:  # a scheduler that accepts but never answers can hold Client past its timeout
-        try:
-            made.append(Client(text, timeout=f"{CONNECT_S}s", set_as_default=False))
-        except Exception as exc:  # OSError, TimeoutError, ValueError: all mean "not reached"
-            made.append(exc)
-
-    worker = threading.Thread(target=connect, daemon=True)
-    worker.start()
-    worker.join(CONNECT_S + 2)
-    if made and not isinstance(made[0], Exception):
-        return made[0]
-    exc = made[0] if made else TimeoutError("no answer")
-    reason = str(exc).strip().splitlines()[0][:100] if str(exc).strip() else type(exc).__name__
-    raise ConfigError(f"cannot reach the scheduler within {CONNECT_S} s ({reason})", field=run_field("scheduler"))
-
-
 def _run_dask(client, todo: Iterator[Task], results: Results, bar) -> None:
     from distributed import as_completed
 
@@ -340,5 +290,22 @@ def _run_dask(client, todo: Iterator[Task], results: Results, bar) -> None:
         raise
 
 
+def sweep_frame(hw: Any = RunSpec.hw, model: str | None = None, sweeps: dict[str, Iterable[Any]] | None = None, *,
+                out: str | Path | None = None, workers: int | None = None, **options: Any) -> pd.DataFrame:
+    """``memsim sweep`` from Python: the cartesian product of ``sweeps`` (a field, as ``--set`` names it or a
+    run field such as ``batch``, to its values: text or numbers in base units), run on ``workers`` processes;
+    returns results.csv as a DataFrame. ``out`` keeps the folder (and resumes it), else a temporary one."""
+    if not isinstance(sweeps, dict) or not sweeps:
+        raise ConfigError(f"expected a dict of each swept field to its values, got {units.shown(sweeps)}",
+                          field="sweeps")
+    listed = {k: [number_text(k, v) if isinstance(v, (int, float)) and not isinstance(v, bool) and
+                  k not in runspec.defaults() else str(v) for v in values] for k, values in sweeps.items()}
+    base = {"hw": chip_path(hw), "model": model, **options}
+    with contextlib.ExitStack() as stack:
+        folder = Path(out) if out is not None else Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        run_sweep(base, parse_sweeps([], known=listed), folder, workers, progress=False)
+        return pd.read_csv(folder / "results.csv")
+
+
 __all__ = ["ALIASES", "Results", "expand", "parse_sweeps", "point_spec", "points", "read_sweep_file", "run_point",
-           "run_sweep", "size"]
+           "run_sweep", "size", "sweep_frame"]

@@ -26,8 +26,8 @@ from typing import Any
 
 import pandas as pd
 
-from memsim import console_table, limits, pools, sensitivity, units
-from memsim.errors import MemsimError
+from memsim import api, console_table, limits, pools, sensitivity, units
+from memsim.errors import ConfigError, MemsimError
 from memsim.hardware.estimates import set_path
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
@@ -168,8 +168,6 @@ def changed(spec: RunSpec, q: Quantity, value: int) -> RunSpec:
 def outcome(spec: RunSpec) -> dict[str, Any]:
     """What a rerun gives: its step time, energy, stalls and homes, or the error that stopped it.
     (A pool's job: the summary's few keys travel back, not the run.)"""
-    from memsim import api
-
     try:
         result = api.run(spec)
     except MemsimError as exc:
@@ -227,12 +225,10 @@ def _moves(base: dict[str, Any], new: dict[str, Any]) -> str:
     return ", ".join(f"{n} {klass} {a}>{b}" for (klass, a, b), n in sorted(counts.items()))
 
 
-def explain(spec: RunSpec, factors: tuple[float, ...] = FACTORS, workers: int | None = None) -> pd.DataFrame:
+def explain_spec(spec: RunSpec, factors: tuple[float, ...] = FACTORS, workers: int | None = None) -> pd.DataFrame:
     """The rows of explain.csv (``COLUMNS``) for a resolved ``spec``, ranked; the frame's
     ``attrs`` hold the run's own step time and energy (``step_time_s``, ``energy_j``) and what
     bounds it (``bound``, a sentence)."""
-    from memsim import api
-
     check_factors(factors, "factors")
     factors = tuple(dict.fromkeys(factors))
     spec = dataclasses.replace(spec, sensitivity=0)  # the estimates' reruns are not explain's
@@ -383,3 +379,19 @@ def reference() -> str:
             f"`-o FILE` to write the table as CSV; `memsim plot explain FILE` draws it as a tornado plot. In "
             f"Python, `memsim.explain(hw, model, **options)` returns the table as a DataFrame.\n\n"
             f"| column | meaning |\n|---|---|\n{rows}\n")
+
+
+def explain(hw: str = RunSpec.hw, model: str | None = None, *, factors: tuple[float, ...] = (0.5, 2.0),
+            workers: int | None = None, **options: Any) -> pd.DataFrame:
+    """What would fix a run (``memsim.whatif``): every hardware quantity it depends on scaled by
+    each of ``factors``, one row each (explain.csv's columns), ranked by the best speed-up of each
+    quantity. The run is described as for ``simulate``; ``workers``: local processes for the
+    reruns (default: every core)."""
+    return explain_run(api.resolve(hw, model, **options), factors, workers)
+
+
+def explain_run(spec: RunSpec, factors: tuple[float, ...] = (0.5, 2.0), workers: int | None = None) -> pd.DataFrame:
+    """``explain`` for a resolved ``RunSpec`` (see ``resolve``)."""
+    if not isinstance(spec, RunSpec):
+        raise ConfigError(f"expected a RunSpec (memsim.resolve), got {units.shown(spec)}", field="spec")
+    return explain_spec(spec, factors, workers)

@@ -181,3 +181,56 @@ def test_the_architecture_page_names_every_engine_module():
     for path in sorted((ROOT / "engine").glob("*.py")):
         if path.stem != "__init__":
             assert f"`{path.name}`" in line, f"docs/architecture.md's engine row does not name {path.name}"
+
+
+# The memsim imports made inside a function, each with its reason; every other memsim import is at the
+# top of its module, so what a module needs is read in one place.
+IMPORTED_LATE = {
+    ("console.py", "memsim.cli"): "the console's entry catches a Ctrl-C that lands while the libraries load",
+}
+
+
+def _function_imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.ImportFrom) and sub.module and sub.module.startswith("memsim"):
+                    found.add(sub.module)
+                elif isinstance(sub, ast.Import):
+                    found |= {a.name for a in sub.names if a.name.startswith("memsim")}
+    return found
+
+
+def test_memsim_is_imported_at_the_top_of_a_module_but_where_a_reason_is_given():
+    late = {(str(path.relative_to(ROOT)), mod) for path in ROOT.rglob("*.py") for mod in _function_imports(path)}
+    assert late == set(IMPORTED_LATE), late ^ set(IMPORTED_LATE)
+
+
+def test_no_import_circle_and_no_private_name_across_modules():
+    """The modules' top-level imports form no circle (a package's own __init__ aside), and no module
+    imports another's private name."""
+    import networkx as nx
+
+    modules = {".".join(p.relative_to(ROOT.parent).with_suffix("").parts).removesuffix(".__init__"): p
+               for p in ROOT.rglob("*.py")}
+    graph = nx.DiGraph()
+    for name, path in modules.items():
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("memsim"):
+                for alias in node.names:
+                    assert not alias.name.startswith("_") or alias.name == "__version__", (name, alias.name)
+                    sub = f"{node.module}.{alias.name}"
+                    graph.add_edge(name, sub if sub in modules else node.module)
+            elif isinstance(node, ast.Import):
+                graph.add_edges_from((name, a.name) for a in node.names if a.name.startswith("memsim"))
+    graph.remove_edges_from(nx.selfloop_edges(graph))
+    assert list(nx.simple_cycles(graph)) == []
+
+
+def test_the_circle_check_finds_a_circle(tmp_path):
+    import networkx as nx
+
+    graph = nx.DiGraph([("memsim.api", "memsim.sweep"), ("memsim.sweep", "memsim.api")])
+    assert list(nx.simple_cycles(graph))

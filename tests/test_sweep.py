@@ -4,7 +4,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from memsim import ConfigError, cli, limits
+from memsim import ConfigError, cli, limits, pools
 from memsim import sweep as sweeping
 
 SRAM = "sram.capacity=256KiB..4MiB:x2"
@@ -331,7 +331,7 @@ def test_a_file_edited_during_a_sweep_stops_it_and_a_resume_is_refused(monkeypat
             chip.write_text(chip.read_text().replace("name: h100-sxm", "name: h100-edited"))
         return real(spec)
 
-    monkeypatch.setattr(api, "run", editing)
+    monkeypatch.setattr(sweeping, "run", editing)  # the run each point makes (sweep imports api's)
     out = tmp_path / "o"
     with pytest.raises(ConfigError, match="changed while the sweep ran"):
         sweeping.run_sweep(_gpt2(hw=str(chip)), sweeping.parse_sweeps(["batch=1,2,3,4"]), out, workers=1,
@@ -431,7 +431,7 @@ def test_the_product_is_walked_lazily_and_workers_are_capped(monkeypatch, tmp_pa
 def test_a_dask_scheduler_not_reached_is_one_line_before_anything_is_written(monkeypatch, capsys, tmp_path,
                                                                              address, needle):
     pytest.importorskip("distributed")
-    monkeypatch.setattr(sweeping, "CONNECT_S", 2)
+    monkeypatch.setattr(pools, "CONNECT_S", 2)
     code, io = _sweep_cli(monkeypatch, capsys, tmp_path / "o", "batch=1,2", extra=["--scheduler", address])
     assert code == 2 and needle in io.err and len(io.err.strip().splitlines()) == 1, io.err
     assert not (tmp_path / "o").exists()

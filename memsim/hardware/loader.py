@@ -280,10 +280,10 @@ def load_chip(path: Path, overrides: list[tuple[str, str]] | tuple = ()) -> tupl
 
 def dump_chip(chip: ChipSpec) -> dict[str, Any]:
     """The resolved spec as YAML-ready data that loads back to an identical spec."""
-    return _dump(chip)
+    return dump(chip)
 
 
-def _dump(obj: Any) -> Any:
+def dump(obj: Any) -> Any:
     out: dict[str, Any] = {}
     for f in dataclasses.fields(obj):
         value = getattr(obj, f.name)
@@ -292,9 +292,9 @@ def _dump(obj: Any) -> Any:
         if value is None and unit not in ("classes", "section", "list"):  # not given: its default is derived
             continue
         if unit == "section":
-            out[key] = _dump(value)
+            out[key] = dump(value)
         elif unit == "list":
-            out[key] = [_dump(v) for v in value]
+            out[key] = [dump(v) for v in value]
         elif unit in ("ops", "ratios"):
             out[key] = dict(value)
         elif unit == "names":

@@ -1,6 +1,8 @@
 """Tidy tables of a run: the timeline (one row per interval) and per-operator rows."""
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from memsim.engine import EngineResult
@@ -70,3 +72,15 @@ def ops(graph: OpGraph, plan: Plan, result: EngineResult) -> pd.DataFrame:
         row["energy_j"] = dynamic + static
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def flatten(summary: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A summary as one row: nested keys joined with dots (a sweep's results.csv, ``Result.summary_frame``)."""
+    row: dict[str, Any] = {}
+    for k, v in summary.items():
+        name = f"{prefix}{k}"
+        if isinstance(v, dict):
+            row.update(flatten(v, f"{name}."))
+        elif isinstance(v, (int, float, str, bool)) or v is None:
+            row[name] = v
+    return row

@@ -90,7 +90,7 @@ def plot_sweep(results: Path, x_field: str | None = None, output: Path | None = 
     if others:
         ax_t.legend(fontsize=8)
     fig.tight_layout()
-    return _save(fig, output or results.with_suffix(".png"))
+    return save_figure(fig, output or results.with_suffix(".png"))
 
 
 def plot_explain(table: Path, output: Path | None = None, top: int = 12) -> Path:
@@ -127,10 +127,10 @@ def plot_explain(table: Path, output: Path | None = None, top: int = 12) -> Path
     ax.legend(fontsize=8, loc="lower right")
     ax.grid(True, axis="x", alpha=0.3)
     fig.tight_layout()
-    return _save(fig, output or table.with_suffix(".png"))
+    return save_figure(fig, output or table.with_suffix(".png"))
 
 
-def _save(fig, output: Path) -> Path:
+def save_figure(fig, output: Path) -> Path:
     """Write the figure to ``output`` whole: to a temporary file beside it, then renamed."""
     import matplotlib.pyplot as plt
 

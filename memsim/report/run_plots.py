@@ -74,7 +74,7 @@ def label_of(kind: str, cause) -> str:
     return f"stall:{cause}" if cause in ("compute", "transfer") else cause
 
 
-def _pyplot():
+def pyplot():
     try:
         import matplotlib
 
@@ -85,11 +85,11 @@ def _pyplot():
     return plt
 
 
-def _save(fig, path: Path) -> Path:
+def save_figure(fig, path: Path) -> Path:
     tmp = path.with_name(f".{path.name}.tmp.png")
     fig.savefig(tmp, dpi=110)
     tmp.replace(path)
-    _pyplot().close(fig)
+    pyplot().close(fig)
     return path
 
 
@@ -99,7 +99,7 @@ def timeline_labels(timeline: pd.DataFrame) -> list[str]:
 
 
 def gantt(timeline: pd.DataFrame, path: Path, palette: dict[str, str] | None = None) -> Path:
-    plt = _pyplot()
+    plt = pyplot()
     tl = timeline
     if len(tl) > MAX_BARS:  # merge per (track, op, kind, cause)
         keys = ["chip", "resource", "op", "kind", "cause"]
@@ -122,13 +122,13 @@ def gantt(timeline: pd.DataFrame, path: Path, palette: dict[str, str] | None = N
     ax.set_xlabel("time (ms)")
     ax.set_title("timeline: compute, stalls by cause, transfers")
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def roofline(ops: pd.DataFrame, hardware: dict, path: Path, chip=None) -> Path:
     """Every operator's achieved TFLOP/s against its arithmetic intensity, under the chip's compute
     ceilings (each dtype's matrix peak, the vector peak) and its main memory's slope, ridge marked."""
-    plt = _pyplot()
+    plt = pyplot()
     c = ceilings(chip)
     o = ops[(ops.flops > 0) & (ops.duration_s > 0) & (ops.arithmetic_intensity < float("inf"))].copy()
     o["achieved"] = o.flops / o.duration_s / 1e12
@@ -154,11 +154,11 @@ def roofline(ops: pd.DataFrame, hardware: dict, path: Path, chip=None) -> Path:
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def stalls_per_layer(timeline: pd.DataFrame, path: Path, palette: dict[str, str] | None = None) -> Path:
-    plt = _pyplot()
+    plt = pyplot()
     st = timeline[(timeline.resource == "compute") & (timeline.kind == "stall")].copy()
     st["seconds"] = st.end_s - st.start_s
     table = st.pivot_table(index="layer", columns="cause", values="seconds", aggfunc="sum", fill_value=0.0)
@@ -175,7 +175,7 @@ def stalls_per_layer(timeline: pd.DataFrame, path: Path, palette: dict[str, str]
     ax.set_title("stall breakdown per layer")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _optional(value, file: str, field: str) -> float | None:
@@ -237,7 +237,7 @@ def _si(value: float, unit: str) -> str:
 def energy(data: dict, path: Path, palette: dict[str, str] | None = None) -> Path:
     """One bar per part of the run's energy (compute, levels, links, static), each with its joules
     and share; the title gives the total, the average and peak power, and the energy per token."""
-    plt = _pyplot()
+    plt = pyplot()
     parts = data["parts"]
     palette = {**colours(parts), **(palette or {})}
     fig, ax = plt.subplots(figsize=(9, 0.45 * len(parts) + 1.8))
@@ -259,7 +259,7 @@ def energy(data: dict, path: Path, palette: dict[str, str] | None = None) -> Pat
         facts.append(f"{_si(data['energy_per_token_j'], 'J')}/token")
     ax.set_title("energy: " + ", ".join(facts), fontsize=10)
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_run(folder: Path, output: Path | None = None) -> list[Path]:

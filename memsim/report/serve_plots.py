@@ -19,7 +19,7 @@ import pandas as pd
 from memsim.errors import ConfigError
 from memsim.files import check_file, load_json
 from memsim.report.output import as_numbers, read_table
-from memsim.report.run_plots import _pyplot, _save
+from memsim.report.run_plots import pyplot, save_figure
 from memsim.report.thin import BINS, binned_mean, m4
 
 FIGURES = ("serve-latency.png", "serve-kv.png", "serve-batch.png")  # what ``memsim plot serve`` writes
@@ -128,7 +128,7 @@ def _panel(ax: Any, values: pd.Series, title: str, short: str, slo: float | None
 def latency_cdfs(requests: pd.DataFrame, summary: dict[str, Any], path: Path) -> Path:
     """Three panels: the empirical CDF of each request's TTFT, TPOT and end-to-end latency, with
     p50, p90 and p99 marked and the TTFT and TPOT SLOs as dashed lines."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(14, 4), sharey=True)
     for ax, (col, title, short) in zip(axes, LATENCIES):
         _panel(ax, requests[col], title, short, _get(summary, "slo", col) if col != "e2e_s" else None)
@@ -143,7 +143,7 @@ def latency_cdfs(requests: pd.DataFrame, summary: dict[str, Any], path: Path) ->
     scheduler = summary.get("scheduler")
     fig.suptitle("request latency" + (f" ({scheduler} scheduler)" if scheduler else ""), fontsize=11)
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def instances(steps: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
@@ -158,7 +158,7 @@ def kv_occupancy(steps: pd.DataFrame, summary: dict[str, Any], path: Path) -> Pa
     """The share of the KV cache's blocks (``kv.blocks``: one instance's) in use over time, each step's
     value from its start to its end, held while the engine idles, and below it the requests waiting
     to be admitted; one line per instance where steps.csv has several."""
-    plt = _pyplot()
+    plt = pyplot()
     blocks = int(summary["kv"]["blocks"])
     fraction = occupancy(steps, blocks)
     fig, (ax_kv, ax_q) = plt.subplots(2, 1, figsize=(11, 5), sharex=True, gridspec_kw={"height_ratios": [2, 1]})
@@ -189,13 +189,13 @@ def kv_occupancy(steps: pd.DataFrame, summary: dict[str, Any], path: Path) -> Pa
     size = f"{blocks:,} blocks" + (f" of {int(block_tokens)} tokens" if block_tokens else "")
     ax_kv.set_title(f"KV cache: {size}; {mean:.1%} used on average while busy, peak {peak:.1%}", fontsize=10)
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def batch_sizes(steps: pd.DataFrame, path: Path) -> Path:
     """The sequences each step computed (prefills and decodes stacked, where steps.csv has both;
     one line per instance where it has several), and the sequences admitted (holding KV blocks)."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(11, 4))
     split = all(col in steps.columns for col in SPLIT)
     groups = instances(steps)
@@ -226,7 +226,7 @@ def batch_sizes(steps: pd.DataFrame, path: Path) -> Path:
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def read_serve(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:

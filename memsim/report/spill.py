@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from memsim.errors import run_field
 from memsim.mapping import Plan
+from memsim.mapping.placement import DEVICE_MEMORY, sram_may_hold
 from memsim.units import human_bytes
 from memsim.workload.graph import OpGraph
 
@@ -48,8 +49,6 @@ def idle_warning(graph: OpGraph, plan: Plan) -> str | None:
     KV cache it has room for sit in a slower level; or None. A level that is a home for some class (a dataflow
     chip's SRAM kept for activations by design) is a choice, not an oversight; a GPU's shared memory and the
     caches are never named: they belong to one kernel at a time (``placement.default_holds``)."""
-    from memsim.mapping.placement import DEVICE_MEMORY, sram_may_hold
-
     chip = plan.chip
     order = [lvl.name for lvl in chip.levels]
     for klass, levels in bytes_by_level(graph, plan).items():

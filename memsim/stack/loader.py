@@ -14,7 +14,7 @@ from typing import Any
 
 from memsim.errors import ConfigError, run_field
 from memsim.hardware.estimates import Estimate
-from memsim.hardware.loader import SUFFIXES, _dump, apply_override, build, estimates_of, read_based
+from memsim.hardware.loader import SUFFIXES, apply_override, build, dump, estimates_of, read_based
 from memsim.presets import available, resolve
 from memsim.stack.spec import IDEAL, StackSpec
 
@@ -80,4 +80,4 @@ def stack_estimates(raw: dict[str, Any], file: str) -> tuple[Estimate, ...]:
 
 def dump_stack(stack: StackSpec) -> dict[str, Any]:
     """The resolved stack as YAML-ready data that loads back to an identical spec."""
-    return _dump(stack)
+    return dump(stack)

@@ -15,6 +15,9 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from memsim.serving import Deployment, Policy, serve
+from memsim.workload.requests import Request
+
 DATA = Path(__file__).with_name("data") / "serving.csv"
 MAX_SEQS = 2048  # TensorRT-LLM's BuildConfig default max_batch_size
 MAX_TOKENS = 8192  # and max_num_tokens
@@ -45,9 +48,6 @@ HARNESS = Path(__file__).resolve().parent / "data" / "stacks" / "trtllm-bench.ya
 def predict(hw: str, isl: int, osl: int, n: int, kv: str, cache: dict | None = None) -> float:
     """memsim's output tokens a second for ``n`` requests of ``isl`` in, ``osl`` out, all at once (``cache``: the
     steps simulated for earlier rows of the same chip and KV dtype)."""
-    from memsim.serving import Deployment, Policy, serve
-    from memsim.workload.requests import Request
-
     reqs = tuple(Request(id=i, arrival_s=0.0, prompt=isl, output=osl) for i in range(n))
     result = serve(Deployment(hw=hw, model="llama-3.1-8b", weight_dtype="fp8", kv_dtype=kv, stack=str(HARNESS)), reqs,
                    Policy(scheduler="chunked", max_seqs=MAX_SEQS, max_tokens=MAX_TOKENS), check=0, steps_cache=cache)

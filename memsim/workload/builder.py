@@ -32,7 +32,7 @@ __all__ = ["StepSpec", "build_step", "shard", "split"]
 FLOPS_PER_ELEMENT = {"add": 1, "rope": 6, "silu_mul": 5, "gelu": 8, "layernorm": 8, "rmsnorm": 5}
 
 
-class _Builder:
+class Builder:
     def __init__(self, m: ModelConfig, s: StepSpec) -> None:
         self.m, self.s = m, s
         self.g = OpGraph(meta=StepMeta(model=m.name, arch=m.arch, phase=s.phase, batch=s.batch, tokens=s.tokens,
@@ -322,7 +322,7 @@ def build_step(model: ModelConfig, step: StepSpec) -> OpGraph:
                           field=run_field("ep"))
     if step.expert_parallel and model.experts % step.tp:
         raise ConfigError(f"{model.experts} experts do not spread over {step.tp} ranks", field=run_field("ep"))
-    return _Builder(shard(model, step.tp, step.expert_parallel), step).build()
+    return Builder(shard(model, step.tp, step.expert_parallel), step).build()
 
 
 def shard(model: ModelConfig, tp: int, expert_parallel: bool = False) -> ModelConfig:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from memsim.workload.graph import Op, Read
 
 if TYPE_CHECKING:
-    from memsim.workload.builder import _Builder
+    from memsim.workload.builder import Builder
 
 
 def expected_experts(experts: int, top_k: int, tokens: int, held: int | None = None) -> float:
@@ -24,7 +24,7 @@ def expected_experts(experts: int, top_k: int, tokens: int, held: int | None = N
     return held * (1.0 - (1.0 - top_k / experts) ** tokens)
 
 
-def moe_mlp(b: _Builder, p: str, i: int, h: str) -> str:
+def moe_mlp(b: Builder, p: str, i: int, h: str) -> str:
     """Router, grouped expert GEMMs and combine. Expert-parallel: each of the ``ep`` ranks holds
     E/ep whole experts, and tokens reach them and come back through two all-to-alls."""
     m, rows = b.m, b.rows
@@ -62,7 +62,7 @@ def moe_mlp(b: _Builder, p: str, i: int, h: str) -> str:
     return out
 
 
-def _alltoall(b: _Builder, name: str, i: int, x: str, rows: int) -> str:
+def _alltoall(b: Builder, name: str, i: int, x: str, rows: int) -> str:
     """Exchange token rows among the expert-parallel ranks."""
     out = b.act(f"{name}.out", b.m.hidden, rows)
     nbytes = b.g.tensors[out].bytes

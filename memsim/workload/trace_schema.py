@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import fields
 
+from memsim.workload.meta import StepMeta
+
 SCHEMA = "memsim-trace"
 VERSION = 1
 
@@ -48,8 +50,6 @@ FIELDS: dict[str, dict[str, tuple[bool, str]]] = {
 
 def reference() -> str:
     """``docs/trace-schema.md``, from the declaration (and ``StepMeta``'s fields for ``meta``)."""
-    from memsim.workload.meta import StepMeta
-
     out = [f"# Trace file (schema `{SCHEMA}`, version {VERSION})", "",
            "Generated from `memsim/workload/trace_schema.py` by `python scripts/reference.py --write`; "
            "`tests/workload/test_trace_schema.py` keeps it current. A trace is JSON; `memsim trace` writes one, "

@@ -51,7 +51,7 @@ def figures(monkeypatch):
     import matplotlib.pyplot as plt
 
     kept: list = []
-    monkeypatch.setattr(serve_plots, "_save", lambda fig, path: kept.append(fig) or path)
+    monkeypatch.setattr(serve_plots, "save_figure", lambda fig, path: kept.append(fig) or path)
     yield kept
     for fig in kept:
         plt.close(fig)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memsim.registry import Registry
+from memsim.workload.fusion import fuse
 
 if TYPE_CHECKING:
     from memsim.workload.graph import OpGraph
@@ -41,8 +42,6 @@ class ImportReport:
 def fused(graph: OpGraph, report: ImportReport) -> tuple[OpGraph, ImportReport]:
     """``graph`` fused as a serving stack's compiler would (``memsim.workload.fusion``), the
     counts noted in ``report``."""
-    from memsim.workload.fusion import fuse
-
     out, before = fuse(graph)
     out.validate()
     report.fused = (before, len(out.ops))
