@@ -96,8 +96,9 @@ def sweep(sets, sweep_file, out, workers, scheduler, keep, no_progress, serve, *
     """Run the cartesian product of swept fields; results.csv gets one row per point."""
     base = _spec_values(kwargs)
     if serve:
-        serve_sweep.refuse({"--sweep": sweep_file, "--keep": keep, "--scheduler": scheduler})
-        for line in serve_sweep.command(serve_sweep.base_of(base), sweeping.parse_sweeps(list(sets)), Path(out), workers):
+        serve_sweep.refuse({"--sweep": sweep_file})
+        for line in serve_sweep.command(serve_sweep.base_of(base), sweeping.parse_sweeps(list(sets)), Path(out), workers,
+                                        scheduler, keep, not no_progress):
             click.echo(line)
         return
     listed: dict = {}

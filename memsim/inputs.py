@@ -20,7 +20,7 @@ BUILT_IN = (AUTO, IDEAL.name)  # stacks that name no file: the family's default 
 # field -> (config kind its preset names resolve under, or None for a plain path; suffixes)
 FILE_FIELDS = {"hw": ("hardware", HW_SUFFIXES), "model": ("models", MODEL_SUFFIXES),
                "draft": ("models", MODEL_SUFFIXES), "trace": (None, ()), "system": (None, ()),
-               "stack": ("stacks", HW_SUFFIXES)}
+               "stack": ("stacks", HW_SUFFIXES), "requests": (None, ())}  # requests: a serving run's trace
 
 
 def path_of(field: str, value: str | None) -> Path | None:
@@ -34,7 +34,7 @@ def path_of(field: str, value: str | None) -> Path | None:
 def files(spec: RunSpec) -> tuple[Path, ...]:
     """Every file ``spec`` reads."""
     values = asdict(spec)
-    found = (path_of(name, values[name]) for name in FILE_FIELDS)
+    found = (path_of(name, values.get(name)) for name in FILE_FIELDS)
     return tuple(p for p in found if p is not None)
 
 

@@ -9,25 +9,20 @@ first token (or another percentile's column) meets the SLO.
 from __future__ import annotations
 
 import math
-import os
-import warnings
-from concurrent.futures import ProcessPoolExecutor
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from memsim import __version__, limits, sweep_store
-from memsim.atomic import atomic_write_text
+from memsim import sweep_store
 from memsim.errors import ConfigError, MemsimError, run_field
-from memsim.inputs import serving_files
-from memsim.pools import pool_size, worker_start
+from memsim.inputs import FILE_FIELDS
+from memsim.machine import load_chip
 from memsim.runspec import check, defaults
 from memsim.runspec import parse_value as runspec_parse
-from memsim.servespec import sweepable
-from memsim.serving import simulate_serving
-from memsim.sweep import flatten, points, size
-from memsim.sweep_values import with_numbers
+from memsim.servespec import ServeSpec, sweepable
+from memsim.sweep import Kind, points, run_sweep, size
 
 SERVE_FIELDS = ("hw", "model", "weight_dtype", "kv_dtype", "tp", "pp")  # the sweep command's own options a serve run takes
 
@@ -57,64 +52,43 @@ def split(point: dict[str, str]) -> tuple[dict[str, Any], list[tuple[str, str]]]
     return options, sets
 
 
-def run_point(base: dict[str, Any], point: dict[str, str]) -> dict[str, Any]:
-    """One serving run; never raises: a failure is the row's ``error``."""
-
-    row: dict[str, Any] = with_numbers(point)
-    try:
-        options, sets = split(point)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            result = simulate_serving(**{**base, **options, "set": [*base.get("set", ()), *sets]})
-        return {**row, "error": "", **flatten(result.summary)}
-    except MemsimError as exc:
-        return {**row, "error": exc.one_line()}
-    except Exception as exc:  # a sweep records every failure and goes on
-        return {**row, "error": f"{type(exc).__name__}: {exc}"}
+def point_spec(base: dict[str, Any], point: dict[str, str], positions: dict[str, int] | None = None) -> ServeSpec:
+    """A point's serving run: its swept keywords over the base's, its swept hardware fields joining the
+    base's overrides (``positions``: unused; a serving run fills no model-dependent defaults)."""
+    options, sets = split(point)
+    return ServeSpec.make({**base, **options, "set": [*base.get("set", ()), *sets]})
 
 
-def run(base: dict[str, Any], sweeps: dict[str, list[str]], out: Path, workers: int | None = None) -> pd.DataFrame:
-    """Every point, on ``workers`` processes; writes ``out/results.csv`` (in the points' order) and returns it."""
-
-
-    limits.check(size(sweeps), limits.MAX_POINTS, "points", run_field("set"))
-    todo = list(points(sweeps))
-    for point in todo[:1]:
-        split(point)  # a misnamed field: one line before any point runs
+def check_points(base: dict[str, Any], sweeps: dict[str, list[str]], positions: dict, digests: dict) -> ServeSpec:
+    """Every swept value checked against its field, every file the points name hashed and every chip
+    loaded with each swept hardware path, before any point runs; the first point's spec."""
     known = keywords()
     for name, values in sweeps.items():
         for value in values if name in known else ():
             parse_value(name, known[name], value)
-    sweep_store.check_folder(out, files_read(base, sweeps))
-    n = pool_size(workers, size(sweeps))
-    out.mkdir(parents=True, exist_ok=True)
-    with sweep_store.Lock(out):
-        sweep_store.claim(out, experiment(base, sweeps))
-        if n == 1:
-            rows = [run_point(base, p) for p in todo]
-        else:
-            with ProcessPoolExecutor(n, initializer=worker_start, initargs=(os.getpid(),)) as pool:
-                rows = list(pool.map(run_point, [base] * len(todo), todo))
-        frame = pd.DataFrame(rows)
-        atomic_write_text(out / "results.csv", frame.to_csv(index=False))
-    return frame
+    first = point_spec(base, next(points(sweeps)))
+    for field in FILE_FIELDS:
+        for value in sweeps.get(field, [getattr(first, field, None)]):
+            sweep_store.file_digest(field, value, digests)
+    fixed = tuple(kv for kv in first.set if kv[0] not in sweeps)
+    for hw in sweeps.get("hw", [first.hw]):
+        load_chip(hw, fixed, None)
+        for path in (p for p in sweeps if "." in p):
+            load_chip(hw, (*fixed, (path, sweeps[path][0])), None)
+    return first
 
 
-def experiment(base: dict[str, Any], sweeps: dict[str, list[str]]) -> dict[str, Any]:
-    """What the folder of a serving sweep records (``sweep_store.claim``): a folder holds one
-    experiment, so a plain sweep's folder, or another serving sweep's, is refused."""
-    return {"serve": True, "base": {k: v for k, v in sorted(base.items()) if k != "set"},
-            "set": sorted(map(list, base.get("set", ()))), "swept": sorted(sweeps), "memsim": __version__}
+SERVING = Kind(spec=point_spec, check=check_points, defaults=lambda: {f.name: f.default for f in fields(ServeSpec)},
+               marks=(("serve", True),))
 
 
-def files_read(base: dict[str, Any], sweeps: dict[str, list[str]]) -> list[Path]:
-    """The files the points read: every chip, model and stack file the base or a swept value names."""
-    found: list[Path] = []
-    for hw in sweeps.get("hw", [base.get("hw", "h100-sxm")]):
-        for model in sweeps.get("model", [base.get("model", "llama-3.1-8b")]):
-            for stack in sweeps.get("stack", [base.get("stack", "auto")]):
-                found += serving_files(hw, model, stack)
-    return found
+def run(base: dict[str, Any], sweeps: dict[str, list[str]], out: Path, workers: int | None = None,
+        scheduler: Any = None, keep: bool = False, progress: bool = False) -> pd.DataFrame:
+    """Every point not already in ``out``, on ``workers`` processes or a Dask ``scheduler``, as a sweep of
+    runs is (``sweep.run_sweep``: resumed, ``keep`` writing each point's files under ``out/points``);
+    returns results.csv, in the points' order."""
+    run_sweep(base, sweeps, out, workers, scheduler, keep, progress, kind=SERVING)
+    return pd.read_csv(out / "results.csv")
 
 
 def capacity(results: pd.DataFrame, column: str = "ttft_s_p90") -> pd.DataFrame:
@@ -136,11 +110,12 @@ def capacity(results: pd.DataFrame, column: str = "ttft_s_p90") -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def command(base: dict[str, Any], sweeps: dict[str, list[str]], out: Path, workers: int | None) -> list[str]:
+def command(base: dict[str, Any], sweeps: dict[str, list[str]], out: Path, workers: int | None,
+            scheduler: Any = None, keep: bool = False, progress: bool = False) -> list[str]:
     """``memsim sweep --serve``: run the points; the console's lines."""
     lines = [f"sweeping serving runs over {', '.join(f'{k} ({len(v)})' for k, v in sweeps.items())}: "
              f"{size(sweeps)} points -> {out}"]
-    frame = run(base, sweeps, out, workers)
+    frame = run(base, sweeps, out, workers, scheduler, keep, progress)
     shown = [c for c in (*_swept(frame), "requests_per_s", "output_tokens_per_s", "ttft_s_p90", "tpot_s_p90",
                          "goodput_requests_per_s", "error") if c in frame]
     lines.append(frame[shown].to_string(index=False, float_format=lambda v: f"{v:.4g}"))

@@ -117,7 +117,7 @@ class ServeSpec:
                 "output": self.output_tokens, "lengths": self.lengths, "spread": self.spread, "seed": self.seed,
                 "prefix": self.prefix}
 
-    def trace(self) -> Path | None:
+    def trace_path(self) -> Path | None:
         return Path(self.requests) if self.requests is not None else None
 
 

@@ -371,7 +371,7 @@ simulate_serving.__signature__ = signature()  # type: ignore[attr-defined]
 
 def serve_spec(spec: ServeSpec) -> ServeResult:
     """Serve the requests ``spec`` names or draws on the deployment it declares."""
-    trace = spec.trace()
+    trace = spec.trace_path()
     reqs = read_requests(trace) if trace is not None else synthetic(spec.count, spec.rate, **spec.drawn())
     dep = deployment_of(spec)
     result = serve(dep, reqs, policy_of(spec), check=spec.check, users=spec.users, think_s=spec.think)

@@ -33,6 +33,8 @@ from memsim.machine import load_chip
 from memsim.pools import PER_WORKER, pool_size, worker_cap, worker_start  # noqa: F401  (as callers know them)
 from memsim.report import flatten
 from memsim.runspec import RunSpec
+from memsim.servespec import ServeSpec
+from memsim.serving import serve_spec
 from memsim.sweep_store import Lock, Results
 from memsim.sweep_values import ALIASES, RUN_FIELDS, expand, parse_sweeps, read_sweep_file, with_numbers
 from memsim.workload import model_config
@@ -46,13 +48,24 @@ class Task:
     content hash of each file it reads."""
 
     point: dict[str, str]
-    spec: RunSpec
+    spec: Any  # a RunSpec, or a ServeSpec for a serving sweep
     key: str
     keep: str | None
     contents: tuple[tuple[str, str, str | None], ...]
 
     def call(self) -> tuple:
         return self.spec, self.point, self.key, self.keep, self.contents
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What a sweep's points are: runs (``RUNS``) or serving runs (``serve_sweep.SERVING``); one runner,
+    one store, one pool or cluster for both."""
+
+    spec: Callable[[dict[str, Any], dict[str, str], dict[str, int]], Any]  # base, point, positions -> a point's spec
+    check: Callable[[dict[str, Any], dict[str, list[str]], dict, dict], Any]  # checks all; the first point's spec
+    defaults: Callable[[], dict[str, Any]]  # the spec's fields and defaults
+    marks: tuple[tuple[str, Any], ...] = ()  # what its folder's record says besides the experiment (its kind)
 
 
 def points(sweeps: dict[str, list[str]]) -> Iterator[dict[str, str]]:
@@ -88,7 +101,7 @@ def run_point(spec: RunSpec, point: dict[str, str], key: str, keep: str | None =
     if changed:
         return {**row, "changed": changed}
     try:
-        result = run(spec)
+        result = serve_spec(spec) if isinstance(spec, ServeSpec) else run(spec)
         if keep:
             result.write(Path(keep))
         row = {**row, "error": "", **({"outputs": str(Path("points") / Path(keep).name)} if keep else {}),
@@ -115,20 +128,22 @@ def _changed(contents: tuple) -> str | None:
 
 def run_sweep(base: dict[str, Any], sweeps: dict[str, list[str]], out: Path, workers: int | None = None,
               scheduler: Any = None, keep: bool = False, progress: bool = True, read: Iterable[Path] = (),
-              announce: Callable[[], None] = lambda: None) -> Results:
-    """Run every point not already in ``out`` (which holds none of the files read: the points' and
-    ``read``); ``announce`` is called once every value, chip, file and the folder passed their checks."""
+              announce: Callable[[], None] = lambda: None, kind: Kind | None = None) -> Results:
+    """Run every point of ``kind`` (default: runs) not already in ``out`` (which holds none of the files
+    read: the points' and ``read``); ``announce`` is called once every value, chip, file and the folder
+    passed their checks."""
+    kind = kind or RUNS
     if workers is not None and workers < 1:
         raise ConfigError("must be at least 1", field=run_field("workers"))
     out, fields, total = Path(out), list(sweeps), size(sweeps)
     limits.check(total, limits.MAX_POINTS, "points", run_field("set"))
     positions: dict[str, int] = {}
     digests: dict = {}
-    first = _check(base, sweeps, positions, digests)
+    first = kind.check(base, sweeps, positions, digests)
     sweep_store.check_folder(out, [*sweep_store.files_read(first, sweeps), *read])
     client = pools.connect(scheduler) if scheduler is not None else None
     announce()
-    experiment = _experiment(first, fields, digests)
+    experiment = {**_experiment(first, fields, digests, kind), **dict(kind.marks)}
     experiment[sweep_store.SWEPT_FILES] = {f"{f}={v}": sweep_store.file_digest(f, v, digests)
                                            for f in fields if f in FILE_FIELDS for v in sweeps[f]}
     out.mkdir(parents=True, exist_ok=True)
@@ -136,7 +151,7 @@ def run_sweep(base: dict[str, Any], sweeps: dict[str, list[str]], out: Path, wor
         sweep_store.claim(out, experiment)
         results = Results(out, fields, {})
         bar = _bar(total, progress)
-        todo = _tasks(base, sweeps, positions, digests, results, bar, out if keep else None)
+        todo = _tasks(kind, base, sweeps, positions, digests, results, bar, out if keep else None)
         try:
             if client is not None:
                 _run_dask(client, todo, results, bar)
@@ -157,7 +172,7 @@ def _check(base: dict[str, Any], sweeps: dict[str, list[str]], positions: dict, 
                 runspec.check(RUN_FIELDS[name], runspec.parse_value(RUN_FIELDS[name], value))
     first = point_spec(base, next(points(sweeps)), positions)
     for field in FILE_FIELDS:
-        for value in sweeps.get(field, [getattr(first, field)]):
+        for value in sweeps.get(field, [getattr(first, field, None)]):
             sweep_store.file_digest(field, value, digests)
             if field == "model" and value is not None and value not in positions:
                 positions[value] = model_config(value).max_positions
@@ -165,14 +180,14 @@ def _check(base: dict[str, Any], sweeps: dict[str, list[str]], positions: dict, 
     return first
 
 
-def _tasks(base, sweeps, positions, digests, results: Results, bar, keep_root: Path | None) -> Iterator[Task]:
+def _tasks(kind: Kind, base, sweeps, positions, digests, results: Results, bar, keep_root: Path | None) -> Iterator[Task]:
     """The points still to run, in the sweep's order, made one at a time: a point that is another
     point's run, or already done, is counted and passed over; one whose run cannot be made is
     recorded as an error row."""
     done = results.done()
     for i, point in enumerate(points(sweeps)):
         try:
-            spec = point_spec(base, point, positions)
+            spec = kind.spec(base, point, positions)
         except MemsimError as exc:
             key = sweep_store.digest(repr(sorted(point.items())))
             if key not in results.order:
@@ -191,8 +206,8 @@ def _tasks(base, sweeps, positions, digests, results: Results, bar, keep_root: P
             results.skipped += 1
             bar.update()
             continue
-        contents = tuple((f, getattr(spec, f), digests[f, getattr(spec, f)]) for f in FILE_FIELDS
-                         if (f, getattr(spec, f)) in digests)
+        named = ((f, getattr(spec, f, None)) for f in FILE_FIELDS)  # a field the spec has and names a file by
+        contents = tuple((f, value, digests[f, value]) for f, value in named if value is not None and (f, value) in digests)
         keep = str(keep_root / "points" / key[:16]) if keep_root is not None else None
         yield Task(point, spec, key, keep, contents)
 
@@ -206,9 +221,9 @@ def _record(results: Results, row: dict[str, Any], bar) -> None:
     bar.update()
 
 
-def _experiment(spec: RunSpec, swept: list[str], digests: dict) -> dict[str, Any]:
-    """What every point shares: the unswept run fields, their files' contents, the swept names."""
-    fixed = tuple(f for f in runspec.defaults() if f not in swept and f != "set")
+def _experiment(spec: Any, swept: list[str], digests: dict, kind: Kind) -> dict[str, Any]:
+    """What every point shares: the unswept fields, their files' contents, the swept names."""
+    fixed = tuple(f for f in kind.defaults() if f not in swept and f != "set")
     ident = sweep_store.identity(spec, fixed, digests)
     ident["set"] = sorted([k, v] for k, v in spec.set if k not in swept)
     ident["swept"] = sorted(swept)
@@ -288,6 +303,9 @@ def _run_dask(client, todo: Iterator[Task], results: Results, bar) -> None:
     except BaseException:
         client.cancel(list(live))
         raise
+
+
+RUNS = Kind(spec=point_spec, check=_check, defaults=runspec.defaults)
 
 
 def sweep_frame(hw: Any = RunSpec.hw, model: str | None = None, sweeps: dict[str, Iterable[Any]] | None = None, *,

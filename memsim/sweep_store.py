@@ -33,7 +33,6 @@ from memsim import __version__, units
 from memsim.atomic import atomic_write_text, check_apart, check_writable_parent, folder_entries
 from memsim.errors import ConfigError, run_field
 from memsim.inputs import FILE_FIELDS, path_of
-from memsim.runspec import RunSpec
 from memsim.sweep_values import NUMERIC
 
 MANIFEST = "sweep.json"
@@ -61,9 +60,9 @@ def file_digest(field: str, value: str | None, memo: dict | None = None) -> str 
         raise ConfigError(f"cannot read: {exc.strerror}", file=str(path), field=run_field(field)) from None
 
 
-def identity(spec: RunSpec, fields: tuple[str, ...] | None = None, memo: dict | None = None) -> dict[str, Any]:
-    """What a run's result depends on: its parameters, its files' contents and the memsim version
-    (only ``fields`` of them when given; ``memo``: see ``file_digest``)."""
+def identity(spec: Any, fields: tuple[str, ...] | None = None, memo: dict | None = None) -> dict[str, Any]:
+    """What a run's (a ``RunSpec``'s or a ``ServeSpec``'s) result depends on: its parameters, its files'
+    contents and the memsim version (only ``fields`` of them when given; ``memo``: see ``file_digest``)."""
     values = asdict(spec)
     names = fields if fields is not None else tuple(values)
     ident: dict[str, Any] = {name: values[name] for name in names}
@@ -75,7 +74,7 @@ def identity(spec: RunSpec, fields: tuple[str, ...] | None = None, memo: dict | 
     return ident
 
 
-def run_key(spec: RunSpec, memo: dict | None = None) -> str:
+def run_key(spec: Any, memo: dict | None = None) -> str:
     return digest(json.dumps(identity(spec, memo=memo), sort_keys=True, default=str))
 
 
@@ -116,9 +115,9 @@ def discard(out: Path, existed: bool) -> None:
         out.rmdir()
 
 
-def files_read(first: RunSpec, sweeps: dict[str, list[str]]) -> list[Path]:
+def files_read(first: Any, sweeps: dict[str, list[str]]) -> list[Path]:
     """The files a sweep's points read: those its first point names, and every swept file value."""
-    named = (path_of(f, v) for f in FILE_FIELDS for v in sweeps.get(f, [getattr(first, f)]))
+    named = (path_of(f, v) for f in FILE_FIELDS for v in sweeps.get(f, [getattr(first, f, None)]))
     return [p for p in named if p is not None]
 
 

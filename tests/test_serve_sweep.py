@@ -5,7 +5,9 @@ import pandas as pd
 import pytest
 
 from memsim import cli, serve_sweep
+from memsim import sweep as sweeping
 from memsim.errors import ConfigError
+from tests.test_cli import run_cli
 
 
 def test_a_point_splits_into_typed_serving_keywords_and_hardware_overrides():
@@ -47,3 +49,25 @@ def test_the_command_sweeps_serving_runs_and_refuses_a_step_option(monkeypatch, 
     code, io = memsim_cli("--batch", "8", "--set", "rate=1,2", "--out", str(tmp_path / "t"))
     assert code == 2 and "--batch" in io.err and len(io.err.strip().splitlines()) == 1
     assert not (tmp_path / "t").exists()
+
+
+def test_a_serving_sweep_resumes_keeps_its_points_and_is_one_experiment(monkeypatch, capsys, tmp_path, tiny_model_path):
+    """One runner for both sweeps (issue 42, deliverable 5): a serving sweep run again does only the
+    points it has not done, --keep writes each point's serving files, and the folder records one
+    experiment."""
+    out = tmp_path / "o"
+    args = ("--model", str(tiny_model_path), "--set", "rate=5,10", "--set", "count=3", "--out", str(out), "--keep",
+            "--no-progress", "--workers", "1")
+    code, _, err = run_cli(monkeypatch, capsys, "sweep", "--serve", *args)
+    assert code == 0, err
+    first = pd.read_csv(out / "results.csv")
+    kept = sorted((out / "points").iterdir())
+    assert len(first) == 2 and len(kept) == 2 and all((k / "serve.json").is_file() for k in kept)
+    ran = []
+    real = sweeping.run_point
+    monkeypatch.setattr(sweeping, "run_point", lambda *a, **k: ran.append(a) or real(*a, **k))
+    code, _, err = run_cli(monkeypatch, capsys, "sweep", "--serve", *args[:3], "rate=5,10,20", *args[4:])
+    assert code == 0, err
+    again = pd.read_csv(out / "results.csv")
+    assert len(ran) == 1 and list(again.rate) == [5, 10, 20]  # the two done points were not run again
+    assert again.iloc[:2].drop(columns="outputs", errors="ignore").equals(first.drop(columns="outputs", errors="ignore"))
