@@ -68,8 +68,8 @@ def check_points(base: dict[str, Any], sweeps: dict[str, list[str]], positions: 
             parse_value(name, known[name], value)
     first = point_spec(base, next(points(sweeps)))
     for field in FILE_FIELDS:
-        for value in sweeps.get(field, [getattr(first, field, None)]):
-            sweep_store.file_digest(field, value, digests)
+        for named in sweeps.get(field, [getattr(first, field, None)]):
+            sweep_store.file_digest(field, named, digests)
     fixed = tuple(kv for kv in first.set if kv[0] not in sweeps)
     for hw in sweeps.get("hw", [first.hw]):
         load_chip(hw, fixed, None)

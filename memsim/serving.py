@@ -30,6 +30,7 @@ from memsim.engine.serving import Instance, serve_instances
 from memsim.engine.serving_state import PREEMPTION, HostWork, Limits, Seq
 from memsim.errors import ConfigError, MemsimWarning, run_field
 from memsim.inputs import serving_files
+from memsim.serve_summary import ServeSummary
 from memsim.servespec import MAX_BLOCK_TOKENS, MAX_INSTANCES, ServeSpec, signature
 from memsim.serving_steps import Segments, StepTimes
 from memsim.stack.spec import StackSpec
@@ -274,6 +275,7 @@ def serve(dep: Deployment, requests: tuple[Request, ...], policy: Policy = Polic
     of the same deployment and block size, shared (each grid step is the same simulation)."""
     kv = kv_capacity(dep, policy.block_tokens)
     policy = policy.resolved(stack_of(dep))
+    assert policy.scheduler is not None  # resolved: the stack's, where the deployment named none
     times = StepTimes(run=dep.run, mixed=dep.mixed, tile=kv.unit_tile, chunked=SCHEDULERS[policy.scheduler].chunked,
                       kv_tokens=kv.blocks // dep.pp * policy.block_tokens, swap_s_per_block=kv.swap_s_per_block,
                       cache=steps_cache if steps_cache is not None else {})
@@ -295,21 +297,20 @@ def serve(dep: Deployment, requests: tuple[Request, ...], policy: Policy = Polic
             below += held // dep.pp
     handed_j = float((reqs.prompt_tokens + 1).sum() * kv.bytes_per_token * dep.tp * kv.handoff_j_per_byte) \
         if dep.prefill else 0.0
-    summary = serving_report.summarize(reqs, rows, blocks=kv.blocks // dep.pp, other_energy_j=handed_j,
-                                       slo={"ttft_s": policy.slo_ttft_s, "tpot_s": policy.slo_tpot_s})
-    summary["handoff"] = {"mean_s": float(reqs.handoff_s.mean()) if dep.prefill else 0.0, "energy_j": handed_j,
-                          "total_s": float(reqs.handoff_s.sum())}
-    summary["mean_in_system"] = area / summary["span_s"] if summary["span_s"] else 0.0
-    summary["kv"].update(block_tokens=policy.block_tokens, bytes_per_token=kv.bytes_per_token, levels=kv.levels,
-                         fill=kv.fill, host=kv.host, host_blocks=kv.host_blocks)
-    summary["surrogate"] = {"grid_steps": len(times.cache), **times.check(check)}
-    summary["limit"] = limit(dep, rows, times, kv)
-    summary["deployment"] = {"hw": dep.hw, "model": dep.model, "tp": dep.tp, "pp": dep.pp, "replicas": dep.replicas if not
-                             dep.prefill else 0, "prefill": dep.prefill, "decode": dep.decode, "layout": dep.layout,
-                             "stack": stack_of(dep).name}
-    summary["host"] = host_summary(host_work(stack_of(dep), dep.tp), rows)
-    summary.update(scheduler=policy.scheduler, prefix_caching=policy.prefix_caching, preemption=policy.preemption,
-                   users=users)
+    base = serving_report.summarize(reqs, rows, blocks=kv.blocks // dep.pp, other_energy_j=handed_j,
+                                    slo={"ttft_s": policy.slo_ttft_s, "tpot_s": policy.slo_tpot_s})
+    summary = ServeSummary(  # serve.json, built by keyword in one place (memsim.serve_summary declares it)
+        **{**base, "kv": {**base["kv"], "block_tokens": policy.block_tokens, "bytes_per_token": kv.bytes_per_token,
+                          "levels": kv.levels, "fill": kv.fill, "host": kv.host, "host_blocks": kv.host_blocks}},
+        handoff={"mean_s": float(reqs.handoff_s.mean()) if dep.prefill else 0.0, "energy_j": handed_j,
+                 "total_s": float(reqs.handoff_s.sum())},
+        mean_in_system=area / base["span_s"] if base["span_s"] else 0.0,
+        surrogate={"grid_steps": len(times.cache), **times.check(check)}, limit=limit(dep, rows, times, kv),
+        deployment={"hw": dep.hw, "model": dep.model, "tp": dep.tp, "pp": dep.pp,
+                    "replicas": dep.replicas if not dep.prefill else 0, "prefill": dep.prefill, "decode": dep.decode,
+                    "layout": dep.layout, "stack": stack_of(dep).name},
+        host=host_summary(host_work(stack_of(dep), dep.tp), rows), scheduler=policy.scheduler,
+        prefix_caching=policy.prefix_caching, preemption=policy.preemption, users=users).as_dict()
     return {"requests": reqs, "steps": rows, "summary": summary}
 
 

@@ -172,10 +172,10 @@ def _check(base: dict[str, Any], sweeps: dict[str, list[str]], positions: dict, 
                 runspec.check(RUN_FIELDS[name], runspec.parse_value(RUN_FIELDS[name], value))
     first = point_spec(base, next(points(sweeps)), positions)
     for field in FILE_FIELDS:
-        for value in sweeps.get(field, [getattr(first, field, None)]):
-            sweep_store.file_digest(field, value, digests)
-            if field == "model" and value is not None and value not in positions:
-                positions[value] = model_config(value).max_positions
+        for named in sweeps.get(field, [getattr(first, field, None)]):
+            sweep_store.file_digest(field, named, digests)
+            if field == "model" and named is not None and named not in positions:
+                positions[named] = model_config(named).max_positions
     _check_chips(first, sweeps)
     return first
 

@@ -11,6 +11,7 @@ from memsim.cli_reference import reference as cli_reference
 from memsim.hardware.reference import reference as hardware_reference
 from memsim.report.columns import reference as columns_reference
 from memsim.report.summary_fields import reference as summary_reference
+from memsim.serve_summary import reference as serve_reference
 from memsim.stack.reference import reference as stack_reference
 from memsim.whatif import reference as explain_reference
 from memsim.workload.trace_schema import reference as trace_reference
@@ -18,7 +19,8 @@ from memsim.workload.trace_schema import reference as trace_reference
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 PAGES = {"summary.md": summary_reference, "explain.md": explain_reference, "cli.md": cli_reference,
          "hardware-fields.md": hardware_reference,
-         "stack-fields.md": stack_reference, "columns.md": columns_reference, "trace-schema.md": trace_reference}
+         "stack-fields.md": stack_reference, "columns.md": columns_reference, "trace-schema.md": trace_reference,
+         "serve-json.md": serve_reference}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -213,3 +213,15 @@ def test_the_command_line_refuses_what_a_trace_refuses_naming_the_flag(monkeypat
         cli.entry()
     err = capsys.readouterr().err
     assert info.value.code == 2 and len(err.strip().splitlines()) == 1 and f": {flag}: " in err, err
+
+
+def test_serve_json_holds_the_declared_keys_in_the_declared_order(tmp_path):
+    from dataclasses import fields
+
+    from memsim.serve_summary import ServeSummary
+
+    r = memsim.serve(HW, MODEL, count=3, output_tokens=4)
+    declared = [f.name for f in fields(ServeSummary)]
+    assert list(r.summary) == declared
+    r.write(tmp_path / "s")
+    assert list(json.loads((tmp_path / "s" / "serve.json").read_text())) == declared

@@ -203,10 +203,11 @@ def batch_sizes(steps: pd.DataFrame, path: Path) -> Path:
         start, end = part["start_s"], part["end_s"]
         if split and len(groups) == 1:
             many = len(part) > BINS  # thinned: each slice's mean over time, on shared slices
-            edges = np.linspace(float(start.min()), float(end.max()), BINS + 1) if many else None
+            edges = np.linspace(float(start.min()), float(end.max()), BINS + 1)
             low = np.zeros(BINS if many else 4 * len(part))
             for col in SPLIT:
-                x, y = (((edges[:-1] + edges[1:]) / 2, binned_mean(start, end, part[col], edges)) if many
+                x, y = (((edges[:-1] + edges[1:]) / 2,
+                         binned_mean(start.to_numpy(), end.to_numpy(), part[col].to_numpy(), edges)) if many
                         else step_series(start, end, part[col], idle=0.0))
                 ax.fill_between(x, low, low + y, color=SPLIT_COLORS[col], alpha=0.6, lw=0,
                                 label=f"{col} in the step" + (f" (mean over {BINS:,} slices)" if many else ""))
