@@ -85,7 +85,8 @@ def run(out, perfetto, html, **kwargs):
 @_spec_options("sweep")
 @click.option("--set", "sets", multiple=True, metavar="PATH=VALUES",
               help="swept field: PATH=V1,V2,... or PATH=A..B:x2 (or :+S); repeatable")
-@click.option("--sweep", "sweep_file", help="sweep YAML: run arguments and a `set:` mapping of swept fields")
+@click.option("--sweep", "sweep_file", help="sweep YAML: fixed fields (a run's; with --serve, a serving run's) and "
+                                           "a `set:` mapping of swept fields")
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="folder for results.csv")
 @click.option("--workers", type=int, help="local worker processes (default: every core)")
 @click.option("--scheduler", help="Dask scheduler address (tcp://host:8786): run on that cluster")
@@ -96,9 +97,12 @@ def sweep(sets, sweep_file, out, workers, scheduler, keep, no_progress, serve, *
     """Run the cartesian product of swept fields; results.csv gets one row per point."""
     base = _spec_values(kwargs)
     if serve:
-        serve_sweep.refuse({"--sweep": sweep_file})
-        for line in serve_sweep.command(serve_sweep.base_of(base), sweeping.parse_sweeps(list(sets)), Path(out), workers,
-                                        scheduler, keep, not no_progress):
+        fixed, listed = sweeping.read_sweep_file(Path(sweep_file), serve_sweep.keywords()) if sweep_file else ({}, {})
+        if not sets and not listed:
+            raise MemsimError("nothing to sweep: give --set NAME=V1,V2 or --sweep FILE", field="--set")
+        for line in serve_sweep.command({**serve_sweep.base_of(base), **fixed},
+                                        sweeping.parse_sweeps(list(sets), known=listed), Path(out), workers,
+                                        scheduler, keep, not no_progress, [Path(sweep_file)] if sweep_file else []):
             click.echo(line)
         return
     listed: dict = {}

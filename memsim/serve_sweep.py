@@ -83,11 +83,11 @@ SERVING = Kind(spec=point_spec, check=check_points, defaults=lambda: {f.name: f.
 
 
 def run(base: dict[str, Any], sweeps: dict[str, list[str]], out: Path, workers: int | None = None,
-        scheduler: Any = None, keep: bool = False, progress: bool = False) -> pd.DataFrame:
+        scheduler: Any = None, keep: bool = False, progress: bool = False, read: list[Path] | None = None) -> pd.DataFrame:
     """Every point not already in ``out``, on ``workers`` processes or a Dask ``scheduler``, as a sweep of
     runs is (``sweep.run_sweep``: resumed, ``keep`` writing each point's files under ``out/points``);
     returns results.csv, in the points' order."""
-    run_sweep(base, sweeps, out, workers, scheduler, keep, progress, kind=SERVING)
+    run_sweep(base, sweeps, out, workers, scheduler, keep, progress, read or [], kind=SERVING)
     return pd.read_csv(out / "results.csv")
 
 
@@ -111,11 +111,11 @@ def capacity(results: pd.DataFrame, column: str = "ttft_s_p90") -> pd.DataFrame:
 
 
 def command(base: dict[str, Any], sweeps: dict[str, list[str]], out: Path, workers: int | None,
-            scheduler: Any = None, keep: bool = False, progress: bool = False) -> list[str]:
+            scheduler: Any = None, keep: bool = False, progress: bool = False, read: list[Path] | None = None) -> list[str]:
     """``memsim sweep --serve``: run the points; the console's lines."""
     lines = [f"sweeping serving runs over {', '.join(f'{k} ({len(v)})' for k, v in sweeps.items())}: "
              f"{size(sweeps)} points -> {out}"]
-    frame = run(base, sweeps, out, workers, scheduler, keep, progress)
+    frame = run(base, sweeps, out, workers, scheduler, keep, progress, read)
     shown = [c for c in (*_swept(frame), "requests_per_s", "output_tokens_per_s", "ttft_s_p90", "tpot_s_p90",
                          "goodput_requests_per_s", "error") if c in frame]
     lines.append(frame[shown].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
@@ -134,14 +134,6 @@ def _swept(results: pd.DataFrame) -> list[str]:
     """The swept fields: the columns before ``error``."""
     cols = list(results.columns)
     return cols[:cols.index("error")] if "error" in cols else []
-
-
-def refuse(given: dict[str, Any]) -> None:
-    """The sweep command's options a serving sweep does not take yet (option -> value given): refused,
-    never ignored."""
-    unused = next((option for option, value in given.items() if value), None)
-    if unused:
-        raise MemsimError("a serving sweep does not take it yet", field=unused)
 
 
 def base_of(spec_values: dict[str, Any]) -> dict[str, Any]:

@@ -106,9 +106,11 @@ def _format(kind: str, value: float) -> str:
     return str(int(value)) if kind == "count" else f"{value:g}"
 
 
-def read_sweep_file(path: Path) -> tuple[dict[str, Any], dict[str, list[str]]]:
-    """A sweep YAML: run arguments at the top level and ``set: {PATH: [values] or "A..B:x2"}``;
-    returns the fixed run arguments and the swept values of each field."""
+def read_sweep_file(path: Path, fields: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """A sweep YAML: fixed fields at the top level (``fields``: the spec's, name -> field; default the
+    run's, ``RUN_FIELDS``; a serving sweep's are ``ServeSpec``'s) and ``set: {PATH: [values] or
+    "A..B:x2"}``; returns the fixed fields and the swept values of each field."""
+    fields = RUN_FIELDS if fields is None else fields
     raw = load_yaml(path) or {}
     if not isinstance(raw, dict):
         raise ConfigError("expected a mapping", file=str(path))
@@ -116,8 +118,8 @@ def read_sweep_file(path: Path) -> tuple[dict[str, Any], dict[str, list[str]]]:
     if not isinstance(sets, dict):
         raise ConfigError("expected a mapping of PATH to values", file=str(path), field="set")
     for key in raw:
-        if _field_name(key) not in RUN_FIELDS:
-            raise ConfigError(f"unknown field (known: set, {', '.join(sorted(RUN_FIELDS))})", file=str(path),
+        if _field_name(key) not in fields:
+            raise ConfigError(f"unknown field (known: set, {', '.join(sorted(fields))})", file=str(path),
                               field=str(key))
     swept: dict[str, list[str]] = {}
     for k, v in sets.items():
@@ -137,7 +139,7 @@ def read_sweep_file(path: Path) -> tuple[dict[str, Any], dict[str, list[str]]]:
     fixed = {_field_name(k): v for k, v in raw.items()}
     for name, value in fixed.items():
         try:
-            runspec.check(RUN_FIELDS[name], value)
+            runspec.check(fields[name], value)
         except ConfigError as exc:
             raise ConfigError(exc.message, file=str(path), field=name) from None
     return fixed, swept

@@ -162,6 +162,4 @@ def test_a_serving_sweep_never_replaces_another_experiment(monkeypatch, capsys, 
                            "rate=1,2", "--set", "count=3", "--out", str(out))
     assert code == 2 and "holds a sweep of runs' results" in err, err
     assert (out / "results.csv").read_bytes() == results
-    code, _, err = run_cli(monkeypatch, capsys, "sweep", "--serve", "--sweep", str(tmp_path / "s.yaml"), "--set",
-                           "rate=1", "--out", str(tmp_path / "p"))
-    assert code == 2 and "--sweep: a serving sweep does not take it yet" in err, err
+

@@ -71,3 +71,18 @@ def test_a_serving_sweep_resumes_keeps_its_points_and_is_one_experiment(monkeypa
     again = pd.read_csv(out / "results.csv")
     assert len(ran) == 1 and list(again.rate) == [5, 10, 20]  # the two done points were not run again
     assert again.iloc[:2].drop(columns="outputs", errors="ignore").equals(first.drop(columns="outputs", errors="ignore"))
+
+
+def test_a_serving_sweep_reads_its_fixed_and_swept_fields_from_a_sweep_file(monkeypatch, capsys, tmp_path,
+                                                                          tiny_model_path):
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("count: 3\noutput_tokens: 4\nset:\n  rate: [5, 10]\n")
+    out = tmp_path / "o"
+    code, _, err = run_cli(monkeypatch, capsys, "sweep", "--serve", "--model", str(tiny_model_path), "--sweep",
+                           str(plan), "--out", str(out), "--workers", "1", "--no-progress")
+    assert code == 0, err
+    df = pd.read_csv(out / "results.csv")
+    assert list(df.rate) == [5, 10] and set(df.requests) == {3}
+    plan.write_text("output: 4\nset:\n  rate: [5]\n")  # a run's old keyword, or any unknown one: one line
+    code, _, err = run_cli(monkeypatch, capsys, "sweep", "--serve", "--sweep", str(plan), "--out", str(tmp_path / "p"))
+    assert code == 2 and "plan.yaml: output: unknown field" in err, err
