@@ -96,8 +96,11 @@ def run(out, perfetto, html, **kwargs):
 def sweep(sets, sweep_file, out, workers, scheduler, keep, no_progress, serve, **kwargs):
     """Run the cartesian product of swept fields; results.csv gets one row per point."""
     base = _spec_values(kwargs)
+    fixed: dict = {}
+    listed: dict = {}
     if serve:
-        fixed, listed = sweeping.read_sweep_file(Path(sweep_file), serve_sweep.keywords()) if sweep_file else ({}, {})
+        if sweep_file:
+            fixed, listed = sweeping.read_sweep_file(Path(sweep_file), serve_sweep.keywords())
         if not sets and not listed:
             raise MemsimError("nothing to sweep: give --set NAME=V1,V2 or --sweep FILE", field="--set")
         for line in serve_sweep.command({**serve_sweep.base_of(base), **fixed},
@@ -105,7 +108,6 @@ def sweep(sets, sweep_file, out, workers, scheduler, keep, no_progress, serve, *
                                         scheduler, keep, not no_progress, [Path(sweep_file)] if sweep_file else []):
             click.echo(line)
         return
-    listed: dict = {}
     if sweep_file:
         fixed, listed = sweeping.read_sweep_file(Path(sweep_file))
         base.update(fixed)
