@@ -88,7 +88,7 @@ def run(base: dict[str, Any], sweeps: dict[str, list[str]], out: Path, workers: 
     runs is (``sweep.run_sweep``: resumed, ``keep`` writing each point's files under ``out/points``);
     returns results.csv, in the points' order."""
     run_sweep(base, sweeps, out, workers, scheduler, keep, progress, read or [], kind=SERVING)
-    return pd.read_csv(out / "results.csv")
+    return pd.read_csv(out / "results.csv", dtype={"error": str})  # an error column of no errors is text, not NaN
 
 
 def capacity(results: pd.DataFrame, column: str = "ttft_s_p90") -> pd.DataFrame:
