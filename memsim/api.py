@@ -30,7 +30,7 @@ from memsim import (
 from memsim.chipfile import chip_path
 from memsim.errors import CapacityError, ConfigError, MemsimWarning, is_run, run_field
 from memsim.hardware.estimates import set_path as estimates_set_path
-from memsim.hardware.loader import dump_chip, estimates_of
+from memsim.hardware.loader import dump_chip, estimates_of, one_reading
 from memsim.hardware.resource import Ref
 from memsim.machine import (  # noqa: F401  (the loaders, as callers know them here)
     estimates,
@@ -249,12 +249,17 @@ def run(spec: RunSpec) -> Result:
     their ranges (``memsim.sensitivity``)."""
     if not isinstance(spec, RunSpec):
         raise ConfigError(f"expected a RunSpec (memsim.resolve), got {units.shown(spec)}", field="spec")
+    with one_reading():  # the run, its estimates and its reruns read each file once: one version of it
+        return _run_reading_once(spec)
+
+
+def _run_reading_once(spec: RunSpec) -> Result:
     if spec.context is None or spec.prompt is None:
         spec = spec.resolved(None)
     result = _simulate(spec)
     for line in (spill.spill_warning(result.graph, result.plan), spill.idle_warning(result.graph, result.plan)):
         if line is not None:
-            warnings.warn(MemsimWarning(line), stacklevel=2)
+            warnings.warn(MemsimWarning(line), stacklevel=3)
     if "grid_search" in result.summary:  # the reruns keep the grid the search chose
         chosen = result.summary["grid"]
         spec = dataclasses.replace(spec, tp=chosen["tp"], pp=chosen["pp"], chips=None)

@@ -29,6 +29,7 @@ from memsim.engine.schedulers import SCHEDULERS, chosen
 from memsim.engine.serving import Instance, serve_instances
 from memsim.engine.serving_state import PREEMPTION, HostWork, Limits, Seq
 from memsim.errors import ConfigError, MemsimWarning, run_field
+from memsim.hardware.loader import one_reading
 from memsim.inputs import serving_files
 from memsim.serve_summary import ServeSummary
 from memsim.servespec import MAX_BLOCK_TOKENS, MAX_INSTANCES, ServeSpec, signature
@@ -375,7 +376,8 @@ def serve_spec(spec: ServeSpec) -> ServeResult:
     trace = spec.trace_path()
     reqs = read_requests(trace) if trace is not None else synthetic(spec.count, spec.rate, **spec.drawn())
     dep = deployment_of(spec)
-    result = serve(dep, reqs, policy_of(spec), check=spec.check, users=spec.users, think_s=spec.think)
+    with one_reading():  # every step it simulates sees one version of the chip and stack files
+        result = serve(dep, reqs, policy_of(spec), check=spec.check, users=spec.users, think_s=spec.think)
     return ServeResult(result["requests"], result["steps"], result["summary"],
                        serving_files(dep.hw, dep.model, dep.stack, trace))
 

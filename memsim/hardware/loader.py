@@ -7,8 +7,11 @@ the spec constructors check them (``memsim.hardware.checks``), as they check spe
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import copy
 import dataclasses
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,11 +44,36 @@ BASE = "base"  # a chip file's preset (or path) whose fields it inherits
 SUFFIXES = (".yaml", ".yml")
 
 
+# The files read inside ``one_reading``: resolved path -> the mapping read (None outside one).
+_READ: contextvars.ContextVar[dict[str, dict[str, Any]] | None] = contextvars.ContextVar("memsim_read", default=None)
+
+
+@contextlib.contextmanager
+def one_reading() -> Iterator[None]:
+    """Inside, each YAML file is read once and every later read gets what that one read: a run that
+    loads its chip, then its estimates and its family's defaults, and reruns for its sensitivity,
+    reads its chip file once and sees one version of it, even if the file is edited meanwhile."""
+    if _READ.get() is not None:
+        yield
+        return
+    token = _READ.set({})
+    try:
+        yield
+    finally:
+        _READ.reset(token)
+
+
 def read_yaml(path: Path) -> dict[str, Any]:
-    """A YAML mapping read strictly (UTF-8, no key twice); errors name the file."""
+    """A YAML mapping read strictly (UTF-8, no key twice); errors name the file (once a run, ``one_reading``)."""
+    read = _READ.get()
+    key = str(Path(path).resolve()) if read is not None else ""
+    if read is not None and key in read:
+        return copy.deepcopy(read[key])
     raw = load_yaml(path)
     if not isinstance(raw, dict):
         raise ConfigError("expected a mapping at the top level", file=str(path))
+    if read is not None:
+        read[key] = copy.deepcopy(raw)
     return raw
 
 

@@ -91,3 +91,21 @@ def test_the_cli_runs_a_derived_chip_and_refuses_a_bad_one_in_one_line(tmp_path)
                          capture_output=True, text=True, check=False)
     assert run.returncode == 2 and run.stderr.count("\n") == 1
     assert "bad.yaml" in run.stderr and "base" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_a_run_reads_its_chip_file_once_and_sees_one_version_of_it(monkeypatch, tmp_path):
+    """Issue 42: one memsim.simulate read the chip file three times (the chip, its estimates, its family's
+    defaults) and again for each sensitivity rerun; inside a run each file is read once."""
+    import memsim
+    from memsim import files
+    from memsim.hardware import loader
+
+    chip = tmp_path / "chip.yaml"
+    chip.write_text("base: h100-sxm\nhbm.bandwidth: 3 TB/s\n")
+    reads = []
+    real = files.load_yaml
+    monkeypatch.setattr(loader, "load_yaml", lambda path, *a: reads.append(str(path)) or real(path, *a))
+    memsim.simulate(str(chip), "gpt2", context=16, sensitivity=2)
+    assert reads.count(str(chip)) == 1, reads
+    memsim.simulate(str(chip), "gpt2", context=16)  # a new run reads it again: an edit between runs counts
+    assert reads.count(str(chip)) == 2
