@@ -9,7 +9,7 @@ import click
 from memsim.chipfile import chip_path
 from memsim.cli_options import spec_options, spec_values
 from memsim.errors import MemsimError, run_field
-from memsim.inputs import serving_files
+from memsim.inputs import files
 from memsim.servespec import ServeSpec, options
 from memsim.serving import serve_spec
 from memsim.serving_report import check_out, summary_table
@@ -23,7 +23,7 @@ def serve_cmd(out, **kwargs):
     values = spec_values(kwargs, options())
     spec = ServeSpec.make({**values, "hw": chip_path(values["hw"])})
     if out:
-        check_out(Path(out), serving_files(spec.hw, spec.model, spec.stack, spec.requests))
+        check_out(Path(out), files(spec))
     result = serve_spec(spec)
     click.echo(summary_table(result.summary))
     if out:

@@ -11,7 +11,7 @@ from typing import Any
 
 from memsim.hardware import HW_SUFFIXES
 from memsim.presets import resolve
-from memsim.runspec import SELF_DRAFT, RunSpec
+from memsim.runspec import SELF_DRAFT
 from memsim.stack.loader import AUTO
 from memsim.stack.spec import IDEAL
 from memsim.workload import MODEL_SUFFIXES
@@ -31,16 +31,9 @@ def path_of(field: str, value: str | None) -> Path | None:
     return resolve(value, kind, suffixes) if kind else Path(value)
 
 
-def files(spec: RunSpec) -> tuple[Path, ...]:
-    """Every file ``spec`` reads."""
+def files(spec: Any) -> tuple[Path, ...]:
+    """Every file ``spec`` (a ``RunSpec``, or a ``ServeSpec`` with its request trace) reads."""
     values = asdict(spec)
     found = (path_of(name, values.get(name)) for name in FILE_FIELDS)
     return tuple(p for p in found if p is not None)
 
-
-def serving_files(hw: Any, model: Any, stack: Any, requests: str | Path | None = None) -> tuple[Path, ...]:
-    """The files a serving run reads: its chip, model and stack (where they name files) and its
-    request trace."""
-    named = (path_of(name, value) for name, value in (("hw", hw), ("model", model), ("stack", stack))
-             if isinstance(value, str))
-    return tuple(p for p in (*named, Path(requests) if requests is not None else None) if p is not None)

@@ -30,7 +30,7 @@ from memsim.engine.serving import Instance, serve_instances
 from memsim.engine.serving_state import PREEMPTION, HostWork, Limits, Seq
 from memsim.errors import ConfigError, MemsimWarning, run_field
 from memsim.hardware.loader import one_reading
-from memsim.inputs import serving_files
+from memsim.inputs import files
 from memsim.serve_summary import ServeSummary
 from memsim.servespec import MAX_BLOCK_TOKENS, MAX_INSTANCES, ServeSpec, signature
 from memsim.serving_steps import Segments, StepTimes
@@ -379,7 +379,7 @@ def serve_spec(spec: ServeSpec) -> ServeResult:
     with one_reading():  # every step it simulates sees one version of the chip and stack files
         result = serve(dep, reqs, policy_of(spec), check=spec.check, users=spec.users, think_s=spec.think)
     return ServeResult(result["requests"], result["steps"], result["summary"],
-                       serving_files(dep.hw, dep.model, dep.stack, trace))
+                       files(spec))
 
 
 def deployment_of(spec: ServeSpec) -> Deployment:
