@@ -10,10 +10,11 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-_HOME = {"Result": "memsim.api", "simulate": "memsim.api", "simulate_graph": "memsim.api", "explain": "memsim.whatif",
-         "sweep_frame": "memsim.sweep", "serve": "memsim.serving",
-         "RunSpec": "memsim.runspec", "ServeSpec": "memsim.servespec", "CapacityError": "memsim.errors",
-         "ConfigError": "memsim.errors", "MemsimError": "memsim.errors", "TraceError": "memsim.errors"}
+_HOME = {"Result": "memsim.run.api", "simulate": "memsim.run.api", "simulate_graph": "memsim.run.api",
+         "explain": "memsim.run.explain",
+         "sweep_frame": "memsim.sweep.runner", "serve": "memsim.serving.serve",
+         "RunSpec": "memsim.run.runspec", "ServeSpec": "memsim.serving.spec", "CapacityError": "memsim.core.errors",
+         "ConfigError": "memsim.core.errors", "MemsimError": "memsim.core.errors", "TraceError": "memsim.core.errors"}
 
 ALIASES = {"serve": "simulate_serving"}  # a public name that is not its module's
 

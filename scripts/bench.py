@@ -11,7 +11,7 @@
 - the point rate of a 10,000-point sweep of a GPT-2 decode step at its start and at its end
   (target: within 1.5x; ``--long-sweep 0`` leaves it out);
 - the wall time of a GPT-2-shaped model of 10,000 layers against 1,000 (target: at most 10x);
-- wall time and peak memory of a run at each limit of ``memsim/limits.py`` (target: a minute
+- wall time and peak memory of a run at each limit of ``memsim/core/limits.py`` (target: a minute
   and 2 GiB each; ``--no-limits`` leaves them out);
 - wall time and peak memory of a Llama-2-7B decode step chunk by chunk
   (``memsim run --no-fast-forward``), in a process of its own;
@@ -51,7 +51,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--long-sweep", type=int, default=10_000, help="points of the long sweep (0: leave it out)")
     ap.add_argument("--limits", action=argparse.BooleanOptionalAction, default=True,
-                    help="a run at each limit of memsim/limits.py (--no-limits: leave them out)")
+                    help="a run at each limit of memsim/core/limits.py (--no-limits: leave them out)")
     ap.add_argument("--instructions", action="store_true",
                     help="only the instructions per event of the engine and of plain SimPy (valgrind's callgrind)")
     args = ap.parse_args()
@@ -189,7 +189,7 @@ INSTRUCTIONS_CHILD = """
 import json, sys
 import simpy
 from memsim import engine, hardware, mapping, workload
-from memsim.presets import resolve
+from memsim.core.presets import resolve
 config = json.loads(resolve("gpt2", "models", (".json",)).read_text())
 path = sys.argv[2]
 open(path, "w").write(json.dumps({**config, "n_layer": 2}))
@@ -269,7 +269,7 @@ def explain_benchmark() -> None:
     for _ in range(3):
         for command in (["run", *step], ["explain", *step, "--workers", "2"]):
             t0 = time.perf_counter()
-            subprocess.run([sys.executable, "-c", f"from memsim.cli import main; main({command!r})"],
+            subprocess.run([sys.executable, "-c", f"from memsim.cli.main import main; main({command!r})"],
                            capture_output=True, text=True, check=True)
             runs.setdefault(command[0], []).append(time.perf_counter() - t0)
     run_s, explain_s = (statistics.median(runs[c]) for c in ("run", "explain"))
@@ -283,7 +283,7 @@ def explain_benchmark() -> None:
 CHILD = """
 import json, resource, tempfile, time
 t0 = time.perf_counter()
-from memsim.cli import main
+from memsim.cli.main import main
 with tempfile.TemporaryDirectory() as out:
     main(ARGS + ["--out", out], standalone_mode=False)
 try:  # this process's own peak: getrusage's also holds the peak of the parent it was forked from
@@ -308,13 +308,13 @@ def peak_memory() -> None:
 
 
 def limits_benchmark() -> None:
-    """A run at each limit of ``memsim/limits.py``, with the console's defaults, each in a process
+    """A run at each limit of ``memsim/core/limits.py``, with the console's defaults, each in a process
     of its own: wall time and peak memory (target: a minute and 2 GiB each)."""
     import tempfile
     from pathlib import Path
 
-    from memsim import limits
-    from memsim.presets import resolve
+    from memsim.core import limits
+    from memsim.core.presets import resolve
 
     gpt2 = json.loads(resolve("gpt2", "models", (".json",)).read_text())
     wide = {"model_type": "llama", "hidden_size": 16384, "intermediate_size": 65536, "num_hidden_layers": 2,
@@ -322,7 +322,7 @@ def limits_benchmark() -> None:
             "max_position_embeddings": 4096}
     ops = len(workload.build_step(workload.model_config("gpt2"), workload.StepSpec.make("decode", context=1023)).ops)
     micro = limits.MAX_TASKS // ops
-    print("At memsim's limits (memsim/limits.py), memsim run with its defaults, each in a process of its own")
+    print("At memsim's limits (memsim/core/limits.py), memsim run with its defaults, each in a process of its own")
     with tempfile.TemporaryDirectory() as folder:
         (Path(folder) / "wide.json").write_text(json.dumps(wide))
         (Path(folder) / "deep.json").write_text(json.dumps({**gpt2, "n_layer": limits.MAX_LAYERS}))
@@ -353,7 +353,7 @@ def sweep_benchmark() -> None:
     import tempfile
     from pathlib import Path
 
-    from memsim import sweep as sweeping
+    from memsim.sweep import runner as sweeping
 
     base = dict(hw="h100-sxm", model="llama-2-7b", phase="decode", context=2048, batch=1)
     sweeps = sweeping.parse_sweeps(["sram.capacity=256KiB..128MiB:x2", "hbm.bandwidth=1TB/s..10TB/s:+1TB/s"])
@@ -371,8 +371,8 @@ def long_sweep(points: int) -> None:
     import tempfile
     from pathlib import Path
 
-    from memsim import sweep as sweeping
-    from memsim import sweep_store
+    from memsim.sweep import runner as sweeping
+    from memsim.sweep import store as sweep_store
 
     done: list[float] = []
     add = sweep_store.Results.add
@@ -404,7 +404,7 @@ def layers_benchmark() -> None:
     import tempfile
     from pathlib import Path
 
-    from memsim.presets import resolve
+    from memsim.core.presets import resolve
 
     config = json.loads(resolve("gpt2", "models", (".json",)).read_text())
     cli: dict[int, list[float]] = {}

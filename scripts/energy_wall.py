@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from memsim import sweep as sweeping
+from memsim.sweep import runner as sweeping
 
 CASES = {
     "prefill": dict(model="llama-3.1-8b", phase="prefill", batch=1, prompt=4096),

@@ -59,7 +59,7 @@ def _largest_stall(s: dict) -> str:
 
 
 # Llama-3.1-8B decode on every preset (batch 1, context 512), bf16 on one chip unless stated:
-# the options are what it takes to fit (tests/test_presets.py runs the same).
+# the options are what it takes to fit (tests/core/test_presets.py runs the same).
 EVERY_PRESET = {
     "groq-lpu": {"weight_dtype": "int8", "tp": 16, "pp": 4},
     "wormhole-n150": {"weight_dtype": "int8"},

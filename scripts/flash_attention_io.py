@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from memsim import sweep as sweeping
-from memsim import units
+from memsim.core import units
+from memsim.sweep import runner as sweeping
 
 SIZES = "64KiB..1MiB:x2"
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from memsim import simulate, simulate_graph, workload
-from memsim.atomic import atomic_write_text
+from memsim.core.atomic import atomic_write_text
 
 HW = "xeon-gold-6242"
 ENCODERS = ("bert-base", "bert-large")

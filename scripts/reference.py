@@ -7,13 +7,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from memsim.cli_reference import reference as cli_reference
+from memsim.cli.reference import reference as cli_reference
 from memsim.hardware.reference import reference as hardware_reference
 from memsim.report.columns import reference as columns_reference
 from memsim.report.summary_fields import reference as summary_reference
-from memsim.serve_summary import reference as serve_reference
+from memsim.run.explain import reference as explain_reference
+from memsim.serving.summary import reference as serve_reference
 from memsim.stack.reference import reference as stack_reference
-from memsim.whatif import reference as explain_reference
 from memsim.workload.trace_schema import reference as trace_reference
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"

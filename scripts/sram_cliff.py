@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from memsim import sweep as sweeping
+from memsim.sweep import runner as sweeping
 
 
 def main() -> int:

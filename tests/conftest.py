@@ -117,7 +117,7 @@ def keyword(flags: str) -> str:
     import re
     from dataclasses import fields
 
-    from memsim.runspec import RunSpec, flag
+    from memsim.run.runspec import RunSpec, flag
 
     keywords = {flag(f): f.name for f in fields(RunSpec)}
     return re.sub(r"--[a-z][a-z0-9-]*", lambda m: keywords.get(m.group(0), m.group(0).lstrip("-").replace("-", "_")),
@@ -127,7 +127,7 @@ def keyword(flags: str) -> str:
 @pytest.fixture(autouse=True)
 def _ctrl_c_as_a_shell_gives():
     """Every test starts with Python's own Ctrl-C handler, as a command run from a shell has: the
-    console ignores Ctrl-C once its work is done (``memsim/console.py``), a test that runs it in this
+    console ignores Ctrl-C once its work is done (``memsim/cli/console.py``), a test that runs it in this
     process may leave that behind, and a process started from here would inherit it. Which tests
     share a process depends on how pytest-xdist spreads them."""
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:

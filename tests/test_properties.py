@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from memsim import engine, mapping
+from memsim.core.units import PS_PER_S
 from memsim.hardware.spec import ChipSpec, ComputeSpec, ExecutionSpec, MemoryLevel
 from memsim.stack.spec import DispatchSpec, KernelSpec, StackSpec
-from memsim.units import PS_PER_S
 from memsim.workload.dtypes import nbytes
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
 from memsim.workload.meta import StepMeta

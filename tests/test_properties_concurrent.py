@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from test_properties import SETTINGS, chips, graphs
 
 from memsim import engine, mapping, workload
+from memsim.core.units import PS_PER_S
 from memsim.hardware.spec import ChipSpec, LinkSpec
-from memsim.units import PS_PER_S
 from memsim.workload.models import ModelConfig
 
 MODELS = {

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memsim import CapacityError, hardware, simulate
-from memsim.errors import ConfigError, MemsimWarning
+from memsim.core.errors import ConfigError, MemsimWarning
 
 # preset -> (model, run options that make it fit)
 CASES = {

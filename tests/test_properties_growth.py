@@ -32,8 +32,8 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from memsim import CapacityError, simulate
+from memsim.core.units import PS_PER_S
 from memsim.hardware.rates import effective_bandwidth as bandwidth_of
-from memsim.units import PS_PER_S
 
 # At least one preset of every family; groq-lpu holds GPT-2 and BERT only in int8.
 PRESETS = {

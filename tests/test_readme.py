@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memsim import cli
+from memsim.cli import main as cli
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memsim import api, hardware
+from memsim import hardware
+from memsim.run import api
 from memsim.stack import load_stack
 from memsim.validation import calibration, fit, llmcompass, microbench, report
 

@@ -50,7 +50,7 @@ from memsim.mapping.plan import BRANCH, COMM, COMPUTE, COPY
 
 if TYPE_CHECKING:
     from memsim.engine.pipeline import StepRun
-from memsim.units import transfer_ps
+from memsim.core.units import transfer_ps
 
 DEMAND, COMMUNICATION, PREFETCH = 0, 1, 2  # request priorities, lowest first
 # The priority of each stream's requests (a stream a chip does not declare runs as compute).

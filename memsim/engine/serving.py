@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 
 import simpy
 
+from memsim.core.errors import ConfigError
 from memsim.engine.schedulers import SCHEDULERS
 from memsim.engine.serving_state import Batch, HostWork, Limits, Seq, State
-from memsim.errors import ConfigError
 
 
 @dataclass(frozen=True, kw_only=True)

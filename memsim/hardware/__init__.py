@@ -1,9 +1,9 @@
 """Hardware: frozen chip specs, YAML loading with units, preset lookup."""
 from __future__ import annotations
 
+from memsim.core.presets import available, resolve
 from memsim.hardware.loader import SUFFIXES, dump_chip, load_chip
 from memsim.hardware.spec import ChipSpec, ComputeSpec, ExecutionSpec, LinkSpec, MemoryLevel, PowerSpec
-from memsim.presets import available, resolve
 
 HW_SUFFIXES = SUFFIXES
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
-from memsim import units
-from memsim.dtypes import DTYPES
-from memsim.errors import ConfigError
+from memsim.core import units
+from memsim.core.dtypes import DTYPES
+from memsim.core.errors import ConfigError
 
 # Kinds of whole numbers and their least value when the field declares none.
 _WHOLE = {"count": 0, "bytes": 0, "time": 0, "bandwidth": 1, "flops": 1, "bit_energy": 0, "flop_energy": 0, "power": 0,

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from memsim import units
-from memsim.errors import ConfigError
+from memsim.core import units
+from memsim.core.errors import ConfigError
 from memsim.hardware.resource import Ref
 
 KEYS = frozenset({"estimate", "range"})

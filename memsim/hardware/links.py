@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memsim import units
+from memsim.core import units
 from memsim.hardware.checks import check_fields, least_rate
 from memsim.hardware.fields import spec_field
 from memsim.hardware.topologies import TOPOLOGIES

@@ -15,9 +15,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from memsim import units
-from memsim.errors import ConfigError, about_file, run_field
-from memsim.files import load_yaml
+from memsim.core import units
+from memsim.core.errors import ConfigError, about_file, run_field
+from memsim.core.files import load_yaml
+from memsim.core.presets import resolve
 from memsim.hardware import estimates
 from memsim.hardware.estimates import Estimate
 from memsim.hardware.families import efficiency_defaults
@@ -32,7 +33,6 @@ from memsim.hardware.spec import (
     SystemSpec,
     yaml_fields,
 )
-from memsim.presets import resolve
 
 _SECTIONS = {"compute": ComputeSpec, "execution": ExecutionSpec, "system": SystemSpec, "power": PowerSpec}
 _LISTS = {"levels": MemoryLevel, "links": LinkSpec}

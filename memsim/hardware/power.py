@@ -1,7 +1,7 @@
 """The power section of a chip: its power limit and static power, the window its power limiter
 averages over, and the clocks and voltages it may lower the chip to (DVFS). What a lower clock
 does to the chip's figures is ``memsim.mapping.power``; how the cap picks the clock is
-``memsim.powercap``.
+``memsim.run.powercap``.
 """
 from __future__ import annotations
 

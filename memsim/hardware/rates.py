@@ -20,9 +20,9 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+from memsim.core.units import PS_PER_S
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
-from memsim.units import PS_PER_S
 
 Share = Fraction
 WHOLE = Fraction(1)

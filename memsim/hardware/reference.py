@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import MISSING, Field, fields
 from typing import Any
 
-from memsim import units
+from memsim.core import units
 from memsim.hardware.spec import ChipSpec
 
 KINDS = {"bytes": "size", "bandwidth": "bandwidth", "time": "time", "flops": "rate", "rates": "rates per dtype",

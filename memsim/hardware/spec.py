@@ -12,8 +12,8 @@ import dataclasses
 from dataclasses import dataclass, fields
 from typing import Any
 
-from memsim import units
-from memsim.dtypes import DTYPES
+from memsim.core import units
+from memsim.core.dtypes import DTYPES
 from memsim.hardware.checks import check_fields, fail, least_rate
 from memsim.hardware.families import BY_FAMILY, family_values
 from memsim.hardware.fields import spec_field

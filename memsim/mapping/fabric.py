@@ -17,12 +17,12 @@ import math
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from memsim.errors import ConfigError
+from memsim.core.errors import ConfigError
+from memsim.core.units import PS_PER_S, transfer_ps
 from memsim.hardware import topologies
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping import collectives
 from memsim.mapping.collectives.channels import disjoint_rings
-from memsim.units import PS_PER_S, transfer_ps
 
 Edge = topologies.Edge
 

@@ -35,9 +35,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from memsim.core.units import PS_PER_S
 from memsim.hardware import rates
 from memsim.hardware.resource import Ref
-from memsim.units import PS_PER_S
 
 if TYPE_CHECKING:
     from memsim.mapping.lower import Context

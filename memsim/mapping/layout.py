@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from memsim.errors import CapacityError
+from memsim.core.errors import CapacityError
 from memsim.hardware import rates
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping import partition, regions

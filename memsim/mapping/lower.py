@@ -12,6 +12,8 @@ from collections.abc import Callable
 from fractions import Fraction
 from functools import lru_cache
 
+from memsim.core.registry import Registry
+from memsim.core.units import PS_PER_S, compute_ps, transfer_ps
 from memsim.hardware import rates
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
@@ -19,8 +21,6 @@ from memsim.mapping import kerneltile, tiling
 from memsim.mapping.context import Context
 from memsim.mapping.plan import Step, level_bytes
 from memsim.mapping.workitems import attention_share, filled, kv_split
-from memsim.registry import Registry
-from memsim.units import PS_PER_S, compute_ps, transfer_ps
 from memsim.workload.dtypes import BITS
 from memsim.workload.graph import Op, OpGraph
 

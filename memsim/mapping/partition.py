@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memsim.errors import ConfigError, run_field
+from memsim.core.errors import ConfigError, run_field
 from memsim.hardware.rates import peak_bandwidth
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from memsim.errors import CapacityError, run_field
+from memsim.core.errors import CapacityError, run_field
+from memsim.core.units import human_bytes
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping.lower import tile_floor
-from memsim.units import human_bytes
 from memsim.workload.graph import OpGraph, Tensor
 
 # Families whose machines keep weights in SRAM by design (a wafer's cores, an RDU's or LPU's on-chip memory):

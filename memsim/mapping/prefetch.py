@@ -32,13 +32,13 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from memsim.core.units import PS_PER_S
 from memsim.hardware import rates
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping import tiling
 from memsim.mapping.lower import STAGING, Context, gemm_compute_ps
 from memsim.mapping.plan import COPY, OpTask, Step
-from memsim.units import PS_PER_S
 from memsim.workload.graph import Op
 
 COPY_CHUNKS = 16  # transfers a prefetch is cut into

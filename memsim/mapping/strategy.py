@@ -9,7 +9,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from memsim.errors import ConfigError, run_field
+from memsim.core.errors import ConfigError, run_field
+from memsim.core.registry import Registry
+from memsim.core.units import PS_PER_S, transfer_ps
 from memsim.hardware import rates
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
@@ -21,9 +23,7 @@ from memsim.mapping.placement import default_holds
 from memsim.mapping.plan import BRANCH, COMPUTE, OpTask, Plan, Step
 from memsim.mapping.prefetch import Prefetcher
 from memsim.mapping.roofline import staged_roofline
-from memsim.registry import Registry
 from memsim.stack.spec import IDEAL, StackSpec
-from memsim.units import PS_PER_S, transfer_ps
 from memsim.workload.graph import COLLECTIVE_KINDS, Op, OpGraph
 
 Strategy = Callable[[OpGraph, ChipSpec, Layout, StackSpec], Plan]

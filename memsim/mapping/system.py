@@ -11,6 +11,7 @@ import math
 from collections.abc import Hashable, Sequence
 from typing import TYPE_CHECKING
 
+from memsim.core.units import PS_PER_S
 from memsim.hardware import topologies
 from memsim.hardware.resource import SYSTEM, Ref, ResourceId
 from memsim.hardware.spec import ChipSpec
@@ -19,7 +20,6 @@ from memsim.mapping.collectives import Round, scatter_gather
 from memsim.mapping.plan import COMM, OpTask, unit_chip
 from memsim.mapping.roofline import Bound
 from memsim.stack.spec import SYSTEM_ALGORITHM, CollectiveImpl
-from memsim.units import PS_PER_S
 from memsim.workload.graph import Op, OpGraph
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from memsim.errors import CapacityError
+from memsim.core.errors import CapacityError
 
 MIN_TK = 8  # smallest K-step worth streaming
 # Identical chunks every step is cut into (``lower.make_step``). A chunk is a fixed share of its

@@ -12,7 +12,7 @@ link between chips is one of its own (every link is simulated). A timeline row's
 own resource's. Power over time spreads each record's energy evenly over its interval (a transfer's over its
 own, so a copy engine's prefetch is power drawn while it runs). The power cap limits each chip's
 mean power over the sliding window its limiter averages over (``power.window``), its regions
-together: ``chip_power`` is what ``memsim.powercap`` holds under the cap.
+together: ``chip_power`` is what ``memsim.run.powercap`` holds under the cap.
 """
 from __future__ import annotations
 
@@ -20,11 +20,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from memsim.core.errors import ConfigError
+from memsim.core.units import PS_PER_S
 from memsim.engine import EngineResult
-from memsim.errors import ConfigError
 from memsim.hardware.resource import COMPUTE, DEQUANT, LEVEL, LINK, SYSTEM
 from memsim.mapping import Plan
-from memsim.units import PS_PER_S
 
 FJ_PER_J = 10**15
 

@@ -5,6 +5,7 @@ from typing import Any
 
 import pandas as pd
 
+from memsim.core.units import PS_PER_S, transfer_ps
 from memsim.engine import EngineResult
 from memsim.hardware.rates import peak_bandwidth
 from memsim.hardware.resource import Ref
@@ -12,7 +13,6 @@ from memsim.mapping import Plan
 from memsim.mapping.roofline import peak_rate
 from memsim.report.columns import TIMELINE_COLUMNS
 from memsim.report.energy import FJ_PER_J, per_op
-from memsim.units import PS_PER_S, transfer_ps
 from memsim.workload import OpGraph
 
 

@@ -13,13 +13,13 @@ from typing import Any
 
 import pandas as pd
 
-from memsim.errors import ConfigError
-from memsim.files import load_json
+from memsim.core.errors import ConfigError
+from memsim.core.files import load_json
+from memsim.core.units import human_bytes
 from memsim.hardware.loader import load_chip
 from memsim.report.ceilings import ceilings
 from memsim.report.output import DATA, read_table
 from memsim.report.run_plots import TIMELINE_READ, colours, label_of, read_energy, timeline_labels
-from memsim.units import human_bytes
 
 MAX_BARS = 20_000  # beyond this the timeline merges intervals per operator, as the Gantt chart does
 MIN_WIDTH = 0.002  # of the step: narrower intervals are drawn this wide (their hover gives the true time)

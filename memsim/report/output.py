@@ -28,9 +28,9 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from memsim.atomic import check_apart, check_writable_parent, folder_entries, umask
-from memsim.errors import ConfigError, run_field
-from memsim.files import check_file
+from memsim.core.atomic import check_apart, check_writable_parent, folder_entries, umask
+from memsim.core.errors import ConfigError, run_field
+from memsim.core.files import check_file
 
 MARKER = "summary.json"  # a folder holding it is a memsim run the next run may replace
 FIGURES = ("gantt.png", "roofline.png", "stalls.png", "energy.png")  # what ``memsim plot run`` adds

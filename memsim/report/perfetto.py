@@ -12,11 +12,11 @@ import json
 from collections import defaultdict
 from typing import Any
 
+from memsim.core.units import PS_PER_S
 from memsim.engine import EngineResult
 from memsim.hardware.resource import LEVEL
 from memsim.mapping import Plan
 from memsim.report.energy import profile, static_w
-from memsim.units import PS_PER_S
 
 DEFAULT_LIMIT = 200_000
 _US = PS_PER_S // 10**6  # picoseconds per microsecond (trace timestamps are in µs)

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from memsim import units
-from memsim.errors import ConfigError, run_field
+from memsim.core import units
+from memsim.core.errors import ConfigError, run_field
 from memsim.report.output import as_numbers, read_table
 
 # A swept quantity's parser and how its tick labels are written (sizes in KiB/MiB/GiB, not 2^20).

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from memsim.errors import ConfigError
-from memsim.files import load_json
+from memsim.core.errors import ConfigError
+from memsim.core.files import load_json
 from memsim.hardware.loader import load_chip
 from memsim.report.ceilings import ceilings
 from memsim.report.output import DATA, FIGURES, read_table

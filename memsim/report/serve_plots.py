@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from memsim.errors import ConfigError
-from memsim.files import check_file, load_json
+from memsim.core.errors import ConfigError
+from memsim.core.files import check_file, load_json
 from memsim.report.output import as_numbers, read_table
 from memsim.report.run_plots import pyplot, save_figure
 from memsim.report.thin import BINS, binned_mean, m4

@@ -6,10 +6,10 @@ run says so in one line, naming the level, the link and the bytes.
 """
 from __future__ import annotations
 
-from memsim.errors import run_field
+from memsim.core.errors import run_field
+from memsim.core.units import human_bytes
 from memsim.mapping import Plan
 from memsim.mapping.placement import DEVICE_MEMORY, sram_may_hold
-from memsim.units import human_bytes
 from memsim.workload.graph import OpGraph
 
 NAMES = {"weight": "weights", "kv": "KV cache"}

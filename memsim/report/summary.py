@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from memsim.core.units import PS_PER_S
 from memsim.engine import EngineResult
 from memsim.engine.records import WAIT, Usage
 from memsim.hardware.resource import LEVEL, LINK, SYSTEM, Ref, link_label
@@ -12,7 +13,6 @@ from memsim.mapping.plan import COMPUTE as COMPUTE_STREAM
 from memsim.mapping.roofline import op_dtype
 from memsim.report import energy, spill
 from memsim.report.summary_fields import Summary
-from memsim.units import PS_PER_S
 from memsim.workload import OpGraph
 
 

@@ -3,12 +3,12 @@
 
 ``summarize`` builds a ``Summary`` by keyword and writes it as a dict in the declared order
 (``Summary.as_dict``); the generation's combine rules (``COMBINE``), the console table
-(``memsim.console_table``) and the outputs reference (``docs/summary.md``, ``reference``) are
+(``memsim.run.table``) and the outputs reference (``docs/summary.md``, ``reference``) are
 read from these fields, so a key is added in one place. A key that only some runs have (a
 generation's ``ttft_s``, a speculative run's ``speculative``, a grid search's ``grid_search``,
-the estimates ``memsim.api.run`` adds) is ``ABSENT`` elsewhere and left out of the dict.
+the estimates ``memsim.run.api.run`` adds) is ``ABSENT`` elsewhere and left out of the dict.
 
-How a key combines over a generation (``memsim/generation.py``): SUMMED over the prefill and
+How a key combines over a generation (``memsim/run/generation.py``): SUMMED over the prefill and
 every decode step (interpolated between the simulated ones), taken ONCE from the prefill (it is
 the same for every step, or describes the system), or RECOMPUTED from the combined values.
 """

@@ -12,10 +12,10 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from memsim.errors import ConfigError, run_field
+from memsim.core.errors import ConfigError, run_field
+from memsim.core.presets import available, resolve
 from memsim.hardware.estimates import Estimate
 from memsim.hardware.loader import SUFFIXES, apply_override, build, dump, estimates_of, read_based
-from memsim.presets import available, resolve
 from memsim.stack.spec import IDEAL, StackSpec
 
 KIND = "stacks"  # configs/stacks/NAME.yaml

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from memsim import api
+from memsim.run import api
 
 # The sources the presets' calibrated parameters are fitted on (docs/validation.md, Calibration): all four.
 FITTED_ON = ("pytorch-labs/gpt-fast", "NVIDIA/TensorRT-LLM", "InternLM/lmdeploy", "NVIDIA/FasterTransformer")
@@ -26,7 +26,7 @@ CHIPS = {"A100": "a100-80gb-sxm", "H100": "h100-sxm"}
 
 @dataclass(frozen=True)
 class Case:
-    """One row, ready to simulate: ``kwargs`` for ``memsim.api.simulate`` less ``set``."""
+    """One row, ready to simulate: ``kwargs`` for ``memsim.run.api.simulate`` less ``set``."""
 
     id: str
     source: str

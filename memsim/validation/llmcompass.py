@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memsim import api
+from memsim.run import api
 
 DATA = Path(__file__).resolve().parent / "data" / "llmcompass_gpt3_layer.csv"
 HW, MODEL = "a100-80gb-sxm", "gpt-3-175b-layer"

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from memsim import api
-from memsim.units import PS_PER_S
+from memsim.core.units import PS_PER_S
+from memsim.run import api
 from memsim.workload.dtypes import BITS, nbytes
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
 from memsim.workload.meta import StepMeta

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from memsim import api
+from memsim.run import api
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
 from memsim.workload.meta import StepMeta
 

@@ -15,7 +15,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from memsim.serving import Deployment, Policy, serve
+from memsim.serving.serve import Deployment, Policy, serve
 from memsim.workload.requests import Request
 
 DATA = Path(__file__).with_name("data") / "serving.csv"

@@ -1,7 +1,7 @@
 """Workload: the operator DAG, builders from model configs, and the trace file."""
 from __future__ import annotations
 
-from memsim.presets import available, resolve
+from memsim.core.presets import available, resolve
 from memsim.workload.builder import StepSpec, build_step, split
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
 from memsim.workload.meta import StepMeta

@@ -18,7 +18,7 @@ import dataclasses
 import math
 import warnings
 
-from memsim.errors import ConfigError, MemsimWarning, run_field
+from memsim.core.errors import ConfigError, MemsimWarning, run_field
 from memsim.workload.dtypes import nbytes, weight_storage_bytes
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
 from memsim.workload.meta import StepMeta

@@ -1,7 +1,7 @@
 """Data types of a workload: bytes of a tensor, and the formats weights and the KV cache may be stored in."""
 from __future__ import annotations
 
-from memsim.dtypes import BITS, DTYPES
+from memsim.core.dtypes import BITS, DTYPES
 
 __all__ = ["BITS", "BLOCK_FORMATS", "DTYPES", "KV_DTYPES", "WEIGHT_DTYPES", "WEIGHT_ROLES", "nbytes", "recipe",
            "weight_storage_bytes"]

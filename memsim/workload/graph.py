@@ -17,9 +17,9 @@ from typing import NoReturn
 
 import networkx as nx
 
-from memsim import limits, units
-from memsim.dtypes import DTYPES
-from memsim.errors import TraceError
+from memsim.core import limits, units
+from memsim.core.dtypes import DTYPES
+from memsim.core.errors import TraceError
 from memsim.workload.meta import StepMeta
 
 TENSOR_CLASSES = ("weight", "kv", "activation")

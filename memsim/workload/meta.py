@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-from memsim import limits, units
-from memsim.errors import TraceError
+from memsim.core import limits, units
+from memsim.core.errors import TraceError
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -4,10 +4,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from memsim import limits
-from memsim.errors import ConfigError
-from memsim.files import load_json
-from memsim.units import shown
+from memsim.core import limits
+from memsim.core.errors import ConfigError
+from memsim.core.files import load_json
+from memsim.core.units import shown
 
 # model_type -> the layer structure memsim builds
 ARCH = {"gpt2": "gpt2", "bert": "bert", "llama": "llama", "mistral": "llama", "qwen2": "llama", "mixtral": "llama",

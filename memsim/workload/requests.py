@@ -22,10 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
-from memsim import limits
-from memsim.errors import ConfigError, run_field
-from memsim.files import read_text
-from memsim.units import PS_PER_S
+from memsim.core import limits
+from memsim.core.errors import ConfigError, run_field
+from memsim.core.files import read_text
+from memsim.core.units import PS_PER_S
 
 COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens", "prefix_id", "prefix_tokens")
 REQUIRED = COLUMNS[:3]

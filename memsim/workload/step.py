@@ -8,7 +8,7 @@ import dataclasses
 import itertools
 from dataclasses import dataclass
 
-from memsim.errors import ConfigError, run_field
+from memsim.core.errors import ConfigError, run_field
 from memsim.workload.dtypes import KV_DTYPES, WEIGHT_DTYPES, recipe
 from memsim.workload.models import MAX_SHAPE
 

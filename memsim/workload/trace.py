@@ -9,10 +9,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from memsim import limits, units
-from memsim.atomic import atomic_write_text
-from memsim.errors import TraceError, about_file
-from memsim.files import load_json
+from memsim.core import limits, units
+from memsim.core.atomic import atomic_write_text
+from memsim.core.errors import TraceError, about_file
+from memsim.core.files import load_json
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
 from memsim.workload.meta import StepMeta
 from memsim.workload.trace_schema import FIELDS, SCHEMA, VERSION

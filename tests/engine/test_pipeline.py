@@ -5,13 +5,13 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from memsim import engine, hardware
+from memsim.core.units import PS_PER_S
 from memsim.engine.chunk import Port
 from memsim.engine.resources import ChipResources
 from memsim.engine.simpy_fast import Environment
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec, ComputeSpec, ExecutionSpec, LinkSpec, MemoryLevel
 from memsim.mapping.plan import OpTask, Plan, Step
-from memsim.units import PS_PER_S
 
 L2, HBM, DDR = Ref.level("l2"), Ref.level("hbm"), Ref.level("ddr")
 LEVELS = (L2, HBM, DDR)

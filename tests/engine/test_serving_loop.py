@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
+from memsim.core.errors import ConfigError
 from memsim.engine.serving import Instance, Limits, serve, serve_instances
 from memsim.engine.serving_state import HostWork
-from memsim.errors import ConfigError
 from memsim.workload.requests import Request
 
 

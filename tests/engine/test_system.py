@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from memsim import ConfigError, engine, hardware, simulate
+from memsim.core.units import PS_PER_S
 from memsim.hardware import topologies
 from memsim.hardware.resource import Ref
 from memsim.hardware.topologies.grid import grid_shape
@@ -11,7 +12,6 @@ from memsim.mapping.collectives import ALLREDUCE, LinkCost
 from memsim.mapping.collectives.ring import ring_cost
 from memsim.mapping.fabric import fabric
 from memsim.mapping.plan import OpTask, Plan
-from memsim.units import PS_PER_S
 
 
 def _allreduce_time(chip, n: int, nbytes: int, algorithm: str = "ring") -> int:

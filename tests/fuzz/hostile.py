@@ -31,7 +31,7 @@ from typing import Any
 import yaml
 from hypothesis import strategies as st
 
-from memsim.sweep_store import digest
+from memsim.sweep.store import digest
 
 from . import vocab
 from .inputs import Case, Seeds, set_paths
@@ -199,7 +199,7 @@ def state(path: Path) -> tuple:
 # that a loaded machine makes slow.
 CONSOLE = ("import os, resource, sys; cpu = int(sys.argv[2]); "
            "cpu and resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1)); "
-           "from memsim.console import entry; os.write(int(sys.argv[1]), b'.'); "
+           "from memsim.cli.console import entry; os.write(int(sys.argv[1]), b'.'); "
            "sys.argv = ['memsim', *sys.argv[3:]]; entry()")
 
 

@@ -18,7 +18,7 @@ import yaml
 from hypothesis import strategies as st
 
 from memsim import hardware
-from memsim.presets import config_dir
+from memsim.core.presets import config_dir
 
 from . import binary, vocab
 from .mutate import document, tree_keys

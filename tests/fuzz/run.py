@@ -1,6 +1,6 @@
 """Run one fuzz case through memsim's console entry point and judge the outcome.
 
-Each command runs as ``memsim.cli.entry()`` would in its own process: by default in a forked
+Each command runs as ``memsim.cli.main.entry()`` would in its own process: by default in a forked
 child of the fuzzer (cheap: everything is already imported) whose stdout and stderr go to
 files, so that a segfault or a hang costs one case, not the campaign. The contract checked:
 exit 0, or exit 2 with exactly one line ``memsim: error: ...`` on stderr and nothing left in
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import memsim
-from memsim.errors import MemsimError
+from memsim.core.errors import MemsimError
 
 from . import vocab
 
@@ -36,7 +36,7 @@ MEMSIM_DIR = Path(memsim.__file__).resolve().parent
 TIMEOUT, CPU = "timeout", "cpu limit"  # the classes of a command stopped by the wall clock, by its CPU time
 WARNING = re.compile(r"^(.+?):(\d+): (\w*Warning): ")
 FRAME = re.compile(r'File "(.+?)", line (\d+) in (\S+)')
-ORCHESTRATION = {"cli.py", "api.py", "generation.py", "sweep.py"}
+ORCHESTRATION = ("cli/main.py", "run/api.py", "run/generation.py", "sweep/runner.py")
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ def _exception_info(exc: BaseException) -> dict:
 
 def _sweep_points(args: list[str]) -> int | None:
     """How many points ``memsim sweep ARGS`` would run, or None where that cannot be told."""
-    from memsim import sweep
+    from memsim.sweep import runner as sweep
 
     items = [args[i + 1] for i, a in enumerate(args[:-1]) if a == "--set"]
     try:
@@ -96,8 +96,8 @@ def _sweep_points(args: list[str]) -> int | None:
 
 def _execute(args: list[str], max_points: int) -> Outcome:
     """Run ``memsim ARGS`` as the console script does; the caller has redirected stdout and stderr."""
-    import memsim.api
-    from memsim.cli import entry
+    import memsim.run.api
+    from memsim.cli.main import entry
 
     out = Outcome()
     if max_points and args[:1] == ["sweep"]:
@@ -106,7 +106,7 @@ def _execute(args: list[str], max_points: int) -> Outcome:
             out.skipped = f"sweep of {n} points"
             out.rc = 0
             return out
-    simulate = memsim.api.simulate
+    simulate = memsim.run.api.simulate
 
     def watched(*a, **k):  # a sweep records every failure as a row: catch the ones that are not user errors
         try:
@@ -118,7 +118,7 @@ def _execute(args: list[str], max_points: int) -> Outcome:
             raise
 
     if args[:1] == ["sweep"]:
-        memsim.api.simulate = watched
+        memsim.run.api.simulate = watched
     sys.argv = ["memsim", *args]
     try:
         entry()
@@ -134,7 +134,7 @@ def _execute(args: list[str], max_points: int) -> Outcome:
         out.exception = _exception_info(exc)
         out.rc = 1
     finally:
-        memsim.api.simulate = simulate
+        memsim.run.api.simulate = simulate
     return out
 
 
@@ -312,7 +312,7 @@ def judge(args: list[str], o: Outcome, folder: Path, before: set[Path]) -> list[
         # faulthandler's dump, most recent call first. A hang is named by the outermost frame in the
         # pipeline (what was asked), as the innermost one depends on when the limit struck.
         frames = [f for f in FRAME.findall(o.stderr) if Path(f[0]).resolve().is_relative_to(MEMSIM_DIR)]
-        outer = [f for f in frames if Path(f[0]).name not in ORCHESTRATION] or frames
+        outer = [f for f in frames if not Path(f[0]).as_posix().endswith(ORCHESTRATION)] or frames
         where = f" in {_short(outer[-1][0], '', outer[-1][2]).replace(': ', ' ')}" if outer else ""
         stuck = f"stuck at {_short(*frames[0])}" if frames else "no stack"
         if o.cpu_exceeded:

@@ -63,12 +63,12 @@ def test_a_seed_draws_the_same_cases(seeds, monkeypatch, tmp_path):
 
 
 def test_a_crash_is_caught_in_the_forked_child(monkeypatch, tmp_path):
-    import memsim.api
+    import memsim.run.api
 
     def boom(*a, **k):
         return 1 / 0
 
-    monkeypatch.setattr(memsim.api, "run", boom)
+    monkeypatch.setattr(memsim.run.api, "run", boom)
     # Without MEMSIM_DEBUG the CLI's safety net turns a bug into one line, which the judge still fails.
     o = run.run_forked(["run", "--model", "gpt2"], tmp_path, run.Limits(wall_s=60))
     assert o.rc == 2 and "internal error, please report it: ZeroDivisionError" in o.stderr
@@ -77,19 +77,19 @@ def test_a_crash_is_caught_in_the_forked_child(monkeypatch, tmp_path):
     monkeypatch.setenv("MEMSIM_DEBUG", "1")
     o = run.run_forked(["run", "--model", "gpt2"], tmp_path, run.Limits(wall_s=60))
     assert o.rc == 1 and o.exception["type"] == "ZeroDivisionError"
-    assert o.exception["location"].startswith("memsim/cli.py:") and "Traceback" in o.stderr
+    assert o.exception["location"].startswith("memsim/cli/main.py:") and "Traceback" in o.stderr
     [(cls, _)] = run.judge(["run", "--model", "gpt2"], o, tmp_path, set())
-    assert cls.startswith("ZeroDivisionError at memsim/cli.py:")
+    assert cls.startswith("ZeroDivisionError at memsim/cli/main.py:")
 
 
 def test_a_hang_is_stopped_by_its_cpu_time_and_named(monkeypatch, tmp_path):
-    import memsim.api
+    import memsim.run.api
 
     def spin(*a, **k):
         while True:
             os.getpid()
 
-    monkeypatch.setattr(memsim.api, "run", spin)
+    monkeypatch.setattr(memsim.run.api, "run", spin)
     for execute in (run.run_forked, run.run_inprocess):
         o = execute(["run", "--model", "gpt2"], tmp_path, run.Limits(wall_s=120, cpu_s=1))
         assert o.cpu_exceeded, execute
@@ -100,7 +100,7 @@ def test_a_hang_is_stopped_by_its_cpu_time_and_named(monkeypatch, tmp_path):
 
 
 def test_replay(monkeypatch, tmp_path, capsys):
-    import memsim.api
+    import memsim.run.api
 
     record = {"kind": "hw", "case": 0, "steps": [["run", "--hw", "{DIR}/hw.yaml", "--model", "gpt2", "--context",
                                                  "16"]], "recipe": ["a folder"],
@@ -109,10 +109,10 @@ def test_replay(monkeypatch, tmp_path, capsys):
     report.write_text(json.dumps(record) + "\n")
     assert campaign.main(["--replay", str(report), "--isolate", "none"]) == 0  # "file not found": one line
     assert "0 of 1 cases still fail" in capsys.readouterr().out
-    monkeypatch.setattr(memsim.api, "run", lambda *a, **k: 1 / 0)
+    monkeypatch.setattr(memsim.run.api, "run", lambda *a, **k: 1 / 0)
     monkeypatch.setenv("MEMSIM_DEBUG", "1")  # the traceback escapes, as without the CLI's safety net
     assert campaign.main(["--replay", str(report), "--isolate", "none"]) == 1
-    assert "ZeroDivisionError at memsim/cli.py" in capsys.readouterr().out
+    assert "ZeroDivisionError at memsim/cli/main.py" in capsys.readouterr().out
 
 
 def test_a_signal_at_any_moment_leaves_a_whole_run(tmp_path):

@@ -74,7 +74,7 @@ def importers() -> tuple[str, ...]:
 
 def _commands() -> dict[str, Any]:
     """Each command by name, a subcommand as ``import onnx``."""
-    from memsim import cli
+    from memsim.cli import main as cli
 
     found = {}
     for name, command in cli.main.commands.items():
@@ -111,22 +111,22 @@ def onnx_op_types() -> tuple[str, ...]:
 
 @functools.cache
 def run_parameters() -> tuple[str, ...]:
-    """The run parameters a sweep file may set (``memsim.runspec``)."""
-    from memsim import runspec
+    """The run parameters a sweep file may set (``memsim.run.runspec``)."""
+    from memsim.run import runspec
 
     return tuple(runspec.sweepable())
 
 
 @functools.cache
 def phases() -> tuple[str, ...]:
-    from memsim import runspec
+    from memsim.run import runspec
 
     return runspec.PHASES
 
 
 @functools.cache
 def default_preset() -> str:
-    from memsim.runspec import RunSpec
+    from memsim.run.runspec import RunSpec
 
     return RunSpec.hw
 
@@ -155,7 +155,7 @@ def model_types() -> tuple[str, ...]:
 
 @functools.cache
 def dtypes() -> tuple[str, ...]:
-    from memsim.dtypes import DTYPES
+    from memsim.core.dtypes import DTYPES
 
     return DTYPES
 

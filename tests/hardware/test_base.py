@@ -7,9 +7,10 @@ import sys
 
 import pytest
 
-from memsim import api, hardware
-from memsim.errors import ConfigError
+from memsim import hardware
+from memsim.core.errors import ConfigError
 from memsim.hardware import load_chip
+from memsim.run import api
 
 
 def _write(tmp_path, text: str, name: str = "chip.yaml"):
@@ -83,11 +84,11 @@ def test_a_base_that_leads_back_to_its_file_is_refused(tmp_path):
 
 def test_the_cli_runs_a_derived_chip_and_refuses_a_bad_one_in_one_line(tmp_path):
     good = _write(tmp_path, "base: a100-80gb-sxm\nsram.capacity: 40 MiB\n", "good.yaml")
-    ok = subprocess.run([sys.executable, "-m", "memsim.cli", "run", "--hw", str(good), "--model", "gpt2"],
+    ok = subprocess.run([sys.executable, "-m", "memsim.cli.main", "run", "--hw", str(good), "--model", "gpt2"],
                         capture_output=True, text=True, check=False)
     assert ok.returncode == 0 and "step time" in ok.stdout
     bad = _write(tmp_path, "base: a100\n", "bad.yaml")
-    run = subprocess.run([sys.executable, "-m", "memsim.cli", "run", "--hw", str(bad), "--model", "gpt2"],
+    run = subprocess.run([sys.executable, "-m", "memsim.cli.main", "run", "--hw", str(bad), "--model", "gpt2"],
                          capture_output=True, text=True, check=False)
     assert run.returncode == 2 and run.stderr.count("\n") == 1
     assert "bad.yaml" in run.stderr and "base" in run.stderr and "Traceback" not in run.stderr
@@ -97,7 +98,7 @@ def test_a_run_reads_its_chip_file_once_and_sees_one_version_of_it(monkeypatch, 
     """Issue 42: one memsim.simulate read the chip file three times (the chip, its estimates, its family's
     defaults) and again for each sensitivity rerun; inside a run each file is read once."""
     import memsim
-    from memsim import files
+    from memsim.core import files
     from memsim.hardware import loader
 
     chip = tmp_path / "chip.yaml"

@@ -7,7 +7,7 @@ import pytest
 from test_loader import MINIMAL, write
 
 from memsim import hardware
-from memsim.errors import ConfigError
+from memsim.core.errors import ConfigError
 from memsim.hardware import load_chip
 from memsim.hardware.spec import ChipSpec, ComputeSpec, ExecutionSpec, LinkSpec, MemoryLevel, SystemSpec
 
@@ -141,7 +141,7 @@ def test_dequant_table_in_yaml_is_checked(tmp_path):
 def test_a_rate_under_the_least_memsim_keeps_exact_is_refused(path, value, field):
     """Issue 20: rates are whole numbers a second; an efficiency of 1e-15 was clamped to 1 FLOP/s,
     and the step came out faster than its own rate allows."""
-    from memsim.api import _load_chip
+    from memsim.run.api import _load_chip
 
     with pytest.raises(ConfigError) as info:
         _load_chip("h100-sxm", ((path, value),), None)
@@ -152,8 +152,8 @@ def test_a_rate_under_the_least_memsim_keeps_exact_is_refused(path, value, field
 @pytest.mark.parametrize("efficiency", [1e-2, 1e-6])
 def test_no_step_is_faster_than_its_flops_at_the_derated_rate(efficiency):
     from memsim import simulate
-    from memsim.api import _load_chip
     from memsim.mapping.roofline import op_dtype, peak_rate
+    from memsim.run.api import _load_chip
 
     result = simulate("h100-sxm", "gpt2", context=16, sensitivity=0, set={"compute.efficiency": str(efficiency)})
     chip, _ = _load_chip("h100-sxm", (("compute.efficiency", str(efficiency)),), None)

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from memsim import hardware
-from memsim.api import estimates
-from memsim.errors import ConfigError
+from memsim.core.errors import ConfigError
 from memsim.hardware import loader
 from memsim.hardware.loader import estimates_of, load_chip
+from memsim.run.api import estimates
 from tests.conftest import TINY_CHIP
 
 PRESETS = Path(__file__).resolve().parents[2] / "configs" / "hardware"

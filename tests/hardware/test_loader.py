@@ -8,10 +8,10 @@ import pytest
 import yaml
 
 from memsim import hardware
-from memsim.errors import ConfigError
+from memsim.core.errors import ConfigError
+from memsim.core.presets import config_dir
 from memsim.hardware import ChipSpec, dump_chip, load_chip
 from memsim.hardware.spec import LinkSpec
-from memsim.presets import config_dir
 
 PRESETS = sorted(p.stem for p in config_dir("hardware").glob("*.yaml"))
 

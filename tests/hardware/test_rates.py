@@ -5,8 +5,8 @@ from fractions import Fraction
 
 import pytest
 
+from memsim.core.units import PS_PER_S
 from memsim.hardware import rates
-from memsim.units import PS_PER_S
 
 
 @pytest.mark.parametrize("channels", [1, 3, 5, 16, 10**8, 2**31 - 1])

@@ -7,7 +7,7 @@ import networkx as nx
 import pytest
 
 from memsim import hardware
-from memsim.errors import ConfigError
+from memsim.core.errors import ConfigError
 from memsim.hardware import topologies
 from memsim.hardware.topologies import Wiring
 from memsim.hardware.topologies.dragonfly import groups

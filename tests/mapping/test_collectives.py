@@ -12,7 +12,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from memsim import hardware, simulate, simulate_graph
-from memsim.errors import ConfigError
+from memsim.core.errors import ConfigError
 from memsim.mapping import collectives, system
 from memsim.mapping.collectives import ALLREDUCE, AllReduce, Move, Shape
 from memsim.mapping.collectives.channels import disjoint_rings

@@ -7,9 +7,9 @@ import pytest
 
 import memsim
 from memsim import hardware
+from memsim.core.units import PS_PER_S
 from memsim.mapping.dispatch import extra_programs
 from memsim.stack import load_stack
-from memsim.units import PS_PER_S
 from memsim.workload.graph import COLLECTIVE_KINDS
 
 

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from memsim import hardware, simulate
-from memsim.errors import CapacityError
+from memsim.core.errors import CapacityError
 from memsim.stack import load_stack
 
 PRESETS = hardware.presets()

@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memsim import api
 from memsim.mapping.kerneltile import MIN_EDGE, choose, deepgemm_tile, edges, wave_factor
+from memsim.run import api
 from memsim.validation.microbench import gemm_graph
 
 H200 = dict(units=132, unit_tile=128, a_bits=16, b_bits=16, acc_bytes=4,

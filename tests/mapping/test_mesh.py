@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memsim import hardware, simulate
-from memsim.errors import ConfigError
+from memsim.core.errors import ConfigError
 from memsim.mapping.mesh import Block, block, region_block, traversal_latency_ps, traversal_ps
 
 WSE3 = hardware.load("wse-3")

@@ -6,7 +6,7 @@ import textwrap
 import pytest
 
 from memsim import hardware
-from memsim.errors import CapacityError, MemsimWarning
+from memsim.core.errors import CapacityError, MemsimWarning
 from memsim.hardware import load_chip
 from memsim.hardware.resource import Ref
 from memsim.mapping.placement import place

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memsim import hardware
-from memsim.errors import ConfigError
+from memsim.core.errors import ConfigError
 from memsim.hardware.spec import PowerSpec
 from memsim.mapping import make_plan, power
 from memsim.workload import StepSpec, build_step, model_config

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memsim import hardware, simulate
-from memsim.api import load_workload, resolve
+from memsim.core.units import PS_PER_S
 from memsim.engine.resources import ChipResources
 from memsim.engine.simpy_fast import Environment
 from memsim.hardware.rates import effective_bandwidth as bandwidth_of
@@ -15,7 +15,7 @@ from memsim.mapping import make_plan, tiling
 from memsim.mapping.lower import STAGING, Context, gemm_compute_ps, lower_matmul
 from memsim.mapping.placement import sram_split
 from memsim.mapping.prefetch import GRAIN, Prefetcher, grain, kept, part_bytes
-from memsim.units import PS_PER_S
+from memsim.run.api import load_workload, resolve
 
 HBM = Ref.level("hbm")
 UNCAPPED = {"execution.power_cap": "100000W"}  # power out of the way: times are the bytes' and rates'

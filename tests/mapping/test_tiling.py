@@ -7,7 +7,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from memsim.errors import CapacityError
+from memsim.core.errors import CapacityError
 from memsim.mapping.tiling import (
     MIN_TK,
     attention_floor,

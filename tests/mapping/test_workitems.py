@@ -5,9 +5,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memsim import api, hardware
+from memsim import hardware
 from memsim.mapping.lower import Context
 from memsim.mapping.workitems import KV_SPLIT_MIN, attention_share, filled
+from memsim.run import api
 from memsim.validation.microbench import attention_graph
 from memsim.workload.graph import OpGraph
 

@@ -134,7 +134,7 @@ def test_the_docs_power_cap_table_is_what_memsim_computes():
 
 def test_a_step_past_the_horizon_is_one_line_not_an_overflow(monkeypatch, capsys):
     """Issue 20: a step past 2^63 ps overflowed np.int64 in the energy profile."""
-    from tests.test_cli import run_cli
+    from tests.cli.test_cli import run_cli
 
     code, _, err = run_cli(monkeypatch, capsys, "run", "--model", "gpt2", "--context", "16", "--set",
                            "hbm.latency=1e15s")

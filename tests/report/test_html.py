@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memsim import cli, simulate
+from memsim import simulate
+from memsim.cli import main as cli
 from memsim.report.browser import chromium
 from memsim.report.html import render
 

@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from memsim.errors import ConfigError
+from memsim.core.errors import ConfigError
 from memsim.report import output
-from tests.test_cli import run_cli
+from tests.cli.test_cli import run_cli
 
 
 def _write(out, extra=None):

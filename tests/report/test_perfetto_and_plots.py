@@ -95,7 +95,7 @@ def _tid(trace: dict, name: str) -> int:
 def test_figures_go_where_asked_and_a_rerun_redraws_them_instead_of_deleting_them(monkeypatch, capsys, tmp_path,
                                                                                    tiny_chip_path, tiny_model_path):
     pytest.importorskip("matplotlib", reason="figures need the plot extra")
-    from memsim import cli
+    from memsim.cli import main as cli
 
     def memsim(*args):
         monkeypatch.setattr("sys.argv", ["memsim", *args])

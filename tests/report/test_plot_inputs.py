@@ -8,8 +8,9 @@ import sys
 
 import pytest
 
-from memsim import cli, simulate
-from memsim.errors import ConfigError
+from memsim import simulate
+from memsim.cli import main as cli
+from memsim.core.errors import ConfigError
 from memsim.report.output import read_table
 
 

@@ -10,8 +10,9 @@ import sys
 
 import pytest
 
-from memsim import cli, simulate
-from memsim.errors import ConfigError
+from memsim import simulate
+from memsim.cli import main as cli
+from memsim.core.errors import ConfigError
 from memsim.report.run_plots import FIXED_COLORS, colours, read_energy
 
 CAUSES = ["hbm", "l2", "sram", "ddr", "gddr", "l1", "l3", "link:pcie", "link:nvlink", "tile_buffer", "dequant",

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 import memsim
-from memsim import cli
-from memsim.errors import ConfigError
+from memsim.cli import main as cli
+from memsim.core.errors import ConfigError
 from memsim.report import serve_plots
 from memsim.report.serve_plots import FIGURES, cdf, occupancy, plot_serve, read_serve, step_series
 

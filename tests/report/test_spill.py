@@ -5,8 +5,8 @@ import subprocess
 import sys
 import warnings
 
-from memsim import api
 from memsim.report import spill
+from memsim.run import api
 
 
 def _warned(**kw) -> list[str]:
@@ -33,7 +33,7 @@ def test_a_model_that_fits_says_nothing_and_more_chips_bring_it_home():
 
 
 def test_the_cli_prints_it_once_on_stderr():
-    run = subprocess.run([sys.executable, "-m", "memsim.cli", "run", "--hw", "h100-sxm", "--model", "llama-3.1-70b"],
+    run = subprocess.run([sys.executable, "-m", "memsim.cli.main", "run", "--hw", "h100-sxm", "--model", "llama-3.1-70b"],
                          capture_output=True, text=True, check=False)
     lines = [line for line in run.stderr.splitlines() if "host memory holds" in line]
     assert run.returncode == 0 and len(lines) == 1 and "--tp" in lines[0]

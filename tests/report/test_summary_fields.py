@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from memsim import console_table, simulate
+from memsim import simulate
 from memsim.report.summary_fields import ABSENT, COMBINE, FIELDS, ONCE, RECOMPUTED, SUMMED, checked, reference
+from memsim.run import table as console_table
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memsim import CapacityError, console_table, simulate
+from memsim import CapacityError, simulate
+from memsim.run import table as console_table
 
 UNCAPPED = {"execution.power_cap": "100000W"}
 

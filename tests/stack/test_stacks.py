@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from memsim import api, hardware
-from memsim.errors import ConfigError
+from memsim import hardware
+from memsim.core.errors import ConfigError
 from memsim.mapping import fabric, system
+from memsim.run import api
 from memsim.stack import IDEAL, default_for, load_stack, presets
 from memsim.stack.loader import stack_estimates
 from memsim.stack.reference import reference

@@ -8,7 +8,7 @@ import warnings
 import networkx as nx
 import pytest
 
-from memsim.errors import ConfigError, MemsimWarning
+from memsim.core.errors import ConfigError, MemsimWarning
 from memsim.workload import StepSpec, build_step, load_model, model_config
 from memsim.workload.dtypes import nbytes
 

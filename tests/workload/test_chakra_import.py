@@ -8,7 +8,7 @@ import pytest
 pytest.importorskip("google.protobuf", reason="the chakra extra (protobuf) is not installed")
 
 from memsim import simulate_graph
-from memsim.errors import ConfigError, MemsimError
+from memsim.core.errors import ConfigError, MemsimError
 from memsim.workload import read_trace, write_trace
 from memsim.workload.importers.chakra_import import import_chakra
 from memsim.workload.importers.chakra_schema import frame, schema, split
@@ -129,7 +129,7 @@ def test_nodes_are_taken_in_dependency_order_and_waits_pass_through_skipped_node
 
 
 def test_a_trace_of_more_nodes_than_the_op_limit_is_refused_as_it_is_read(tmp_path, monkeypatch):
-    from memsim import limits
+    from memsim.core import limits
 
     path = tmp_path / "et.0.et"
     write_et(path)

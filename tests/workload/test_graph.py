@@ -5,8 +5,9 @@ import json
 
 import pytest
 
-from memsim import limits, simulate_graph
-from memsim.errors import TraceError
+from memsim import simulate_graph
+from memsim.core import limits
+from memsim.core.errors import TraceError
 from memsim.workload import Op, OpGraph, Read, StepMeta, Tensor, read_trace, write_trace
 
 MATMUL_DIMS = (("k", 8), ("m", 2), ("n", 8))

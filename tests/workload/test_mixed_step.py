@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from memsim.errors import ConfigError
+from memsim.core.errors import ConfigError
 from memsim.workload import build_step, model_config
 from memsim.workload.builder import StepSpec
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from memsim.errors import ConfigError
+from memsim.core.errors import ConfigError
 from memsim.workload import load_model, model_config, models
 
 BASE = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,

@@ -8,7 +8,7 @@ onnx = pytest.importorskip("onnx", reason="the onnx extra is not installed")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from memsim import simulate_graph  # noqa: E402
-from memsim.errors import ConfigError, MemsimError  # noqa: E402
+from memsim.core.errors import ConfigError, MemsimError  # noqa: E402
 from memsim.workload.importers.onnx_import import import_onnx  # noqa: E402
 
 T, H, HEADS, VOCAB, LAYERS = 16, 64, 4, 100, 2
@@ -148,7 +148,7 @@ def test_weights_stored_beside_the_model_are_never_read(monkeypatch, tmp_path):
 
 
 def test_a_model_of_more_nodes_than_the_op_limit_is_refused_before_shape_inference(monkeypatch, tmp_path):
-    from memsim import limits
+    from memsim.core import limits
 
     path = gpt2_like(tmp_path / "m.onnx")
     monkeypatch.setattr(limits, "MAX_OPS", 1)

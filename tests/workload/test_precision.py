@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memsim import simulate
-from memsim.errors import ConfigError
+from memsim.core.errors import ConfigError
 from memsim.workload import build_step, model_config
 from memsim.workload.dtypes import recipe, weight_storage_bytes
 from memsim.workload.step import StepSpec

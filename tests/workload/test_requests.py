@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memsim.errors import ConfigError
+from memsim.core.errors import ConfigError
 from memsim.workload.requests import MAX_TOKENS, read_requests, synthetic
 
 

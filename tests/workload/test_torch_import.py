@@ -7,7 +7,7 @@ pytest.importorskip("torch", reason="the torch extra is not installed")
 pytest.importorskip("transformers", reason="the torch extra is not installed")
 
 from memsim import simulate_graph, workload
-from memsim.presets import config_dir
+from memsim.core.presets import config_dir
 from memsim.workload.importers.torch_import import import_torch
 
 pytestmark = pytest.mark.slow  # exports through torch, seconds each
@@ -52,7 +52,7 @@ def test_an_imported_llama_runs_within_5_percent_of_the_native_one():
     # the native model runs its 33 RMSNorms as kernels of their own, which the import's fusion folds into
     # their neighbours: without the device's cost per kernel of those, the two steps agree (the default
     # stack's faster GEMM tiles make the step short, and the same 0.1 ms a larger share of it)
-    from memsim.machine import load_chip
+    from memsim.run.machine import load_chip
 
     gap = (len(native.ops) - len(graph.ops)) * load_chip("h100-sxm", ())[0].execution.op_overhead_ps / 1e12
     assert mine == pytest.approx(theirs - gap, rel=0.03)

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from memsim.errors import TraceError
+from memsim.core.errors import TraceError
 from memsim.workload import Op, OpGraph, Read, StepMeta, StepSpec, Tensor, build_step, model_config, read_trace, write_trace
 from memsim.workload.trace import SCHEMA, VERSION, from_json, to_json
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memsim.errors import TraceError
+from memsim.core.errors import TraceError
 from memsim.workload import read_trace
 from memsim.workload.trace import to_json
 from memsim.workload.trace_schema import FIELDS, reference

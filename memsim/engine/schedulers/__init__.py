@@ -24,9 +24,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from memsim.core.errors import run_field
+from memsim.core.registry import Registry
 from memsim.engine.serving_state import Batch, State
-from memsim.errors import run_field
-from memsim.registry import Registry
 
 Policy = Callable[[State], Batch | None]
 ROLES = ("both", "decode")  # an instance that takes requests (chosen by name), or a disaggregated decode instance

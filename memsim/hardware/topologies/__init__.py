@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from memsim.errors import ConfigError
-from memsim.registry import Registry
+from memsim.core.errors import ConfigError
+from memsim.core.registry import Registry
 
 Edge = tuple[Hashable, Hashable]
 Cable = tuple[Hashable, Hashable, int]  # two ends and the parallel links between them

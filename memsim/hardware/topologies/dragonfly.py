@@ -16,7 +16,7 @@ from collections.abc import Hashable
 
 import networkx as nx
 
-from memsim.errors import ConfigError
+from memsim.core.errors import ConfigError
 from memsim.hardware.topologies import Cable, Topology, Wiring, register, shortest_path
 
 

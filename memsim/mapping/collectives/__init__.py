@@ -24,8 +24,8 @@ import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from memsim.errors import ConfigError
-from memsim.registry import Registry
+from memsim.core.errors import ConfigError
+from memsim.core.registry import Registry
 
 Round = tuple[tuple[int, int, int], ...]
 Pieces = tuple[int, ...]

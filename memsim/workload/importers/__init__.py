@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memsim.registry import Registry
+from memsim.core.registry import Registry
 from memsim.workload.fusion import fuse
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ class Option:
     """An input of ``memsim import NAME``, passed to the importer as keyword ``name``: an option
     (``flag``: ``--ranks`` or ``-o/--output``) or, without a flag, a positional argument shown
     as ``metavar``. ``kind``: ``int``, ``str`` or ``Path`` (a file). A value below ``least`` or
-    above ``limit`` (``memsim.limits``) is refused; ``parse`` turns what was given into what the
+    above ``limit`` (``memsim.core.limits``) is refused; ``parse`` turns what was given into what the
     importer takes, raising a ``ConfigError`` on the flag."""
     name: str
     flag: str = ""

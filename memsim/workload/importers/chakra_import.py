@@ -14,9 +14,9 @@ from pathlib import Path
 
 import networkx as nx
 
-from memsim import limits
-from memsim.errors import ConfigError, about_file
-from memsim.files import read_bytes
+from memsim.core import limits
+from memsim.core.errors import ConfigError, about_file
+from memsim.core.files import read_bytes
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
 from memsim.workload.importers import IMPORTERS, OUTPUT, Importer, ImportReport, Option
 from memsim.workload.importers.chakra_schema import schema, split

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from functools import cache
 from types import SimpleNamespace
 
-from memsim.errors import ConfigError
+from memsim.core.errors import ConfigError
 
 PACKAGE = "ChakraProtoMsg"
 # Each attribute value is one of: (name, number, scalar type); the list messages hold `repeated` of it.

@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from memsim import limits
-from memsim.errors import ConfigError, about_file, run_field
-from memsim.files import check_file
+from memsim.core import limits
+from memsim.core.errors import ConfigError, about_file, run_field
+from memsim.core.files import check_file
 from memsim.workload.dtypes import nbytes
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
 from memsim.workload.importers import IMPORTERS, OUTPUT, Importer, ImportReport, Option, fused

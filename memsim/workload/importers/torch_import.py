@@ -17,8 +17,8 @@ import json
 import math
 from pathlib import Path
 
-from memsim.errors import ConfigError, about_file
-from memsim.files import check_file
+from memsim.core.errors import ConfigError, about_file
+from memsim.core.files import check_file
 from memsim.workload.graph import Op, OpGraph, Read, Tensor
 from memsim.workload.importers import IMPORTERS, OUTPUT, Importer, ImportReport, Option, fused
 from memsim.workload.meta import StepMeta

@@ -1,0 +1,40 @@
+"""Click options generated from a declared spec's fields (``RunSpec``, ``ServeSpec``): the flag, type,
+choices, default and help each field declares, so a command's options are its spec's."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from memsim.core.errors import shown
+from memsim.run.runspec import flag
+
+
+def spec_options(specified: list) -> Callable:
+    """A decorator adding an option for each of ``specified`` (dataclass fields made by ``runspec.param``)."""
+    def decorate(fn):
+        for f in reversed(specified):
+            meta, name = f.metadata, flag(f)
+            if meta["kind"] is bool:
+                opt = click.option(name, f.name, is_flag=True, help=shown(meta["help"], flags=True))
+            elif f.name == "set":
+                opt = click.option(name, f.name, multiple=True, metavar="PATH=VALUE", help=shown(meta["help"], flags=True))
+            else:
+                kind = click.Choice(meta["choices"]) if meta["choices"] else meta["kind"]
+                default = meta["cli_default"]
+                opt = click.option(name, f.name, type=kind, default=default, show_default=default is not None,
+                                   help=shown(meta["help"], flags=True))
+            fn = opt(fn)
+        return fn
+    return decorate
+
+
+def spec_values(kwargs: dict[str, Any], specified: list) -> dict[str, Any]:
+    """Pop the fields ``specified`` out of a command's keyword arguments (a ``--no-`` flag inverted)."""
+    values = {}
+    for f in specified:
+        if f.name in kwargs:
+            value = kwargs.pop(f.name)
+            values[f.name] = (not value) if flag(f).startswith("--no-") else value
+    return values
