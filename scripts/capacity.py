@@ -25,7 +25,8 @@ MOST = 512.0  # requests a second: the search stops here
 
 
 def serve(hw: str, rate: float, cache: dict) -> dict:
-    from memsim.serving.serve import Deployment, serve
+    from memsim.serving.deployment import Deployment
+    from memsim.serving.serve import serve
     from memsim.workload.requests import synthetic
 
     requests = synthetic(max(LEAST, round(rate * SECONDS)), rate, **WORKLOAD)

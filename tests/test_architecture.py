@@ -251,3 +251,11 @@ def test_the_circle_check_finds_a_circle(tmp_path):
 
     graph = nx.DiGraph([("memsim.run.api", "memsim.sweep.runner"), ("memsim.sweep.runner", "memsim.run.api")])
     assert list(nx.simple_cycles(graph))
+
+
+def test_the_serving_loop_asks_a_step_model_and_never_the_api():
+    """Serving times its steps through ``serving.model.StepModel`` (the pipeline's stages directly): no
+    module of ``serving/`` imports ``run.api``, the orchestrator of one run."""
+    for path in sorted((ROOT / "serving").glob("*.py")):
+        assert "memsim.run.api" not in _runtime_imports(path), path.name
+

@@ -19,7 +19,7 @@ from memsim.core.atomic import atomic_write_text, check_output_file
 from memsim.core.errors import FLAGS, MemsimError, MemsimWarning, flags_named
 from memsim.report import html as report_html
 from memsim.report import plots, run_plots, serve_plots
-from memsim.run import api, inputs, runspec
+from memsim.run import api, inputs, runspec, steps
 from memsim.run import explain as whatif
 from memsim.run import table as console_table
 from memsim.run.runspec import RunSpec
@@ -234,7 +234,7 @@ def trace(output, **kwargs):
     if spec.phase == "generate":
         raise MemsimError("a trace holds one step: use --phase decode or prefill", field="--phase")
     check_output_file(Path(output), "--output", inputs.files(spec))
-    graph = api.load_workload(spec)
+    graph = steps.load_workload(spec)
     _writing("--output", output, lambda: workload.write_trace(graph, Path(output)))
     click.echo(f"wrote {output}: {len(graph.ops)} ops, {len(graph.tensors)} tensors")
 

@@ -1,7 +1,6 @@
 """The pipeline in one call: config -> workload -> mapping -> engine -> report."""
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import warnings
 from collections.abc import Callable, Iterable
@@ -12,8 +11,8 @@ from typing import Any
 import pandas as pd
 
 from memsim import engine, hardware, mapping, report, workload
-from memsim.core import limits, units
-from memsim.core.errors import CapacityError, ConfigError, MemsimWarning, is_run, run_field
+from memsim.core import units
+from memsim.core.errors import ConfigError, MemsimWarning, run_field
 from memsim.hardware.estimates import set_path as estimates_set_path
 from memsim.hardware.loader import dump_chip, estimates_of, one_reading
 from memsim.hardware.resource import Ref
@@ -21,6 +20,7 @@ from memsim.report import spill
 from memsim.run import generation, grid, inputs, powercap, runspec, sensitivity, speculative
 from memsim.run.chipfile import chip_path
 from memsim.run.machine import (  # noqa: F401  (the loaders, as callers know them here)
+    blamed,
     estimates,
     family_defaults,
     load_stack,
@@ -32,6 +32,7 @@ from memsim.run.machine import (
     load_chip_raw as _load_chip_raw,
 )
 from memsim.run.runspec import RunSpec
+from memsim.run.steps import load_workload, step_graphs
 from memsim.stack import loader as stack_mod
 from memsim.stack.spec import IDEAL, StackSpec
 
@@ -77,68 +78,6 @@ class Result:
                                     self.inputs)
 
 
-def step_of(spec: RunSpec, phase: str, tokens: int, quantize_embeddings: bool = False,
-            embedding_shards: int = 1) -> workload.StepSpec:
-    """The step ``spec`` describes, in ``phase`` with ``tokens`` of context (decode) or prompt
-    (prefill); with a ``draft``, a decode step is the target's verify step of ``draft_k + 1``
-    tokens. ``quantize_embeddings``: the chip's vendor stores the embedding table as the weights;
-    ``embedding_shards``: the table split over that many pipeline stages."""
-    speculation = spec.speculation()
-    verified = speculation.k + 1 if speculation is not None and phase == "decode" else 1
-    return workload.StepSpec.make(phase, batch=spec.batch,
-                                  context=tokens if phase == "decode" else spec.tokens("decode"),
-                                  prompt=tokens if phase == "prefill" else spec.tokens("prefill"),
-                                  weight_dtype=spec.weight_dtype, kv_dtype=spec.kv_dtype,
-                                  group_size=spec.group_size, tp=spec.tp, expert_parallel=spec.ep, tokens=verified,
-                                  quantize_embeddings=quantize_embeddings, embedding_shards=embedding_shards,
-                                  precision=spec.precision)
-
-
-def load_workload(spec: RunSpec, phase: str | None = None, tokens: int | None = None,
-                  config: workload.ModelConfig | None = None, quantize_embeddings: bool = False,
-                  embedding_shards: int = 1) -> workload.OpGraph:
-    """The operator DAG of one step: the trace, or the model's step (``phase`` and ``tokens``
-    default to the spec's own; ``config``, the model's, when it is already loaded)."""
-    if spec.trace is not None:
-        return workload.read_trace(Path(spec.trace))
-    phase = phase or spec.phase
-    tokens = tokens if tokens is not None else spec.tokens(phase)
-    return workload.build_step(config or workload.model_config(spec.required_model()),
-                               step_of(spec, phase, tokens, quantize_embeddings, embedding_shards))
-
-
-def micro_graphs(spec: RunSpec, config: workload.ModelConfig, phase: str, tokens: int, parts: int,
-                 prompt_chunks: bool = False, quantize_embeddings: bool = False,
-                 embedding_shards: int = 1) -> tuple[workload.OpGraph, ...]:
-    """The graphs of a step split into ``parts`` micro-batches (equal parts share one graph;
-    ``prompt_chunks``: see ``workload.split``)."""
-    built: dict[workload.StepSpec, workload.OpGraph] = {}
-    steps = workload.split(step_of(spec, phase, tokens, quantize_embeddings, embedding_shards), parts, prompt_chunks)
-    for s in steps:
-        if s not in built:  # each distinct part built once
-            built[s] = workload.build_step(config, s)
-    return tuple(built[s] for s in steps)
-
-
-def step_graphs(spec: RunSpec, chip: hardware.ChipSpec, config: workload.ModelConfig, phase: str,
-                tokens: int) -> tuple[workload.OpGraph, tuple[workload.OpGraph, ...]]:
-    """The graph a step of the model places on ``chip`` and the micro-batches it runs as (none:
-    the graph once). A layer-pipelined chip streams a prefill through its regions in prompt chunks."""
-    parts = spec.microbatches
-    layered = parts is None and chip.execution.pipeline == "layers" and phase == "prefill"
-    if parts is None:
-        parts = min(chip.execution.pipeline_chunks, tokens) if layered else 1
-    quantized = chip.execution.embedding_dtype == "weight"
-    graph = load_workload(spec, phase, tokens, config, quantized)
-    limits.check(len(graph.ops) * parts, limits.MAX_TASKS, f"tasks ({len(graph.ops)} ops x {parts} micro-batches)",
-                 run_field("microbatches") if spec.microbatches is not None else "execution.pipeline_chunks")
-    shards = mapping.lookup_shards(graph, chip, spec.pp)  # an embedding table too big for a stage of its own
-    if parts == 1:
-        return (graph if shards == 1 else load_workload(spec, phase, tokens, config, quantized, shards)), ()
-    micro = micro_graphs(spec, config, phase, tokens, parts, layered, quantized, shards)
-    return micro[-1], micro
-
-
 def resolve(hw: str = RunSpec.hw, model: str | None = None, **options: Any) -> RunSpec:
     """The run ``simulate`` would do, with the defaults that depend on the model filled in."""
     return fill_defaults(RunSpec.make({"hw": hw, "model": model, **options}))
@@ -155,30 +94,16 @@ def fill_defaults(spec: RunSpec, positions: dict[str, int] | None = None) -> Run
     return spec.resolved(known[spec.model])
 
 
-@contextlib.contextmanager
-def _blamed(hw_file: str, trace: str | None = None):
-    """An error about the chip names the hardware file; one about the batch, a trace's ops."""
-    try:
-        yield
-    except (CapacityError, ConfigError) as exc:
-        field = exc.raw_field or ""
-        if not is_run(field):  # about the chip (e.g. system.collective), not a run field
-            exc.raw_file = exc.raw_file or hw_file
-        elif trace is not None and field.startswith(run_field("batch")):  # a trace fixes its batch and context
-            exc.file, exc.field = trace, "ops"
-        raise
-
-
 def _plan(chip: hardware.ChipSpec, hw_file: str, graph: workload.OpGraph, pp: int = 1,
           micro: tuple[workload.OpGraph, ...] = (), trace: str | None = None, stack: StackSpec = IDEAL) -> mapping.Plan:
-    with _blamed(hw_file, trace):
+    with blamed(hw_file, trace):
         return mapping.make_plan(graph, chip, mapping.Grid.of(graph, pp), micro, stack)
 
 
 def _run(chip: hardware.ChipSpec, hw_file: str, graph: workload.OpGraph, fast_forward: bool, memoize: bool,
          pp: int = 1, micro: tuple[workload.OpGraph, ...] = (), trace: str | None = None,
          stack: StackSpec = IDEAL) -> Result:
-    with _blamed(hw_file, trace):  # at the highest clock the power cap allows
+    with blamed(hw_file, trace):  # at the highest clock the power cap allows
         plan, result = powercap.run(
             chip, lambda at: mapping.make_plan(graph, at, mapping.Grid.of(graph, pp), micro, stack),
             lambda p: engine.run(p, fast_forward=fast_forward, memoize=memoize))
@@ -200,25 +125,6 @@ def simulate_graph(hw: str, graph: workload.OpGraph, *, set: Iterable[str] | dic
     found = estimates_of(raw, hw_path) + stack_estimates(stack_raw, stack_file)
     used = sensitivity.report(result.summary, found, result.moved)
     return dataclasses.replace(result, summary=report.checked({**result.summary, "estimates": used}))
-
-
-def load_chip_spec(hw: str, sets: Iterable[tuple[str, str]] = ()) -> tuple[hardware.ChipSpec, str]:
-    """A chip with its overrides, and its file: for ``simulate_step``."""
-    return _load_chip(hw, sets)
-
-
-def step_summary(chip: hardware.ChipSpec, hw_file: str, graph: workload.OpGraph, pp: int = 1,
-                 stack: StackSpec = IDEAL, step_work: bool = True,
-                 micro: tuple[workload.OpGraph, ...] = ()) -> dict:
-    """One step's summary on a loaded chip (``load_chip_spec``; ``pp`` pipeline stages of them; ``micro``
-    its micro-batches, ``step_graphs``), without its tables or the estimates' report: a serving run's
-    steps, many on one chip (``step_work`` False: the host's work before and after the step is the
-    serving loop's, not the step's)."""
-    with _blamed(hw_file):
-        plan, result = powercap.run(
-            chip, lambda at: mapping.make_plan(graph, at, mapping.Grid.of(graph, pp), micro, stack, step_work),
-            lambda p: engine.run(p, fast_forward=True, memoize=True))
-    return report.summarize(graph, plan, result, micro)
 
 
 def simulate(hw: Any = RunSpec.hw, model: str | None = None, **options: Any) -> Result:

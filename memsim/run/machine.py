@@ -5,11 +5,12 @@ is about, whichever command or call asked.
 """
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 from pathlib import Path
 
 from memsim import hardware, mapping
-from memsim.core.errors import ConfigError
+from memsim.core.errors import CapacityError, ConfigError, is_run, run_field
 from memsim.hardware.estimates import Estimate
 from memsim.hardware.families import efficiency_defaults
 from memsim.hardware.loader import build, estimates_of, read_chip, read_yaml
@@ -19,7 +20,7 @@ from memsim.stack import loader as stack_mod
 from memsim.stack.loader import stack_estimates
 from memsim.stack.spec import StackSpec
 
-__all__ = ["estimates", "family_defaults", "load_chip", "load_chip_raw", "load_stack", "stack_estimates",
+__all__ = ["blamed", "estimates", "family_defaults", "load_chip", "load_chip_raw", "load_stack", "stack_estimates",
            "system_overrides"]
 
 
@@ -80,3 +81,17 @@ def estimates(hw: str, sets: Iterable[str] | Iterable[tuple[str, str]] | dict[st
     chip, hw_path, raw = load_chip_raw(hw, sets, system)
     _, stack_raw, stack_file = load_stack(stack, chip, sets)
     return estimates_of(raw, hw_path) + stack_estimates(stack_raw, stack_file)
+
+
+@contextlib.contextmanager
+def blamed(hw_file: str, trace: str | None = None):
+    """An error about the chip names the hardware file; one about the batch, a trace's ops."""
+    try:
+        yield
+    except (CapacityError, ConfigError) as exc:
+        field = exc.raw_field or ""
+        if not is_run(field):  # about the chip (e.g. system.collective), not a run field
+            exc.raw_file = exc.raw_file or hw_file
+        elif trace is not None and field.startswith(run_field("batch")):  # a trace fixes its batch and context
+            exc.file, exc.field = trace, "ops"
+        raise

@@ -1,242 +1,37 @@
 """Serving: requests arriving at a deployment, batched step by step by a scheduler, each step timed by
 memsim's own engine (``memsim serve``, ``memsim.serve``).
 
-The deployment is a chip (``hw`` with its overrides), a model and its dtypes, ``tp`` ranks to an instance,
-and its instances: ``replicas`` that each serve whole requests, or ``prefill`` and ``decode`` instances
-(disaggregated serving), a prefilled sequence's KV cache sent between them over ``handoff_link``. What
-the KV cache can hold comes from the memory hierarchy: a probe step places the weights
-(``mapping.placement``), and every device level that is a home for the KV cache gives what the weights
-leave of it, in blocks of ``block_tokens`` tokens at the model's KV bytes per token (one rank's share).
-With ``preemption: swap`` a preempted sequence's blocks go to the host level (one reached over a link),
-as far as what the weights leave of it allows, timed over that link. ``engine.serving`` runs the
-requests on SimPy; ``serving_steps`` times each step.
+A serving run is declared by a ``ServeSpec``; its ``Deployment`` and ``Policy`` (``serving.deployment``)
+are made from it. The run builds the deployment's step model once (``serving.model.StepModel``: the chip,
+stack and model loaded once, each step shape simulated through the pipeline), its KV room from a probe
+step's placement (``serving.model.kv_capacity``), and its instances; ``engine.serving`` runs the requests
+on SimPy, asking ``serving.steps.StepTimes`` for each step's time.
 """
 from __future__ import annotations
 
-import dataclasses
-import functools
 import math
-import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from memsim import workload
-from memsim.core.errors import ConfigError, MemsimWarning, run_field
+from memsim.core.errors import ConfigError, run_field
 from memsim.core.units import PS_PER_S
-from memsim.engine.schedulers import SCHEDULERS, chosen
+from memsim.engine.schedulers import SCHEDULERS
 from memsim.engine.serving import Instance, serve_instances
-from memsim.engine.serving_state import PREEMPTION, HostWork, Limits, Seq
+from memsim.engine.serving_state import HostWork, Limits, Seq
 from memsim.hardware.loader import one_reading
-from memsim.run import api
 from memsim.run.chipfile import chip_path
 from memsim.run.inputs import files
 from memsim.serving import report as serving_report
-from memsim.serving.spec import MAX_BLOCK_TOKENS, MAX_INSTANCES, ServeSpec, signature
-from memsim.serving.steps import Segments, StepTimes
+from memsim.serving.deployment import Deployment, Policy
+from memsim.serving.model import KVCache, StepModel, kv_capacity, probe
+from memsim.serving.spec import ServeSpec, signature
+from memsim.serving.steps import StepTimes
 from memsim.serving.summary import ServeSummary
 from memsim.stack.spec import StackSpec
 from memsim.workload.requests import Request, read_requests, synthetic
-
-
-@dataclass(frozen=True, kw_only=True)
-class Deployment:
-    hw: str = "h100-sxm"
-    model: str = "llama-3.1-8b"
-    weight_dtype: str = "bf16"
-    kv_dtype: str = "bf16"
-    tp: int = 1
-    pp: int = 1  # pipeline stages to an instance, run as pp virtual engines (vLLM's), a batch in each stage
-    set: tuple = ()
-    replicas: int = 1  # instances serving whole requests
-    prefill: int = 0  # disaggregated: prefill instances ...
-    decode: int = 0  # ... and decode instances
-    handoff_link: str = ""  # the chip link a KV cache is sent over between them (default: the chip's interconnect)
-    stack: str = "auto"  # the runtime stack that serves it (memsim.stack): its kernels, collectives, host work, policies
-    precision: str | None = None  # a weight format per tensor class (``mlp=bfp4,attention=bfp8``), over weight_dtype
-
-    def __post_init__(self) -> None:
-        for name in ("replicas", "prefill", "decode", "pp"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_INSTANCES:
-                raise ConfigError(f"must be a whole number from 0 to {MAX_INSTANCES}", field=name)
-        if self.pp < 1:
-            raise ConfigError("must be at least 1", field="pp")
-        if (self.prefill > 0) != (self.decode > 0):
-            raise ConfigError("disaggregated serving needs both prefill and decode instances",
-                              field=run_field("prefill_instances"))
-        if not self.prefill and self.replicas < 1:
-            raise ConfigError("must be at least 1", field="replicas")
-
-    @property
-    def layout(self) -> str:
-        chips = self.tp * self.pp
-        unit = f"{chips} chip{'s' * (chips > 1)}" + (f" (tp {self.tp} x pp {self.pp})" if self.pp > 1 else "")
-        if self.prefill:
-            return f"{self.prefill} prefill + {self.decode} decode instances of {unit}"
-        return f"{self.replicas} instance{'s' * (self.replicas > 1)} of {unit}"
-
-    def run(self, phase: str, batch: int, length: int) -> tuple[float, float]:
-        """One step of ``batch`` sequences: a prefill of ``length`` prompt tokens, or a decode at ``length`` tokens
-        of context; its time and energy."""
-        s = self.summary(phase, batch, length)
-        return s["step_time_s"], s["energy_j"]["total"]
-
-    def mixed(self, segments: Segments) -> tuple[float, float]:
-        """A mixed step (``workload.StepSpec.mixed``): its time and energy."""
-        s = self.mixed_summary(segments)
-        return s["step_time_s"], s["energy_j"]["total"]
-
-    def summary(self, phase: str, batch: int, length: int) -> dict:
-        """A plain step's summary: as a mixed step of one group (the same graph), but a prefill on a chip that
-        pipelines its layers, which streams the prompt through them in chunks (``api.step_graphs``)."""
-        chip, hw_path = _chip(self.hw, self.set)
-        if phase == "decode" or chip.execution.pipeline != "layers":
-            return self.mixed_summary(((batch, 1, length),) if phase == "decode" else ((batch, length, 0),))
-        spec = api.resolve(self.hw, self.model, phase=phase, batch=batch, weight_dtype=self.weight_dtype,
-                           kv_dtype=self.kv_dtype, tp=self.tp, pp=self.pp, set=self.set, prompt=length,
-                           stack=self.stack, precision=self.precision)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", MemsimWarning)  # the probe step says it once (kv_capacity)
-            graph, micro = api.step_graphs(spec, chip, _model(self.model), phase, spec.tokens(phase))
-            return api.step_summary(chip, hw_path, graph, self.pp, _stack(self.stack, self.hw, self.set),
-                                    step_work=False, micro=micro)  # the host's step work is the loop's
-
-    def mixed_summary(self, segments: Segments) -> dict:
-        chip, hw_path = _chip(self.hw, self.set)
-        step = workload.StepSpec.mixed(segments, weight_dtype=self.weight_dtype, kv_dtype=self.kv_dtype, tp=self.tp,
-                                       quantize_embeddings=chip.execution.embedding_dtype == "weight",
-                                       precision=self.precision)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", MemsimWarning)
-            return api.step_summary(chip, hw_path, workload.build_step(_model(self.model), step), self.pp,
-                                    _stack(self.stack, self.hw, self.set), step_work=False)
-
-
-@functools.lru_cache(maxsize=8)
-def _chip(hw: str, sets: tuple) -> tuple[Any, str]:
-    return api.load_chip_spec(hw, sets)
-
-
-@functools.lru_cache(maxsize=8)
-def _stack(name: str, hw: str, sets: tuple) -> StackSpec:
-    """The deployment's runtime stack (a serving run's steps leave the host's step work to its loop)."""
-    return api.load_stack(name, _chip(hw, sets)[0], sets)[0]
-
-
-def stack_of(dep: Deployment) -> StackSpec:
-    return _stack(dep.stack, dep.hw, dep.set)
-
-
-@functools.lru_cache(maxsize=8)
-def _model(name: str) -> workload.ModelConfig:
-    return workload.model_config(name)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Policy:
-    scheduler: str | None = None  # None: the stack's (``stack.serving``), as max_seqs and max_tokens
-    block_tokens: int = 16
-    max_seqs: int | None = None
-    max_tokens: int | None = None  # chunked: the token budget of a step
-    prefix_caching: bool = False
-    preemption: str = "recompute"
-    slo_ttft_s: float = 1.0  # goodput counts the requests that meet both
-    slo_tpot_s: float = 0.1
-
-    def __post_init__(self) -> None:
-        if self.scheduler is not None and self.scheduler not in chosen():
-            raise ConfigError(f"unknown scheduler {self.scheduler!r} ({', '.join(chosen())})", field=run_field("scheduler"))
-        if self.preemption not in PREEMPTION:
-            raise ConfigError(f"unknown preemption {self.preemption!r} ({', '.join(PREEMPTION)})", field=run_field("preemption"))
-        for name, most in (("block_tokens", MAX_BLOCK_TOKENS), ("max_seqs", 1 << 20), ("max_tokens", 1 << 24)):
-            value = getattr(self, name)
-            if value is None and name != "block_tokens":
-                continue
-            if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= most:
-                raise ConfigError(f"must be a whole number from 1 to {most:,}", field=name)
-        for name in ("slo_ttft_s", "slo_tpot_s"):
-            if not (math.isfinite(getattr(self, name)) and getattr(self, name) > 0):
-                raise ConfigError("must be a positive time in seconds", field=name)
-
-    def resolved(self, stack: StackSpec) -> Policy:
-        """The policy with what it leaves to the stack (``None``) taken from the stack's serving policies."""
-        own = stack.serving
-        if own.scheduler not in chosen():
-            raise ConfigError(f"unknown scheduler {own.scheduler!r} ({', '.join(chosen())})",
-                              field="stack.serving.scheduler")
-        return dataclasses.replace(self, scheduler=self.scheduler or own.scheduler,
-                                   max_seqs=self.max_seqs or min(own.max_seqs, 1 << 20),
-                                   max_tokens=self.max_tokens or min(own.max_tokens, 1 << 24))
-
-
-@dataclass(frozen=True, kw_only=True)
-class KVCache:
-    bytes_per_token: int  # one rank's share of one sequence's KV cache, per token
-    blocks: int
-    unit_tile: int  # the chip's (``execution.unit_tile``), for the step times
-    levels: dict[str, int]  # the bytes each level that holds it gives it, after the weights
-    host: str = ""  # the host level a preempted sequence may be swapped to, and its room in blocks
-    host_blocks: int = 0
-    swap_s_per_block: float = 0.0  # one block over the host level's link
-    handoff_bytes_per_s: float = 0.0  # a KV cache sent to another instance: bandwidth, latency, energy per byte
-    handoff_latency_s: float = 0.0
-    handoff_j_per_byte: float = 0.0
-    fill: dict[str, int] = field(default_factory=dict)  # blocks each level holds, filled in order
-
-
-def kv_capacity(dep: Deployment, block_tokens: int) -> KVCache:
-    """What the KV cache can hold: each device level that is a home for it, less the weights placed there."""
-    probe = api.simulate(dep.hw, dep.model, phase="decode", batch=1, context=block_tokens,
-                         weight_dtype=dep.weight_dtype, kv_dtype=dep.kv_dtype, tp=dep.tp, pp=dep.pp, set=dep.set,
-                         sensitivity=0, stack=dep.stack, precision=dep.precision)
-    cached = probe.graph.bytes_of("kv") - sum(t.bytes for t in probe.graph.tensors.values()  # less the new token's
-                                               if t.klass == "kv" and t.name.endswith(("k_new", "v_new")))
-    per_token = cached // block_tokens
-    block = max(1, per_token * block_tokens)
-    chip = probe.plan.chip
-    weights = probe.summary["placement"].get("weight", {})
-    share = probe.plan.stack.serving  # the memory the stack gives the weights and KV cache: of all, or of what is free
-    levels = {lvl.name: kv_room(dep.pp * chip.chip_capacity(lvl), weights.get(lvl.name, 0), share.kv_fraction,
-                                share.kv_of)  # the stages' chips
-              for lvl in chip.levels if lvl.home_for("kv") and not lvl.via}
-    blocks = sum(levels.values()) // block
-    if blocks < 1:
-        raise ConfigError(f"the weights leave no room for a KV block of {block_tokens} tokens "
-                          f"({', '.join(f'{k} {v:,} B' for k, v in levels.items()) or 'no level holds the KV cache'})",
-                          field=run_field("hw"))
-    host = next((lvl for lvl in chip.levels if lvl.via), None)
-    swap: dict[str, Any] = {}
-    if host is not None:
-        bus = chip.link(host.via)
-        swap = {"host": host.name, "swap_s_per_block": block / (dep.pp * bus.achievable(bus.count)),
-                "host_blocks": max(0, dep.pp * chip.chip_capacity(host) - weights.get(host.name, 0)) // block}
-    if dep.handoff_link and dep.handoff_link not in {lk.name for lk in chip.links}:
-        raise ConfigError(f"{dep.hw} has no link {dep.handoff_link!r} ({', '.join(lk.name for lk in chip.links)})",
-                          field=run_field("handoff_link"))
-    link = chip.link(dep.handoff_link) if dep.handoff_link else chip.interconnect
-    if dep.prefill and link is None:
-        raise ConfigError(f"{dep.hw} has no link to send a KV cache between instances over", field=run_field("handoff_link"))
-    handoff: dict[str, Any] = {} if link is None else {"handoff_bytes_per_s": dep.pp * link.achievable(link.count),
-                                       "handoff_latency_s": link.latency_ps * 1e-12,
-                                       "handoff_j_per_byte": link.energy_fj_per_bit * 8e-15}
-    fill, left = {}, blocks
-    for name, room in levels.items():
-        fill[name] = min(left, room // block)
-        left -= fill[name]
-    return KVCache(bytes_per_token=per_token, blocks=blocks, levels=levels, unit_tile=chip.execution.unit_tile,
-                   fill=fill, **swap, **handoff)
-
-
-def kv_room(capacity: int, weights: int, fraction: float, of: str) -> int:
-    """What a level gives the KV cache: the stack's share of the level, less the weights (``of`` total, as
-    vLLM's gpu_memory_utilization), or its share of what the weights leave (``of`` free, as TensorRT-LLM's
-    kv_cache_free_gpu_mem_fraction)."""
-    if of == "free":
-        return int(max(0, capacity - weights) * fraction)
-    return max(0, int(capacity * fraction) - weights)
 
 
 def host_work(stack: StackSpec, tp: int) -> HostWork:
@@ -248,12 +43,11 @@ def host_work(stack: StackSpec, tp: int) -> HostWork:
                     overlap=step.overlap, multi_step=policies.multi_step, frontend_s=policies.frontend_ps / PS_PER_S)
 
 
-def instances(dep: Deployment, policy: Policy, kv: KVCache, times: StepTimes) -> list[Instance]:
+def instances(dep: Deployment, stack: StackSpec, policy: Policy, kv: KVCache, times: StepTimes) -> list[Instance]:
     """The deployment's instances. An instance of ``pp`` stages runs as ``pp`` virtual engines (vLLM's), each with
     its share of the KV cache and a step as long as the whole pipeline's, one batch in each stage at a time."""
     if policy.preemption == "swap" and kv.host_blocks < 1:
         raise ConfigError(f"{dep.hw} has no host level with room for a KV block to swap to", field=run_field("preemption"))
-    stack = stack_of(dep)
     policy = policy.resolved(stack)
     assert policy.scheduler is not None and policy.max_seqs is not None and policy.max_tokens is not None
     blocks = kv.blocks // dep.pp
@@ -276,17 +70,19 @@ def serve(dep: Deployment, requests: tuple[Request, ...], policy: Policy = Polic
     """Simulate the requests on the deployment (``users`` > 0: a closed loop of that many clients); returns
     ``requests`` and ``steps`` (DataFrames) and ``summary``. ``steps_cache``: the simulated steps of earlier runs
     of the same deployment and block size, shared (each grid step is the same simulation)."""
-    kv = kv_capacity(dep, policy.block_tokens)
-    policy = policy.resolved(stack_of(dep))
+    model = StepModel.of(dep)  # the chip, stack and model loaded once
+    kv = kv_capacity(dep, *probe(model, policy.block_tokens), policy.block_tokens)
+    stack = model.stack
+    policy = policy.resolved(stack)
     assert policy.scheduler is not None  # resolved: the stack's, where the deployment named none
-    times = StepTimes(run=dep.run, mixed=dep.mixed, tile=kv.unit_tile, chunked=SCHEDULERS[policy.scheduler].chunked,
+    times = StepTimes(model=model, tile=kv.unit_tile, chunked=SCHEDULERS[policy.scheduler].chunked,
                       kv_tokens=kv.blocks // dep.pp * policy.block_tokens, swap_s_per_block=kv.swap_s_per_block,
                       cache=steps_cache if steps_cache is not None else {})
 
     def handoff(seq: Seq) -> float:
         return kv.handoff_latency_s + seq.context * kv.bytes_per_token / kv.handoff_bytes_per_s
 
-    seqs, steps, area = serve_instances(requests, instances(dep, policy, kv, times),
+    seqs, steps, area = serve_instances(requests, instances(dep, stack, policy, kv, times),
                                         handoff if dep.prefill else None, users=users, think_s=think_s)
     reqs = pd.DataFrame([s.row() for s in seqs])
     rows = pd.DataFrame(steps)
@@ -311,8 +107,8 @@ def serve(dep: Deployment, requests: tuple[Request, ...], policy: Policy = Polic
         surrogate={"grid_steps": len(times.cache), **times.check(check)}, limit=limit(dep, rows, times, kv),
         deployment={"hw": dep.hw, "model": dep.model, "tp": dep.tp, "pp": dep.pp,
                     "replicas": dep.replicas if not dep.prefill else 0, "prefill": dep.prefill, "decode": dep.decode,
-                    "layout": dep.layout, "stack": stack_of(dep).name},
-        host=host_summary(host_work(stack_of(dep), dep.tp), rows), scheduler=policy.scheduler,
+                    "layout": dep.layout, "stack": stack.name},
+        host=host_summary(host_work(stack, dep.tp), rows), scheduler=policy.scheduler,
         prefix_caching=policy.prefix_caching, preemption=policy.preemption, users=users).as_dict()
     return {"requests": reqs, "steps": rows, "summary": summary}
 
@@ -338,8 +134,7 @@ def limit(dep: Deployment, steps: pd.DataFrame, times: StepTimes, kv: KVCache) -
     full = float(busy[steps.kv_blocks_used >= FULL * (kv.blocks // dep.pp)].sum() / busy.sum()) if busy.sum() else 0.0
     key = pd.Series([" ".join(map(str, k)) for k in times.calls]).mode().iloc[0].split()
     shape = (key[0], *map(int, key[1:]))
-    s = dep.mixed_summary(times.exact[tuple(shape)]) if shape[0] == "mixed" else dep.summary(*shape)
-    bound = s["roofline_bound"]
+    bound = times.cost(shape).bound
     by = (f"KV cache capacity ({', '.join(n for n, b in kv.fill.items() if b)})" if full >= 0.1 else
           "compute" if bound == "compute" else f"{bound} bandwidth")
     return {"by": by, "kv_full_fraction": full, "step": " ".join(key), "step_bound": bound}

@@ -20,14 +20,30 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
 from memsim.engine.serving_state import Batch
 
 Segments = tuple[tuple[int, int, int], ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepCost:
+    """One simulated step: its time, its energy and what bounds it (``roofline_bound``: a memory level, a
+    link or compute)."""
+    seconds: float
+    joules: float
+    bound: str
+
+
+class Costs(Protocol):
+    """What times the steps (``serving.model.StepModel``): a plain step, or a mixed step's segments."""
+    def plain(self, phase: str, batch: int, length: int) -> StepCost: ...
+
+    def mixed(self, segments: Segments) -> StepCost: ...
 
 
 def grid(n: int, per_octave: int) -> tuple[int, int]:
@@ -65,10 +81,9 @@ def exact_segments(batch: Batch) -> Segments:
 
 @dataclass(kw_only=True)
 class StepTimes:
-    """Each batch's time and energy. ``run(phase, batch, length)`` simulates a plain step, ``mixed(segments)``
-    a mixed one; both return (seconds, joules). With ``chunked`` every step is timed as a mixed step."""
-    run: Callable[[str, int, int], tuple[float, float]]
-    mixed: Callable[[Segments], tuple[float, float]]
+    """Each batch's time and energy, from the step costs of ``model`` (``model.plain(phase, batch, length)``
+    a plain step, ``model.mixed(segments)`` a mixed one). With ``chunked`` every step is timed as a mixed step."""
+    model: Costs
     tile: int = 0  # the chip's unit tile (rows): a prefill's time steps with it
     kv_tokens: int = 1 << 62  # tokens the KV cache holds: no grid point is a step that could not be
     chunked: bool = False
@@ -94,7 +109,8 @@ class StepTimes:
 
     def simulated(self, key: tuple) -> tuple[float, float]:
         if key not in self.cache:
-            self.cache[key] = self.mixed(key[1:]) if key[0] == "segments" else self.run(*key)
+            cost = self.model.mixed(key[1:]) if key[0] == "segments" else self.model.plain(*key)
+            self.cache[key] = (cost.seconds, cost.joules)
         return self.cache[key]
 
     def estimate(self, key: tuple) -> tuple[float, float]:
@@ -194,9 +210,11 @@ class StepTimes:
 
     def full(self, key: tuple) -> float:
         """A shape's time in full simulation: a mixed step's segments as they were, else its own shape."""
-        if key[0] == "mixed":
-            return self.mixed(self.exact[key])[0]
-        return self.run(*key)[0]
+        return self.cost(key).seconds
+
+    def cost(self, key: tuple) -> StepCost:
+        """A shape in full simulation: a mixed step's segments as they were, else its own shape."""
+        return self.model.mixed(self.exact[key]) if key[0] == "mixed" else self.model.plain(*key)
 
     def check(self, samples: int, seed: int = 0) -> dict[str, float]:
         """The interpolation's relative error in step time against full simulation, on ``samples`` of the run's

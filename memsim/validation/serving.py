@@ -15,7 +15,8 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from memsim.serving.serve import Deployment, Policy, serve
+from memsim.serving.deployment import Deployment, Policy
+from memsim.serving.serve import serve
 from memsim.workload.requests import Request
 
 DATA = Path(__file__).with_name("data") / "serving.csv"

@@ -56,7 +56,8 @@ def test_fused_dequantisation_reaches_most_of_the_byte_ratio():
 def test_fused_dequantisation_is_bounded_by_the_unpacking_when_it_is_slowest():
     from memsim import hardware
     from memsim.mapping.lower import Context, lower_matmul
-    from memsim.run.api import load_workload, resolve
+    from memsim.run.api import resolve
+    from memsim.run.steps import load_workload
 
     chip = hardware.load("a100-80gb-sxm", [("compute.vector_peak", "0.1 TFLOP/s")])
     g = load_workload(resolve(model="llama-2-7b", context=16, weight_dtype="int4"))
@@ -187,7 +188,8 @@ def test_fp8_on_a_gpu_is_the_native_rule():
 
 def _prefill_ops(sram: str):
     from memsim import hardware
-    from memsim.run.api import load_workload, resolve
+    from memsim.run.api import resolve
+    from memsim.run.steps import load_workload
 
     chip = hardware.load("h100-sxm", [("sram.capacity", sram)])
     g = load_workload(resolve(model="llama-2-7b", phase="prefill", prompt=2048))

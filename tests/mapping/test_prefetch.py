@@ -15,7 +15,8 @@ from memsim.mapping import make_plan, tiling
 from memsim.mapping.lower import STAGING, Context, gemm_compute_ps, lower_matmul
 from memsim.mapping.placement import sram_split
 from memsim.mapping.prefetch import GRAIN, Prefetcher, grain, kept, part_bytes
-from memsim.run.api import load_workload, resolve
+from memsim.run.api import resolve
+from memsim.run.steps import load_workload
 
 HBM = Ref.level("hbm")
 UNCAPPED = {"execution.power_cap": "100000W"}  # power out of the way: times are the bytes' and rates'
