@@ -35,6 +35,11 @@ class UnitError(ValueError):
     """A quantity string could not be parsed; the message says why."""
 
 
+def ps_of(seconds: float) -> int:
+    """Seconds as the nearest whole picosecond: where a time given in seconds enters an integer clock."""
+    return round(seconds * PS_PER_S)
+
+
 def shown(value: object, limit: int = 40) -> str:
     """``repr(value)``, shortened for a one-line message. Containers and strings are shown by
     their first items and characters only (``reprlib``): the repr of a YAML alias bomb, a few

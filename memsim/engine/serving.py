@@ -9,6 +9,10 @@ goes to the least loaded instance that takes new requests. Arrivals are the requ
 loop), or ``users`` clients that each send a request ``think_s`` after their last one finished (a closed
 loop, as a benchmark at fixed concurrency). Schedulers and the KV cache's state: ``engine.schedulers``,
 ``engine.serving_state``.
+
+The loop runs on an integer clock in picoseconds, as the engine does: times given in seconds (arrivals,
+step times, handoffs, think time, the front end) enter it rounded to the picosecond, so equal times stay
+equal however they were summed, and the rows leave it in seconds.
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from dataclasses import dataclass, field
 import simpy
 
 from memsim.core.errors import ConfigError
+from memsim.core.units import PS_PER_S, ps_of
 from memsim.engine.schedulers import SCHEDULERS
 from memsim.engine.serving_state import Batch, HostWork, Limits, Seq, State
 
@@ -39,11 +44,11 @@ class Counter:
     """Requests in the system (arrived, not finished) and the integral of their count over time: its mean
     is, by Little's law, the arrival rate times the mean time in system."""
     now: int = 0
-    area: float = 0.0
-    since: float = 0.0
+    area: int = 0  # requests x picoseconds
+    since: int = 0
     done: int = 0
 
-    def add(self, at: float, change: int) -> None:
+    def add(self, at: int, change: int) -> None:
         self.area += self.now * (at - self.since)
         self.now, self.since = self.now + change, at
         self.done += change < 0
@@ -69,7 +74,7 @@ def serve_instances(requests: Iterable, instances: Sequence[Instance], handoff: 
         raise ConfigError("a deployment needs an instance that takes requests, and decode instances exactly "
                           "when prefill instances hand off to them", field="instances")
     env = simpy.Environment()
-    seqs = [Seq(id=r.id, arrival_s=r.arrival_s, prompt=r.prompt, output=r.output, prefix_id=r.prefix_id,
+    seqs = [Seq(id=r.id, arrival_ps=ps_of(r.arrival_s), prompt=r.prompt, output=r.output, prefix_id=r.prefix_id,
                 prefix=r.prefix) for r in requests]
     states = [State(limits=inst.limits) for inst in instances]
     for seq in seqs:
@@ -95,10 +100,11 @@ def serve_instances(requests: Iterable, instances: Sequence[Instance], handoff: 
     def least_loaded(among: list[int]) -> int:
         return min(among, key=lambda i: (states[i].load, i))
 
-    front = instances[entry[0]].host.frontend_s  # the front end a request passes before a scheduler sees it
+    front = ps_of(instances[entry[0]].host.frontend_s)  # the front end a request passes before a scheduler sees it
+    think = ps_of(think_s)
 
     def arrive(seq: Seq) -> None:
-        seq.arrival_s = env.now
+        seq.arrival_ps = env.now
         count.add(env.now, +1)
         if front:
             env.timeout(front).callbacks.append(lambda _: enqueue(least_loaded(entry), seq))
@@ -107,8 +113,8 @@ def serve_instances(requests: Iterable, instances: Sequence[Instance], handoff: 
 
     def open_loop():
         for seq in seqs:
-            if seq.arrival_s > env.now:
-                yield env.timeout(seq.arrival_s - env.now)
+            if seq.arrival_ps > env.now:
+                yield env.timeout(seq.arrival_ps - env.now)
             arrive(seq)
 
     def closed_loop(user: int):
@@ -116,14 +122,14 @@ def serve_instances(requests: Iterable, instances: Sequence[Instance], handoff: 
             seq = seqs[k]
             arrive(seq)
             yield finished[k]
-            if think_s:
-                yield env.timeout(think_s)
+            if think:
+                yield env.timeout(think)
 
     def send(seq: Seq):
         assert handoff is not None
         start = env.now
-        yield env.timeout(handoff(seq))
-        seq.handoff_s = env.now - start
+        yield env.timeout(ps_of(handoff(seq)))
+        seq.handoff_ps = env.now - start
         enqueue(least_loaded(decoders), seq)
 
     def run(i: int):
@@ -146,18 +152,18 @@ def serve_instances(requests: Iterable, instances: Sequence[Instance], handoff: 
                 continue
             start = env.now
             for seq_id, _, _ in batch.prefills:
-                if seqs[seq_id].scheduled_s is None:
-                    seqs[seq_id].scheduled_s = start
+                if seqs[seq_id].scheduled_ps is None:
+                    seqs[seq_id].scheduled_ps = start
             call = calls[0]
             calls[0] += 1
             alone = bool(batch.prefills)  # a step with prefills is a round of its own (vLLM V0's multi-step)
             device = inst.step_time(batch)
-            took = inst.host.step_s(device, batch, alone or k % rounds == 0, alone or (k + 1) % rounds == 0)
+            took = ps_of(inst.host.step_s(device, batch, alone or k % rounds == 0, alone or (k + 1) % rounds == 0))
             yield env.timeout(took)
             k = 0 if alone else k + 1
             for seq in advance(state, batch, seqs, env.now, inst.role == "prefill"):
                 if seq.generated >= seq.output:
-                    seq.end_s = env.now
+                    seq.end_ps = env.now
                     count.add(env.now, -1)
                     if users:
                         finished[seq.id].succeed()
@@ -165,8 +171,9 @@ def serve_instances(requests: Iterable, instances: Sequence[Instance], handoff: 
                     env.process(send(seq))
             if count.done == len(seqs) and not all_done.triggered:
                 all_done.succeed()
-            steps.append({"call": call, "instance": i, "start_s": start, "end_s": env.now, "prefills": len(batch.prefills),
-                          "decodes": len(batch.decodes), "tokens": batch.tokens, "host_s": took - device,
+            steps.append({"call": call, "instance": i, "start_s": start / PS_PER_S, "end_s": env.now / PS_PER_S,
+                          "prefills": len(batch.prefills), "decodes": len(batch.decodes), "tokens": batch.tokens,
+                          "host_s": (took - ps_of(device)) / PS_PER_S,
                           "kv_blocks_used": inst.limits.kv_blocks - state.free, "running": len(state.running),
                           "waiting": len(state.waiting), "swapped_blocks": batch.swap_out + batch.swap_in})
 
@@ -179,10 +186,10 @@ def serve_instances(requests: Iterable, instances: Sequence[Instance], handoff: 
         env.process(open_loop())
     procs = [env.process(run(i)) for i in range(len(instances))]
     env.run(until=simpy.AllOf(env, procs))
-    return seqs, steps, count.area
+    return seqs, steps, count.area / PS_PER_S
 
 
-def advance(state: State, batch: Batch, seqs: list[Seq], now: float, hands_off: bool = False) -> list[Seq]:
+def advance(state: State, batch: Batch, seqs: list[Seq], now: int, hands_off: bool = False) -> list[Seq]:
     """Each prefill chunk's tokens are in the cache; a prefill that completes gives the sequence its next token
     (its first, or after a recomputation its context back); each decode gives one more. Returns the sequences
     that leave the instance: finished, or with ``hands_off`` (a prefill instance) prefilled."""
@@ -190,8 +197,8 @@ def advance(state: State, batch: Batch, seqs: list[Seq], now: float, hands_off: 
         seq = seqs[seq_id]
         seq.prefilled = before + tokens
         if seq.decoding:
-            if seq.first_token_s is None:
-                seq.first_token_s = now
+            if seq.first_token_ps is None:
+                seq.first_token_ps = now
             seq.generated += 1
             seq.recompute = 0
     for seq_id, _ in batch.decodes:

@@ -196,3 +196,13 @@ def test_a_request_that_only_fits_under_the_watermark_is_refused_before_the_run(
         serve(reqs((0.0, 64, 10)), "prefill_first", Limits(kv_blocks=5, block_tokens=16, watermark_blocks=1),
               step_time)
     assert info.value.field == "requests[0]"
+
+
+def test_the_loop_keeps_integer_picoseconds_so_ten_steps_of_a_tenth_end_at_one_second():
+    """In float seconds ten steps of 0.1 s end at 0.9999999999999999 s, before a request arriving at 1 s;
+    on the integer clock they end at exactly 1 s, together with that arrival."""
+    seqs, steps, _ = serve(reqs((0.0, 10, 10), (1.0, 10, 2)), "prefill_first", Limits(kv_blocks=100),
+                           lambda batch: 0.1)
+    assert all(isinstance(t, int) for s in seqs for t in (s.arrival_ps, s.scheduled_ps, s.first_token_ps, s.end_ps))
+    assert seqs[0].end_ps == 10**12 == seqs[1].arrival_ps
+    assert steps[9]["end_s"] == 1.0 and steps[10]["start_s"] == 1.0
