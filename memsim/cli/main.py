@@ -142,13 +142,14 @@ def sweep(sets, sweep_file, out, workers, scheduler, keep, no_progress, serve, *
               help="scale each quantity by this factor; repeatable (default: 0.5 and 2)")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="also write the table as this CSV (explain.csv)")
 @click.option("--workers", type=int, help="local worker processes (default: every core)")
-def explain(factors, output, workers, **kwargs):
+@click.option("--scheduler", help="Dask scheduler address (tcp://host:8786): run the reruns on that cluster")
+def explain(factors, output, workers, scheduler, **kwargs):
     """Rank the hardware changes that would speed a run up: each quantity scaled down and up."""
     whatif.check_factors(tuple(factors) or whatif.FACTORS, "--factor")
     spec = api.resolve(**_spec_values(kwargs))
     if output:
         check_output_file(Path(output), "--output", inputs.files(spec))
-    frame = whatif.explain_run(spec, tuple(factors) or whatif.FACTORS, workers)
+    frame = whatif.explain_run(spec, tuple(factors) or whatif.FACTORS, workers, scheduler)
     click.echo(whatif.table(frame))
     if output:
         _writing("--output", output, lambda: atomic_write_text(Path(output), frame.to_csv(index=False)))

@@ -1,18 +1,22 @@
-"""Where an experiment's points run (sweeps, serving sweeps, explain): local process pools (how many
-workers a machine holds; workers that leave Ctrl-C to their parent and die with it) and Dask
-clusters (``connect``: a scheduler's address checked and reached, or one line)."""
+"""Where an experiment's points run (sweeps, serving sweeps, explain), the one runner they share
+(``run_each``): local process pools (how many workers a machine holds; workers that leave Ctrl-C to
+their parent and die with it) and Dask clusters (``connect``: a scheduler's address checked and
+reached, or one line), each point handed back as it finishes, with a few queued a worker."""
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import threading
 import warnings
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from memsim.core import units
-from memsim.core.errors import ConfigError, MemsimWarning, run_field
+from memsim.core.errors import ConfigError, MemsimError, MemsimWarning, run_field
 
 CONNECT_S = 10  # seconds to reach a Dask scheduler
+IN_FLIGHT = 2  # points queued for each worker
 PER_WORKER = 512 * 2**20  # bytes a pool worker may hold (estimate, 300-700 MiB: its imports and one point's run)
 
 
@@ -110,3 +114,64 @@ def connect(address: Any):
     exc = made[0] if made else TimeoutError("no answer")
     reason = str(exc).strip().splitlines()[0][:100] if str(exc).strip() else type(exc).__name__
     raise ConfigError(f"cannot reach the scheduler within {CONNECT_S} s ({reason})", field=run_field("scheduler"))
+
+
+def run_each(fn: Callable[..., Any], calls: Iterator[tuple], done: Callable[[Any], None], *, workers: int = 1,
+             client: Any = None, lost: str = "", file: str | None = None) -> None:
+    """``fn(*args)`` for each ``args`` of ``calls`` (made one at a time, as points are queued), each result
+    handed to ``done`` as it finishes: on the Dask ``client``, else a local pool of ``workers`` processes
+    (1: here, in order). A pool worker killed from outside is one line (``lost`` says what is kept, ``file``
+    where); an error in ``done`` (a point that stops the experiment) cancels what is queued."""
+    if client is not None:
+        _on_dask(fn, calls, done, client)
+    elif workers <= 1:
+        for args in calls:
+            done(fn(*args))
+    else:
+        _on_pool(fn, calls, done, workers, lost, file)
+
+
+def _on_pool(fn: Callable[..., Any], calls: Iterator[tuple], done: Callable[[Any], None], workers: int, lost: str,
+             file: str | None) -> None:
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
+
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=worker_start, initargs=(os.getpid(),))
+    pending: set = set()
+    try:
+        for queued in itertools.chain(calls, [None]):  # None: the last, after which every point is awaited
+            if queued is not None:
+                pending.add(pool.submit(fn, *queued))
+            while pending and (queued is None or len(pending) >= workers * IN_FLIGHT):
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    done(fut.result())
+    except BrokenProcessPool:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise MemsimError(f"a worker process died (killed from outside, as by the out-of-memory killer){lost}",
+                          file=file, field=run_field("workers")) from None
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
+
+
+def _on_dask(fn: Callable[..., Any], calls: Iterator[tuple], done: Callable[[Any], None], client: Any) -> None:
+    from distributed import as_completed
+
+    window = max(1, sum(client.nthreads().values())) * IN_FLIGHT
+    submit = lambda args: client.submit(fn, *args, pure=False)
+    live = {submit(args) for args in itertools.islice(calls, window)}
+    flow = as_completed(list(live))
+    try:
+        for fut in flow:
+            live.discard(fut)
+            done(fut.result())
+            for args in itertools.islice(calls, 1):
+                nxt = submit(args)
+                live.add(nxt)
+                flow.add(nxt)
+    except BaseException:
+        client.cancel(list(live))
+        raise
+

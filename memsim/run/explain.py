@@ -1,19 +1,11 @@
 """What would fix a run (``memsim explain``): every hardware and runtime quantity it depends on, scaled down and
 up, ranked by what it gains.
 
-For a run, ``quantities`` lists what can change its step time: each memory level's bandwidth,
-latency and capacity, each link's bandwidth and latency, the peak FLOP/s of the dtypes its
-operators compute in (the vector peak, where vector operators run, and the special-function units'
-peak, where attention's exponentials run on them), the launch overhead,
-the power cap and, on a grid of chips, its tensor-parallel ranks; and the runtime stack's own (its host's
-launch costs, its step work, its collective library's calls: ``runtime_quantities``), so that what a
-faster runtime would give ranks beside what faster hardware would. A quantity that provably
-cannot matter is skipped, not simulated: a level or link the run moved no byte through (except
-the scratchpad's capacity, which its tiles fill, and its bandwidth where the matrix units read
-their operands from it), a peak no operator runs at, the system's figures on one chip.
+For a run, ``run.quantities`` lists what can change its step time, hardware and runtime alike, so
+that what a faster runtime would give ranks beside what faster hardware would.
 ``explain`` reruns the step with each quantity scaled by each factor (by default x0.5 and x2;
-the others as they were) through the ordinary pipeline, on a local pool of
-the sweep's workers, and returns one row per quantity and factor (``COLUMNS``), the quantities
+the others as they were) through the ordinary pipeline, on the runner the sweeps use (``pools.run_each``: a local pool or
+a Dask cluster), and returns one row per quantity and factor (``COLUMNS``), the quantities
 ranked by the best speed-up any of their factors gives. Orchestration only: every rerun is a
 plain run with one ``--set`` more, as ``memsim run`` would make it.
 """
@@ -21,22 +13,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
 from memsim.core import limits, pools, units
 from memsim.core.errors import ConfigError, MemsimError
-from memsim.hardware.estimates import set_path
-from memsim.hardware.resource import Ref
-from memsim.hardware.spec import ChipSpec
-from memsim.mapping.lower import feeds_from_sram
-from memsim.mapping.roofline import MATRIX_KINDS, op_dtype
 from memsim.run import api, sensitivity
 from memsim.run import table as console_table
+from memsim.run.quantities import Quantity, changed, dtypes_of, quantities, runtime_quantities
 from memsim.run.runspec import RunSpec
-from memsim.stack.spec import StackSpec
 
 FACTORS = (0.5, 2.0)
 # The columns of explain.csv, in order, and what each holds (docs/explain.md is written from them).
@@ -63,108 +49,6 @@ COLUMNS = {
     "moves": "for a capacity: the tensors whose home level changes (`3 weight hbm>ddr`; empty: none)",
     "error": "why the changed run failed (a capacity too small to hold the model, say); else empty",
 }
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Quantity:
-    """A hardware quantity of a run: its name, how ``--set`` reaches it, its unit and value."""
-    name: str  # ``levels[hbm].bandwidth``
-    kind: str  # ``bandwidth``, ``latency``, ``capacity``, ``peak``, ``overhead``, ``power``, ``chips``
-    unit: str  # a ``units.FORMATTERS`` key (``count`` for the grid)
-    value: int  # in base units, as the spec holds it
-
-    @property
-    def path(self) -> str:
-        """The ``--set`` path (list entries by name: ``levels.hbm.bandwidth``)."""
-        return set_path(self.name)
-
-    def scaled(self, factor: float) -> int | None:
-        """The value scaled by ``factor``, in whole base units; None where that is no change or no
-        value at all (a count below 1)."""
-        new = round(self.value * factor)
-        if new == self.value or new < (1 if self.kind in ("chips", "capacity") else 0):
-            return None
-        return new
-
-    def written(self, value: int) -> str:
-        return str(units.FORMATTERS[self.unit](value))
-
-
-def runtime_quantities(stack: StackSpec, summary: dict[str, Any]) -> list[Quantity]:
-    """The runtime stack's quantities the run's step time can depend on (kind ``runtime``): its host's
-    launch costs where it launches eagerly (or a collective's, on several chips), the graph's replay
-    call where it replays one, its step work on a model's step, and the fixed call and protocol latency
-    of each of its collective implementations on several chips."""
-    out: list[Quantity] = []
-    d, step = stack.dispatch, stack.step
-    launch, chips = summary.get("stack", {}).get("launch", "graph"), summary.get("chips", 1)
-    eager = launch == "eager" or chips > 1
-    pairs = [("dispatch.launch", d.launch_ps, eager), ("dispatch.op", d.op_ps, eager),
-             ("dispatch.graph", d.graph_ps, launch == "graph"), ("dispatch.node", d.node_ps, launch == "graph")]
-    if summary.get("workload", {}).get("phase") in ("decode", "prefill", "generate"):
-        pairs += [("step.fixed", step.fixed_ps, True), ("step.per_sequence", step.per_sequence_ps, True),
-                  ("step.output", step.output_ps, True), ("step.per_rank", step.per_rank_ps, chips > 1)]
-    if chips > 1:
-        for c in stack.collectives:
-            pairs += [(f"collectives[{c.name}].call", c.call_ps, True)]
-    return out + [Quantity(name=f"stack.{path}", kind="runtime", unit="time", value=value)
-                  for path, value, used in pairs if used and value]
-
-
-def quantities(chip: ChipSpec, spec: RunSpec, summary: dict[str, Any], moved: frozenset[Ref],
-               graph_dtypes: tuple[set[str], bool, bool]) -> list[Quantity]:
-    """What can change the run's step time (see the module's docstring). ``moved``: the levels
-    and links it moved bytes through; ``graph_dtypes``: the dtypes its matrix operators compute in,
-    whether vector operators run, and whether attention's exponentials run on special-function units."""
-    out: list[Quantity] = []
-    matrix, vector, special = graph_dtypes
-    for lvl in chip.levels:
-        used = Ref.level(lvl.name) in moved
-        where = f"levels[{lvl.name}]"
-        # The matrix units read their operands from a scratchpad that stages tiles (``lower.feed_ps``).
-        if used or (lvl.is_scratchpad and matrix and feeds_from_sram(chip)):
-            out.append(Quantity(name=f"{where}.bandwidth", kind="bandwidth", unit="bandwidth",
-                                value=lvl.bandwidth_bytes_per_s))
-        if used:
-            out.append(Quantity(name=f"{where}.latency", kind="latency", unit="time", value=lvl.latency_ps))
-        if used or lvl.is_scratchpad:  # a scratchpad's tiles fill it whether or not bytes land there
-            out.append(Quantity(name=f"{where}.capacity", kind="capacity", unit="bytes", value=lvl.capacity_bytes))
-    for link in chip.links:
-        if Ref.link(link.name) in moved:
-            out += [Quantity(name=f"links[{link.name}].bandwidth", kind="bandwidth", unit="bandwidth",
-                             value=link.bandwidth_bytes_per_s),
-                    Quantity(name=f"links[{link.name}].latency", kind="latency", unit="time", value=link.latency_ps)]
-    if summary.get("chips", 1) > 1:
-        out.append(Quantity(name="system.step_latency", kind="latency", unit="time", value=chip.system.step_latency_ps))
-    peaks = dict(chip.compute.peak_flops_per_s)
-    out += [Quantity(name=f"compute.peak.{d}", kind="peak", unit="flops", value=peaks[d]) for d in sorted(matrix)
-            if d in peaks]
-    if vector:
-        out.append(Quantity(name="compute.vector_peak", kind="peak", unit="flops", value=chip.compute.vector_flops_per_s))
-    if special:
-        out.append(Quantity(name="compute.special_peak", kind="peak", unit="flops", value=chip.compute.special_flops_per_s))
-    ex = chip.execution
-    out.append(Quantity(name="execution.op_overhead", kind="overhead", unit="time", value=ex.op_overhead_ps))
-    if chip.power_cap_mw:
-        out.append(Quantity(name="execution.power_cap", kind="power", unit="power", value=chip.power_cap_mw))
-    if spec.tp > 1 or spec.pp > 1:
-        out.append(Quantity(name="tp", kind="chips", unit="count", value=spec.tp))
-    return out
-
-
-def dtypes_of(chip: ChipSpec, graph) -> tuple[set[str], bool, bool]:
-    """The dtypes a graph's matrix operators compute in on ``chip``, whether it has vector operators,
-    and whether attention's exponentials run on the chip's special-function units (``special_peak``)."""
-    matrix = {op_dtype(chip, op, graph) for op in graph if op.kind in MATRIX_KINDS}
-    special = bool(chip.compute.special_flops_per_s) and any(op.kind == "attention" for op in graph)
-    return matrix, any(op.kind not in MATRIX_KINDS for op in graph), special
-
-
-def changed(spec: RunSpec, q: Quantity, value: int) -> RunSpec:
-    """``spec`` with ``q`` at ``value``."""
-    if q.kind == "chips":
-        return dataclasses.replace(spec, tp=value, chips=None)
-    return dataclasses.replace(spec, set=(*spec.set, (q.path, q.written(value))))
 
 
 def outcome(spec: RunSpec) -> dict[str, Any]:
@@ -227,12 +111,14 @@ def _moves(base: dict[str, Any], new: dict[str, Any]) -> str:
     return ", ".join(f"{n} {klass} {a}>{b}" for (klass, a, b), n in sorted(counts.items()))
 
 
-def explain_spec(spec: RunSpec, factors: tuple[float, ...] = FACTORS, workers: int | None = None) -> pd.DataFrame:
+def explain_spec(spec: RunSpec, factors: tuple[float, ...] = FACTORS, workers: int | None = None,
+                 scheduler: Any = None) -> pd.DataFrame:
     """The rows of explain.csv (``COLUMNS``) for a resolved ``spec``, ranked; the frame's
     ``attrs`` hold the run's own step time and energy (``step_time_s``, ``energy_j``) and what
     bounds it (``bound``, a sentence)."""
     check_factors(factors, "factors")
     factors = tuple(dict.fromkeys(factors))
+    client = pools.connect(scheduler) if scheduler is not None else None  # refused before the run
     spec = dataclasses.replace(spec, sensitivity=0)  # the estimates' reruns are not explain's
     result = api.run(spec)
     if "grid_search" in result.summary:  # the changes keep the grid the search chose
@@ -265,7 +151,7 @@ def explain_spec(spec: RunSpec, factors: tuple[float, ...] = FACTORS, workers: i
                     todo = dataclasses.replace(spec, set=(*spec.set, (e.set_path, text)))
                     jobs.setdefault(todo)
                     ends.append((e, end, text, todo))
-    outcomes = dict(zip(jobs, _run_all(list(jobs), workers)))
+    outcomes = dict(zip(jobs, _run_all(list(jobs), workers, client)))
     t0 = base["step_time_s"]
     rows = [_row(base, job if isinstance(job, dict) else outcomes[job], q.kind == "capacity", value / q.value,
                  quantity=q.name, kind=q.kind, value=q.written(q.value), factor=f, new_value=q.written(value),
@@ -306,17 +192,18 @@ def check_factors(factors: tuple[float, ...], field: str) -> None:
                               field=field)
 
 
-def _run_all(specs: list[RunSpec], workers: int | None) -> list[dict[str, Any]]:
-    """Each spec's ``outcome``, in order: on a local pool of the sweep's workers when there are
-    several, else here."""
-    count = pools.pool_size(workers, len(specs)) if specs else 0
-    if count <= 1:
-        return [outcome(s) for s in specs]
-    import os
-    from concurrent.futures import ProcessPoolExecutor
+def _run_all(specs: list[RunSpec], workers: int | None, client: Any = None) -> list[dict[str, Any]]:
+    """Each spec's ``outcome``, in order, on the experiments' one runner (``pools.run_each``): the Dask
+    ``client``'s cluster, or a local pool of ``workers`` when there are several points, else here."""
+    got: dict[int, dict[str, Any]] = {}
+    pools.run_each(numbered_outcome, iter(enumerate(specs)), lambda done: got.update([done]),
+                   workers=pools.pool_size(workers, len(specs)) if specs else 0, client=client)
+    return [got[i] for i in range(len(specs))]
 
-    with ProcessPoolExecutor(max_workers=count, initializer=pools.worker_start, initargs=(os.getpid(),)) as pool:
-        return list(pool.map(outcome, specs))
+
+def numbered_outcome(i: int, spec: RunSpec) -> tuple[int, dict[str, Any]]:
+    """A rerun's ``outcome`` with its place, as the runner hands results back in any order."""
+    return i, outcome(spec)
 
 
 def bound_sentence(summary: dict[str, Any]) -> str:
@@ -377,23 +264,26 @@ def reference() -> str:
     rows = "\n".join(f"| `{name}` | {meaning} |" for name, meaning in COLUMNS.items())
     return (f"# `memsim explain` and explain.csv\n\n<!-- generated by scripts/reference.py from memsim/run/explain.py: "
             f"do not edit -->\n\n{head}\n\n`memsim explain` takes `memsim run`'s options (but `--sensitivity`), "
-            f"`--factor F` (repeatable; default {' and '.join(f'{f:g}' for f in FACTORS)}), `--workers N` and "
+            f"`--factor F` (repeatable; default {' and '.join(f'{f:g}' for f in FACTORS)}), `--workers N` (or "
+            f"`--scheduler tcp://host:8786`: the reruns on a Dask cluster, on the runner sweeps use) and "
             f"`-o FILE` to write the table as CSV; `memsim plot explain FILE` draws it as a tornado plot. In "
             f"Python, `memsim.explain(hw, model, **options)` returns the table as a DataFrame.\n\n"
             f"| column | meaning |\n|---|---|\n{rows}\n")
 
 
 def explain(hw: str = RunSpec.hw, model: str | None = None, *, factors: tuple[float, ...] = (0.5, 2.0),
-            workers: int | None = None, **options: Any) -> pd.DataFrame:
+            workers: int | None = None, scheduler: Any = None, **options: Any) -> pd.DataFrame:
     """What would fix a run (``memsim.run.explain``): every hardware quantity it depends on scaled by
     each of ``factors``, one row each (explain.csv's columns), ranked by the best speed-up of each
     quantity. The run is described as for ``simulate``; ``workers``: local processes for the
-    reruns (default: every core)."""
-    return explain_run(api.resolve(hw, model, **options), factors, workers)
+    reruns (default: every core); ``scheduler``: a Dask scheduler's address (or a client) to run
+    them on instead, as ``memsim sweep`` does."""
+    return explain_run(api.resolve(hw, model, **options), factors, workers, scheduler)
 
 
-def explain_run(spec: RunSpec, factors: tuple[float, ...] = (0.5, 2.0), workers: int | None = None) -> pd.DataFrame:
+def explain_run(spec: RunSpec, factors: tuple[float, ...] = (0.5, 2.0), workers: int | None = None,
+                scheduler: Any = None) -> pd.DataFrame:
     """``explain`` for a resolved ``RunSpec`` (see ``resolve``)."""
     if not isinstance(spec, RunSpec):
         raise ConfigError(f"expected a RunSpec (memsim.resolve), got {units.shown(spec)}", field="spec")
-    return explain_spec(spec, factors, workers)
+    return explain_spec(spec, factors, workers, scheduler)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
-import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -40,8 +39,6 @@ from memsim.sweep import store as sweep_store
 from memsim.sweep.store import Lock, Results
 from memsim.sweep.values import ALIASES, RUN_FIELDS, expand, parse_sweeps, read_sweep_file, with_numbers
 from memsim.workload import model_config
-
-IN_FLIGHT = 2  # points queued for each worker
 
 
 @dataclass(frozen=True)
@@ -155,10 +152,9 @@ def run_sweep(base: dict[str, Any], sweeps: dict[str, list[str]], out: Path, wor
         bar = _bar(total, progress)
         todo = _tasks(kind, base, sweeps, positions, digests, results, bar, out if keep else None)
         try:
-            if client is not None:
-                _run_dask(client, todo, results, bar)
-            else:
-                _run_pool(pool_size(workers, total), todo, results, bar, out)
+            pools.run_each(run_point, (task.call() for task in todo), lambda row: _record(results, row, bar),
+                           workers=pool_size(workers, total), client=client, file=str(out),
+                           lost=f"; the finished points are kept: run again, with fewer {run_field('workers')}, to resume")
         finally:
             bar.close()
             results.write_csv()
@@ -256,55 +252,6 @@ def _bar(total: int, enabled: bool):
     from tqdm import tqdm
 
     return tqdm(total=total, unit="point", disable=not enabled, dynamic_ncols=True)
-
-
-def _run_pool(workers: int, todo: Iterator[Task], results: Results, bar, out: Path) -> None:
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-    from concurrent.futures.process import BrokenProcessPool
-
-    if workers == 1:
-        for task in todo:
-            _record(results, run_point(*task.call()), bar)
-        return
-    pool = ProcessPoolExecutor(max_workers=workers, initializer=worker_start, initargs=(os.getpid(),))
-    pending: set = set()
-    try:
-        for queued in itertools.chain(todo, [None]):  # None: the last, after which every point is awaited
-            if queued is not None:
-                pending.add(pool.submit(run_point, *queued.call()))
-            while pending and (queued is None or len(pending) >= workers * IN_FLIGHT):
-                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in finished:
-                    _record(results, fut.result(), bar)
-    except BrokenProcessPool:
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise MemsimError("a worker process died (killed from outside, as by the out-of-memory killer); the finished "
-                          f"points are kept: run again, with fewer {run_field('workers')}, to resume", file=str(out),
-                          field=run_field("workers")) from None
-    except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    pool.shutdown()
-
-
-def _run_dask(client, todo: Iterator[Task], results: Results, bar) -> None:
-    from distributed import as_completed
-
-    window = max(1, sum(client.nthreads().values())) * IN_FLIGHT
-    submit = lambda task: client.submit(run_point, *task.call(), pure=False)
-    live = {submit(task) for task in itertools.islice(todo, window)}
-    flow = as_completed(list(live))
-    try:
-        for fut in flow:
-            live.discard(fut)
-            _record(results, fut.result(), bar)
-            for task in itertools.islice(todo, 1):
-                nxt = submit(task)
-                live.add(nxt)
-                flow.add(nxt)
-    except BaseException:
-        client.cancel(list(live))
-        raise
 
 
 RUNS = Kind(spec=point_spec, check=_check, defaults=runspec.defaults)

@@ -170,3 +170,22 @@ def test_factors_explain_cannot_scale_by_are_refused_before_any_run(factors):
     with pytest.raises(memsim.MemsimError) as caught:
         memsim.explain("no-such-chip", "gpt2", factors=factors)  # refused before the chip is read
     assert caught.value.field == "factors"
+
+
+@pytest.mark.slow
+def test_explain_runs_on_a_dask_cluster_as_the_sweeps_do_and_gives_the_same_table(decode):
+    """explain's reruns go through the experiments' one runner (``pools.run_each``): on a Dask cluster
+    the table is the local one's, row for row."""
+    distributed = pytest.importorskip("distributed", reason="the dask extra is not installed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        on_dask = memsim.explain("h100-sxm", "llama-2-7b", context=2048, scheduler=client)
+    pd.testing.assert_frame_equal(on_dask, decode)
+
+
+def test_explain_refuses_a_malformed_scheduler_in_one_line_before_it_runs(monkeypatch, capsys, tmp_path):
+    out = tmp_path / "explain.csv"
+    code, stdout, stderr = run_cli(monkeypatch, capsys, "explain", "--model", "gpt2", "--scheduler", "no such host",
+                                   "-o", str(out))
+    assert code == 2 and "--scheduler" in stderr and len(stderr.strip().splitlines()) == 1
+    assert "Traceback" not in stderr and not stdout and not out.exists()
