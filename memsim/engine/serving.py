@@ -26,6 +26,7 @@ from memsim.core.errors import ConfigError
 from memsim.core.units import PS_PER_S, ps_of
 from memsim.engine.schedulers import SCHEDULERS
 from memsim.engine.serving_state import Batch, HostWork, Limits, Seq, State
+from memsim.engine.simpy_fast import Environment
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,7 +74,7 @@ def serve_instances(requests: Iterable, instances: Sequence[Instance], handoff: 
     if not entry or (handoff is None) != (not decoders):
         raise ConfigError("a deployment needs an instance that takes requests, and decode instances exactly "
                           "when prefill instances hand off to them", field="instances")
-    env = simpy.Environment()
+    env = Environment()  # the engine's: its clock, now_ps, in whole picoseconds
     seqs = [Seq(id=r.id, arrival_ps=ps_of(r.arrival_s), prompt=r.prompt, output=r.output, prefix_id=r.prefix_id,
                 prefix=r.prefix) for r in requests]
     states = [State(limits=inst.limits) for inst in instances]
@@ -104,8 +105,8 @@ def serve_instances(requests: Iterable, instances: Sequence[Instance], handoff: 
     think = ps_of(think_s)
 
     def arrive(seq: Seq) -> None:
-        seq.arrival_ps = env.now
-        count.add(env.now, +1)
+        seq.arrival_ps = env.now_ps
+        count.add(env.now_ps, +1)
         if front:
             env.timeout(front).callbacks.append(lambda _: enqueue(least_loaded(entry), seq))
         else:
@@ -113,8 +114,8 @@ def serve_instances(requests: Iterable, instances: Sequence[Instance], handoff: 
 
     def open_loop():
         for seq in seqs:
-            if seq.arrival_ps > env.now:
-                yield env.timeout(seq.arrival_ps - env.now)
+            if seq.arrival_ps > env.now_ps:
+                yield env.timeout(seq.arrival_ps - env.now_ps)
             arrive(seq)
 
     def closed_loop(user: int):
@@ -127,9 +128,9 @@ def serve_instances(requests: Iterable, instances: Sequence[Instance], handoff: 
 
     def send(seq: Seq):
         assert handoff is not None
-        start = env.now
+        start = env.now_ps
         yield env.timeout(ps_of(handoff(seq)))
-        seq.handoff_ps = env.now - start
+        seq.handoff_ps = env.now_ps - start
         enqueue(least_loaded(decoders), seq)
 
     def run(i: int):
@@ -150,7 +151,7 @@ def serve_instances(requests: Iterable, instances: Sequence[Instance], handoff: 
                 wake[i] = env.event()
                 yield wake[i] | all_done
                 continue
-            start = env.now
+            start = env.now_ps
             for seq_id, _, _ in batch.prefills:
                 if seqs[seq_id].scheduled_ps is None:
                     seqs[seq_id].scheduled_ps = start
@@ -161,17 +162,17 @@ def serve_instances(requests: Iterable, instances: Sequence[Instance], handoff: 
             took = ps_of(inst.host.step_s(device, batch, alone or k % rounds == 0, alone or (k + 1) % rounds == 0))
             yield env.timeout(took)
             k = 0 if alone else k + 1
-            for seq in advance(state, batch, seqs, env.now, inst.role == "prefill"):
+            for seq in advance(state, batch, seqs, env.now_ps, inst.role == "prefill"):
                 if seq.generated >= seq.output:
-                    seq.end_ps = env.now
-                    count.add(env.now, -1)
+                    seq.end_ps = env.now_ps
+                    count.add(env.now_ps, -1)
                     if users:
                         finished[seq.id].succeed()
                 else:  # prefilled on a prefill instance: to a decode instance
                     env.process(send(seq))
             if count.done == len(seqs) and not all_done.triggered:
                 all_done.succeed()
-            steps.append({"call": call, "instance": i, "start_s": start / PS_PER_S, "end_s": env.now / PS_PER_S,
+            steps.append({"call": call, "instance": i, "start_s": start / PS_PER_S, "end_s": env.now_ps / PS_PER_S,
                           "prefills": len(batch.prefills), "decodes": len(batch.decodes), "tokens": batch.tokens,
                           "host_s": (took - ps_of(device)) / PS_PER_S,
                           "kv_blocks_used": inst.limits.kv_blocks - state.free, "running": len(state.running),
