@@ -248,9 +248,9 @@ def serving_benchmark() -> None:
                      seed=1)
     wall, s = time.perf_counter() - t0, r.summary
     print("memsim serve, 10,000 Poisson requests at 30/s, Llama-3.1-8B on h100-sxm (lognormal lengths)")
-    print(f"  served {s['requests_per_s']:.2f} req/s, TTFT p90 {s['ttft_s_p90'] * 1e3:.1f} ms, TPOT p90 "
-          f"{s['tpot_s_p90'] * 1e3:.2f} ms, {s['surrogate']['grid_steps']} steps simulated, interpolation error "
-          f"max {s['surrogate']['max_error']:.2%} on {s['surrogate']['sampled']} sampled steps")
+    print(f"  served {s.requests_per_s:.2f} req/s, TTFT p90 {s.ttft_s_p90 * 1e3:.1f} ms, TPOT p90 "
+          f"{s.tpot_s_p90 * 1e3:.2f} ms, {s.surrogate.grid_steps} steps simulated, interpolation error "
+          f"max {s.surrogate.max_error:.2%} on {s.surrogate.sampled} sampled steps")
     print(f"  wall time                  {wall:10.1f} s   (target <= 60 s on 2 cores: "
           f"{'met' if wall <= 60 else 'MISSED'})")
     t0 = time.perf_counter()
@@ -258,7 +258,7 @@ def serving_benchmark() -> None:
                      seed=1, scheduler="chunked", max_tokens=2048)
     wall, s = time.perf_counter() - t0, r.summary
     print("  the same at 2,000 requests, chunked prefill (2,048-token budget): "
-          f"{wall:.1f} s, {s['surrogate']['grid_steps']} steps simulated, error max {s['surrogate']['max_error']:.2%}")
+          f"{wall:.1f} s, {s.surrogate.grid_steps} steps simulated, error max {s.surrogate.max_error:.2%}")
 
 
 def explain_benchmark() -> None:

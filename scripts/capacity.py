@@ -30,7 +30,7 @@ def serve(hw: str, rate: float, cache: dict) -> dict:
     from memsim.workload.requests import synthetic
 
     requests = synthetic(max(LEAST, round(rate * SECONDS)), rate, **WORKLOAD)
-    return serve(Deployment(hw=hw, model=MODEL), requests, check=0, steps_cache=cache)["summary"]
+    return serve(Deployment(hw=hw, model=MODEL), requests, check=0, steps_cache=cache).summary.as_dict()
 
 
 def capacity(hw: str) -> dict:

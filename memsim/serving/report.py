@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -12,20 +13,21 @@ import pandas as pd
 from memsim.core.atomic import atomic_write_text, check_apart, check_writable_parent, folder_entries
 from memsim.core.errors import ConfigError, run_field
 from memsim.report.serve_plots import FIGURES
+from memsim.serving.summary import ServeSummary, Slo
 
 PERCENTILES = (50, 90, 99)
 FILES = ("requests.csv", "steps.csv", "serve.json")
 
 
-def summarize(reqs: pd.DataFrame, steps: pd.DataFrame, *, blocks: int, slo: dict[str, float],
-              other_energy_j: float = 0.0) -> dict:
-    """The run's figures from its requests and steps (``blocks``: one instance's KV cache;
-    ``other_energy_j``: energy spent outside the steps, as KV caches handed between instances, in
-    every energy figure)."""
+def summarize(reqs: pd.DataFrame, steps: pd.DataFrame, *, blocks: int, slo: Slo,
+              other_energy_j: float = 0.0) -> dict[str, Any]:
+    """The run's figures from its requests and steps, as ``ServeSummary``'s keywords (``kv``: those of
+    ``KvUse`` the tables give; ``blocks``: one instance's KV cache; ``other_energy_j``: energy spent
+    outside the steps, as KV caches handed between instances, in every energy figure)."""
     span = float(reqs.e2e_s.add(reqs.arrival_s).max() - reqs.arrival_s.min())
     busy = float((steps.end_s - steps.start_s).sum()) if len(steps) else 0.0
     tokens = int(reqs.output_tokens.sum())
-    good = reqs[(reqs.ttft_s <= slo["ttft_s"]) & (reqs.tpot_s <= slo["tpot_s"])]
+    good = reqs[(reqs.ttft_s <= slo.ttft_s) & (reqs.tpot_s <= slo.tpot_s)]
     area = float(((steps.end_s - steps.start_s) * steps.kv_blocks_used).sum()) if len(steps) else 0.0
     pct = {f"{col}_p{p}": float(np.percentile(reqs[col], p)) for col in ("ttft_s", "tpot_s", "e2e_s", "queue_s")
            for p in PERCENTILES}
@@ -38,7 +40,7 @@ def summarize(reqs: pd.DataFrame, steps: pd.DataFrame, *, blocks: int, slo: dict
             "output_tokens_per_s": per_s(tokens), **pct,
             "ttft_s_mean": float(reqs.ttft_s.mean()), "tpot_s_mean": float(reqs.tpot_s.mean()),
             "e2e_s_mean": float(reqs.e2e_s.mean()), "goodput_requests_per_s": per_s(len(good)),
-            "slo": dict(slo), "busy_fraction": busy / span if span else 0.0,
+            "slo": slo, "busy_fraction": busy / span if span else 0.0,
             "preemptions": int(reqs.preemptions.sum()),
             "swapped_blocks": int(steps.swapped_blocks.sum()) if len(steps) else 0,
             "kv": {"blocks": blocks, "mean_utilization": area / busy / blocks if busy else 0.0,
@@ -58,7 +60,7 @@ def check_out(out: Path, inputs: Iterable[Path] = ()) -> None:
     check_writable_parent(Path(out).absolute(), run_field("out"))
 
 
-def write(requests: pd.DataFrame, steps: pd.DataFrame, summary: dict, out: Path,
+def write(requests: pd.DataFrame, steps: pd.DataFrame, summary: ServeSummary, out: Path,
           inputs: Iterable[Path] = ()) -> list[Path]:
     """The three files into ``out``, never over one of the run's ``inputs``."""
     out = Path(out)
@@ -70,7 +72,7 @@ def write(requests: pd.DataFrame, steps: pd.DataFrame, summary: dict, out: Path,
     paths = [out / name for name in FILES]
     atomic_write_text(paths[0], requests.to_csv(index=False))
     atomic_write_text(paths[1], steps.to_csv(index=False))
-    atomic_write_text(paths[2], json.dumps(summary, indent=2) + "\n")
+    atomic_write_text(paths[2], json.dumps(summary.as_dict(), indent=2) + "\n")
     return paths
 
 
@@ -78,32 +80,30 @@ def _rounds(steps: int) -> str:
     return f"{steps} decode steps a scheduling round" if steps > 1 else "scheduled every step"
 
 
-def summary_table(s: dict) -> str:
+def summary_table(s: ServeSummary) -> str:
     """The console lines of a serving run."""
-    kv = s["kv"]
-    lines = [f"served {s['requests']} requests in {s['span_s']:.4g} s: {s['requests_per_s']:.4g} req/s, "
-             f"{s['output_tokens_per_s']:.4g} output tokens/s ({s['scheduler']}; {s['deployment']['layout']})"]
+    kv = s.kv
+    lines = [f"served {s.requests} requests in {s.span_s:.4g} s: {s.requests_per_s:.4g} req/s, "
+             f"{s.output_tokens_per_s:.4g} output tokens/s ({s.scheduler}; {s.deployment.layout})"]
     for name, key in (("TTFT", "ttft_s"), ("TPOT", "tpot_s"), ("E2E", "e2e_s"), ("queue", "queue_s")):
-        lines.append(f"  {name:<6} ms   p50 {s[key + '_p50'] * 1e3:10.4g}   p90 {s[key + '_p90'] * 1e3:10.4g}   "
-                     f"p99 {s[key + '_p99'] * 1e3:10.4g}")
-    lines.append(f"  goodput          {s['goodput_requests_per_s']:.4g} req/s within TTFT {s['slo']['ttft_s']:g} s "
-                 f"and TPOT {s['slo']['tpot_s']:g} s")
-    swaps = f", {s['swapped_blocks']:,} blocks swapped" if s["swapped_blocks"] else ""
-    lines.append(f"  KV cache         {kv['blocks']:,} blocks of {kv['block_tokens']} tokens in "
-                 f"{', '.join(kv['levels'])} (an instance); mean use {kv['mean_utilization']:.1%}, peak "
-                 f"{kv['peak_blocks']:,}; {s['preemptions']} preemptions{swaps}")
-    lines.append(f"  energy           {s['energy_per_token_j']:.4g} J/token, {s['avg_power_w']:.4g} W while serving")
-    if s.get("host"):
-        host = s["host"]
-        lines.append(f"  stack            {s['deployment']['stack']}: its host added {host['busy_s']:.4g} s of "
-                     f"{s['busy_fraction'] * s['span_s']:.4g} s busy ({host['busy_fraction']:.1%}; overlap "
-                     f"{host['overlap']}, {_rounds(host['multi_step'])}, front end "
-                     f"{host['frontend_s'] * 1e3:.3g} ms a request)")
-    if s.get("limit"):
-        lim = s["limit"]
-        lines.append(f"  limited by       {lim['by']} (KV cache full {lim['kv_full_fraction']:.0%} of the busy time; "
-                     f"the commonest step, {lim['step']}, bound by {lim['step_bound']})")
-    sur = s["surrogate"]
-    lines.append(f"  step times       {sur['grid_steps']} steps simulated; interpolation error on {sur['sampled']} "
-                 f"sampled steps: max {sur['max_error']:.2%}")
+        p50, p90, p99 = (getattr(s, f"{key}_p{p}") * 1e3 for p in PERCENTILES)
+        lines.append(f"  {name:<6} ms   p50 {p50:10.4g}   p90 {p90:10.4g}   p99 {p99:10.4g}")
+    lines.append(f"  goodput          {s.goodput_requests_per_s:.4g} req/s within TTFT {s.slo.ttft_s:g} s "
+                 f"and TPOT {s.slo.tpot_s:g} s")
+    swaps = f", {s.swapped_blocks:,} blocks swapped" if s.swapped_blocks else ""
+    lines.append(f"  KV cache         {kv.blocks:,} blocks of {kv.block_tokens} tokens in "
+                 f"{', '.join(kv.levels)} (an instance); mean use {kv.mean_utilization:.1%}, peak "
+                 f"{kv.peak_blocks:,}; {s.preemptions} preemptions{swaps}")
+    lines.append(f"  energy           {s.energy_per_token_j:.4g} J/token, {s.avg_power_w:.4g} W while serving")
+    host = s.host
+    lines.append(f"  stack            {s.deployment.stack}: its host added {host.busy_s:.4g} s of "
+                 f"{s.busy_fraction * s.span_s:.4g} s busy ({host.busy_fraction:.1%}; overlap "
+                 f"{host.overlap}, {_rounds(host.multi_step)}, front end {host.frontend_s * 1e3:.3g} ms a request)")
+    if s.limit is not None:
+        lim = s.limit
+        lines.append(f"  limited by       {lim.by} (KV cache full {lim.kv_full_fraction:.0%} of the busy time; "
+                     f"the commonest step, {lim.step}, bound by {lim.step_bound})")
+    sur = s.surrogate
+    lines.append(f"  step times       {sur.grid_steps} steps simulated; interpolation error on {sur.sampled} "
+                 f"sampled steps: max {sur.max_error:.2%}")
     return "\n".join(lines)

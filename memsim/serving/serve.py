@@ -9,6 +9,7 @@ on SimPy, asking ``serving.steps.StepTimes`` for each step's time.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +30,7 @@ from memsim.serving.deployment import Deployment, Policy
 from memsim.serving.model import KVCache, StepModel, kv_capacity, probe
 from memsim.serving.spec import ServeSpec, signature
 from memsim.serving.steps import StepTimes
-from memsim.serving.summary import ServeSummary
+from memsim.serving.summary import Handoff, HostAdded, KvUse, Limit, Served, ServeSummary, Slo
 from memsim.stack.spec import StackSpec
 from memsim.workload.requests import Request, read_requests, synthetic
 
@@ -66,9 +67,9 @@ def instances(dep: Deployment, stack: StackSpec, policy: Policy, kv: KVCache, ti
 
 
 def serve(dep: Deployment, requests: tuple[Request, ...], policy: Policy = Policy(), check: int = 8,
-          users: int = 0, think_s: float = 0.0, steps_cache: dict | None = None) -> dict[str, Any]:
+          users: int = 0, think_s: float = 0.0, steps_cache: dict | None = None) -> ServeResult:
     """Simulate the requests on the deployment (``users`` > 0: a closed loop of that many clients); returns
-    ``requests`` and ``steps`` (DataFrames) and ``summary``. ``steps_cache``: the simulated steps of earlier runs
+    its ``requests`` and ``steps`` (DataFrames) and its typed ``summary``. ``steps_cache``: the simulated steps of earlier runs
     of the same deployment and block size, shared (each grid step is the same simulation)."""
     model = StepModel.of(dep)  # the chip, stack and model loaded once
     kv = kv_capacity(dep, *probe(model, policy.block_tokens), policy.block_tokens)
@@ -97,39 +98,40 @@ def serve(dep: Deployment, requests: tuple[Request, ...], policy: Policy = Polic
     handed_j = float((reqs.prompt_tokens + 1).sum() * kv.bytes_per_token * dep.tp * kv.handoff_j_per_byte) \
         if dep.prefill else 0.0
     base = serving_report.summarize(reqs, rows, blocks=kv.blocks // dep.pp, other_energy_j=handed_j,
-                                    slo={"ttft_s": policy.slo_ttft_s, "tpot_s": policy.slo_tpot_s})
+                                    slo=Slo(ttft_s=policy.slo_ttft_s, tpot_s=policy.slo_tpot_s))
+    use = base.pop("kv")
     summary = ServeSummary(  # serve.json, built by keyword in one place (memsim.serving.summary declares it)
-        **{**base, "kv": {**base["kv"], "block_tokens": policy.block_tokens, "bytes_per_token": kv.bytes_per_token,
-                          "levels": kv.levels, "fill": kv.fill, "host": kv.host, "host_blocks": kv.host_blocks}},
-        handoff={"mean_s": float(reqs.handoff_s.mean()) if dep.prefill else 0.0, "energy_j": handed_j,
-                 "total_s": float(reqs.handoff_s.sum())},
+        **base, kv=KvUse(**use, block_tokens=policy.block_tokens, bytes_per_token=kv.bytes_per_token,
+                         levels=kv.levels, fill=kv.fill, host=kv.host, host_blocks=kv.host_blocks),
+        handoff=Handoff(mean_s=float(reqs.handoff_s.mean()) if dep.prefill else 0.0, energy_j=handed_j,
+                        total_s=float(reqs.handoff_s.sum())),
         mean_in_system=area / base["span_s"] if base["span_s"] else 0.0,
-        surrogate={"grid_steps": len(times.cache), **times.check(check)}, limit=limit(dep, rows, times, kv),
-        deployment={"hw": dep.hw, "model": dep.model, "tp": dep.tp, "pp": dep.pp,
-                    "replicas": dep.replicas if not dep.prefill else 0, "prefill": dep.prefill, "decode": dep.decode,
-                    "layout": dep.layout, "stack": stack.name},
+        surrogate=times.check(check), limit=limit(dep, rows, times, kv),
+        deployment=Served(hw=dep.hw, model=dep.model, tp=dep.tp, pp=dep.pp,
+                          replicas=dep.replicas if not dep.prefill else 0, prefill=dep.prefill, decode=dep.decode,
+                          layout=dep.layout, stack=stack.name),
         host=host_summary(host_work(stack, dep.tp), rows), scheduler=policy.scheduler,
-        prefix_caching=policy.prefix_caching, preemption=policy.preemption, users=users).as_dict()
-    return {"requests": reqs, "steps": rows, "summary": summary}
+        prefix_caching=policy.prefix_caching, preemption=policy.preemption, users=users)
+    return ServeResult(reqs, rows, summary)
 
 
-def host_summary(host: HostWork, steps: pd.DataFrame) -> dict[str, Any]:
+def host_summary(host: HostWork, steps: pd.DataFrame) -> HostAdded:
     """What the stack's host added to the steps (the time each step took beyond its device's), its share of
     the busy time, and the policies that set it."""
     added = float(steps.host_s.sum()) if len(steps) else 0.0
     busy = float((steps.end_s - steps.start_s).sum()) if len(steps) else 0.0
-    return {"busy_s": added, "busy_fraction": added / busy if busy else 0.0, "frontend_s": host.frontend_s,
-            "overlap": host.overlap, "multi_step": host.multi_step}
+    return HostAdded(busy_s=added, busy_fraction=added / busy if busy else 0.0, frontend_s=host.frontend_s,
+                     overlap=host.overlap, multi_step=host.multi_step)
 
 
 FULL = 0.95  # a KV cache this full turns sequences away
 
 
-def limit(dep: Deployment, steps: pd.DataFrame, times: StepTimes, kv: KVCache) -> dict[str, Any]:
+def limit(dep: Deployment, steps: pd.DataFrame, times: StepTimes, kv: KVCache) -> Limit | None:
     """What limits the run: the KV cache's capacity where it was full for a tenth of the busy time or more, else
     the resource that bounds its most frequent step (``roofline_bound``: a memory level, a link or compute)."""
     if not len(steps):
-        return {}
+        return None
     busy = steps.end_s - steps.start_s
     full = float(busy[steps.kv_blocks_used >= FULL * (kv.blocks // dep.pp)].sum() / busy.sum()) if busy.sum() else 0.0
     key = pd.Series([" ".join(map(str, k)) for k in times.calls]).mode().iloc[0].split()
@@ -137,21 +139,22 @@ def limit(dep: Deployment, steps: pd.DataFrame, times: StepTimes, kv: KVCache) -
     bound = times.cost(shape).bound
     by = (f"KV cache capacity ({', '.join(n for n, b in kv.fill.items() if b)})" if full >= 0.1 else
           "compute" if bound == "compute" else f"{bound} bandwidth")
-    return {"by": by, "kv_full_fraction": full, "step": " ".join(key), "step_bound": bound}
+    return Limit(by=by, kv_full_fraction=full, step=" ".join(key), step_bound=bound)
 
 
 @dataclass(frozen=True)
 class ServeResult:
-    """A finished serving run: per-request and per-step tables and the summary (``serve.json``)."""
+    """A finished serving run: per-request and per-step tables and the summary (``serve.json``, an object
+    until it is written)."""
     requests: pd.DataFrame
     steps: pd.DataFrame
-    summary: dict
+    summary: ServeSummary
     inputs: tuple[Path, ...] = ()  # the files the run read (trace, chip, model, stack): ``write`` never writes over them
 
     def __repr__(self) -> str:
         s = self.summary
-        return (f"ServeResult({s['requests']} requests, {s['requests_per_s']:.3g} req/s, "
-                f"TTFT p90 {s['ttft_s_p90'] * 1e3:.4g} ms, TPOT p90 {s['tpot_s_p90'] * 1e3:.4g} ms)")
+        return (f"ServeResult({s.requests} requests, {s.requests_per_s:.3g} req/s, "
+                f"TTFT p90 {s.ttft_s_p90 * 1e3:.4g} ms, TPOT p90 {s.tpot_s_p90 * 1e3:.4g} ms)")
 
     def write(self, out: str | Path) -> list[Path]:
         return serving_report.write(self.requests, self.steps, self.summary, Path(out), self.inputs)
@@ -175,8 +178,7 @@ def serve_spec(spec: ServeSpec) -> ServeResult:
     dep = deployment_of(spec)
     with one_reading():  # every step it simulates sees one version of the chip and stack files
         result = serve(dep, reqs, policy_of(spec), check=spec.check, users=spec.users, think_s=spec.think)
-    return ServeResult(result["requests"], result["steps"], result["summary"],
-                       files(spec))
+    return dataclasses.replace(result, inputs=files(spec))
 
 
 def deployment_of(spec: ServeSpec) -> Deployment:

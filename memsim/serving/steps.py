@@ -26,6 +26,7 @@ from typing import Protocol
 import numpy as np
 
 from memsim.engine.serving_state import Batch
+from memsim.serving.summary import Surrogate
 
 Segments = tuple[tuple[int, int, int], ...]
 
@@ -216,13 +217,16 @@ class StepTimes:
         """A shape in full simulation: a mixed step's segments as they were, else its own shape."""
         return self.model.mixed(self.exact[key]) if key[0] == "mixed" else self.model.plain(*key)
 
-    def check(self, samples: int, seed: int = 0) -> dict[str, float]:
-        """The interpolation's relative error in step time against full simulation, on ``samples`` of the run's
-        step shapes drawn at random (those off the grid points: on them a plain step is exact by construction)."""
+    def check(self, samples: int, seed: int = 0) -> Surrogate:
+        """The grid points simulated, and the interpolation's relative error in step time against full simulation
+        on ``samples`` of the run's step shapes drawn at random (those off the grid points: on them a plain step is
+        exact by construction)."""
+        grid = len(self.cache)
         shapes = sorted({k for k in self.calls if k[0] == "mixed" or self.estimate(k) != self.cache.get(k)})
         if not shapes or samples < 1:
-            return {"sampled": 0, "max_error": 0.0, "mean_error": 0.0}
+            return Surrogate(grid_steps=grid, sampled=0, max_error=0.0, mean_error=0.0)
         rng = np.random.default_rng(seed)
         picked = [shapes[i] for i in rng.choice(len(shapes), min(samples, len(shapes)), replace=False)]
         errors = [abs(self.estimate(k)[0] / self.full(k) - 1) for k in picked]
-        return {"sampled": len(picked), "max_error": float(max(errors)), "mean_error": float(np.mean(errors))}
+        return Surrogate(grid_steps=grid, sampled=len(picked), max_error=float(max(errors)),
+                         mean_error=float(np.mean(errors)))

@@ -52,7 +52,7 @@ def predict(hw: str, isl: int, osl: int, n: int, kv: str, cache: dict | None = N
     reqs = tuple(Request(id=i, arrival_s=0.0, prompt=isl, output=osl) for i in range(n))
     result = serve(Deployment(hw=hw, model="llama-3.1-8b", weight_dtype="fp8", kv_dtype=kv, stack=str(HARNESS)), reqs,
                    Policy(scheduler="chunked", max_seqs=MAX_SEQS, max_tokens=MAX_TOKENS), check=0, steps_cache=cache)
-    return float(result["summary"]["output_tokens_per_s"])
+    return float(result.summary.output_tokens_per_s)
 
 
 def _predict_all(group: tuple[str, str, tuple]) -> list[float]:

@@ -56,7 +56,7 @@ def test_a_scheduler_from_a_module_of_its_own_serves_and_its_trait_sets_its_timi
     assert mine.requests.equals(same.requests)
     # the same batches timed as whole steps, not as mixed ones: the chunked trait, not the name, decides
     assert not unchunked.requests.ttft_s.equals(same.requests.ttft_s)
-    assert mine.summary["scheduler"] == registered[0]
+    assert mine.summary.scheduler == registered[0]
 
 
 def test_a_scheduler_of_a_role_is_not_chosen_by_name_and_an_unknown_one_is_one_line():

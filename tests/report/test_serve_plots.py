@@ -149,9 +149,9 @@ def test_a_real_serving_run_draws(tmp_path):
     result = memsim.serve("h100-sxm", "llama-3.1-8b", rate=5, count=20)
     result.write(tmp_path / "run")
     requests, steps, summary = read_serve(tmp_path / "run")
-    assert len(requests) == 20 and summary["kv"]["blocks"] == result.summary["kv"]["blocks"]
+    assert len(requests) == 20 and summary["kv"]["blocks"] == result.summary.kv.blocks
     peak = occupancy(steps, summary["kv"]["blocks"]).max()
-    assert peak == pytest.approx(result.summary["kv"]["peak_blocks"] / result.summary["kv"]["blocks"])
+    assert peak == pytest.approx(result.summary.kv.peak_blocks / result.summary.kv.blocks)
     assert [p.name for p in plot_serve(tmp_path / "run")] == list(FIGURES)
 
 

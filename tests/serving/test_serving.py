@@ -34,7 +34,7 @@ def test_a_stacks_front_end_and_step_work_add_to_every_request_as_declared():
     kw = dict(rate=0.05, count=4, prompt=512, output_tokens=32, seed=1)
     ideal, v0 = memsim.serve(HW, MODEL, stack="ideal", **kw), memsim.serve(HW, MODEL, stack="vllm-v0", **kw)
     host = host_work(StepModel.of(Deployment(stack="vllm-v0")).stack, 1)
-    assert host.frontend_s > 0 and host.overlap == "output" and v0.summary["deployment"]["stack"] == "vllm-v0"
+    assert host.frontend_s > 0 and host.overlap == "output" and v0.summary.deployment.stack == "vllm-v0"
     # one decode a step: the host's work before it, then the longer of the device's and the last step's output
     one = host.fixed_s + host.per_sequence_s + host.per_token_s
     assert v0.requests.tpot_s.median() == pytest.approx(ideal.requests.tpot_s.median() + one, rel=0.02)
@@ -42,15 +42,15 @@ def test_a_stacks_front_end_and_step_work_add_to_every_request_as_declared():
     # the summary says what the host added: every decode step's work, and nothing on the ideal stack
     decodes = v0.steps[v0.steps.prefills == 0]
     assert decodes.host_s.to_numpy() == pytest.approx(one, rel=1e-6)
-    assert v0.summary["host"]["busy_s"] == pytest.approx(v0.steps.host_s.sum())
-    assert 0 < v0.summary["host"]["busy_fraction"] < 1 and ideal.summary["host"]["busy_s"] == 0
+    assert v0.summary.host.busy_s == pytest.approx(v0.steps.host_s.sum())
+    assert 0 < v0.summary.host.busy_fraction < 1 and ideal.summary.host.busy_s == 0
     assert "stack            vllm-v0: its host added" in serving_report.summary_table(v0.summary)
 
 
 def test_littles_law_holds_for_the_simulated_queue():
     s = memsim.serve(HW, MODEL, rate=30, count=400, prompt=256, output_tokens=64, lengths="uniform", seed=2).summary
-    assert s["mean_in_system"] == pytest.approx(s["requests_per_s"] * s["e2e_s_mean"], rel=0.02)
-    assert s["mean_in_system"] > 2  # a real queue, not one request at a time
+    assert s.mean_in_system == pytest.approx(s.requests_per_s * s.e2e_s_mean, rel=0.02)
+    assert s.mean_in_system > 2  # a real queue, not one request at a time
 
 
 @pytest.mark.slow
@@ -73,8 +73,8 @@ def test_throughput_saturates_and_more_hbm_moves_the_saturation_up():
 def test_prefix_caching_lowers_ttft_and_kv_blocks_for_a_shared_prefix():
     kw = {"rate": 4, "count": 40, "prompt": 1200, "output_tokens": 32, "prefix": 1000, "seed": 4}
     on, off = memsim.serve(HW, MODEL, prefix_caching=True, **kw).summary, memsim.serve(HW, MODEL, **kw).summary
-    assert on["ttft_s_mean"] < 0.7 * off["ttft_s_mean"]
-    assert on["kv"]["peak_blocks"] < off["kv"]["peak_blocks"]
+    assert on.ttft_s_mean < 0.7 * off.ttft_s_mean
+    assert on.kv.peak_blocks < off.kv.peak_blocks
 
 
 def test_the_same_seed_gives_byte_identical_outputs(tmp_path):
@@ -132,55 +132,55 @@ def test_chunked_prefill_keeps_p99_tpot_under_a_full_budget_step_where_prefill_f
     # The bound: the longest step chunked prefill can take here, the whole budget with 8 decodes at their
     # longest context beside the last chunk of a prompt.
     bound = StepModel.of(Deployment()).mixed(((8, 1, 8000 + 32), (1, 512 - 8, 8000 - 504))).seconds
-    assert chunked.summary["tpot_s_p99"] <= bound < first.summary["tpot_s_p99"]
-    assert chunked.summary["surrogate"]["max_error"] <= 0.02
+    assert chunked.summary.tpot_s_p99 <= bound < first.summary.tpot_s_p99
+    assert chunked.summary.surrogate.max_error <= 0.02
 
 
 def test_disaggregated_serving_sends_each_kv_cache_over_the_link():
     r = memsim.serve(HW, MODEL, rate=2, count=10, prompt=1000, output_tokens=16, prefill_instances=1, decode_instances=1, seed=8)
-    kv = r.summary["kv"]
+    kv = r.summary.kv
     link = memsim.simulate(HW, MODEL, sensitivity=0).chip.interconnect
-    expected = link.latency_ps * 1e-12 + 1001 * kv["bytes_per_token"] / link.achievable(link.count)
+    expected = link.latency_ps * 1e-12 + 1001 * kv.bytes_per_token / link.achievable(link.count)
     assert r.requests.handoff_s.to_numpy() == pytest.approx(expected)
     assert set(r.requests.instance) == {1}  # every sequence decoded on the decode instance
     assert (r.steps[r.steps.instance == 0].decodes == 0).all()
-    assert r.summary["handoff"]["energy_j"] > 0 and r.summary["deployment"]["layout"].startswith("1 prefill + 1 decode")
+    assert r.summary.handoff.energy_j > 0 and r.summary.deployment.layout.startswith("1 prefill + 1 decode")
     s = r.summary  # the handoff's energy is in every energy figure, per token and per second as well
-    assert s["energy_j"] == pytest.approx(float(r.steps.energy_j.sum()) + s["handoff"]["energy_j"])
-    assert s["energy_per_token_j"] == pytest.approx(s["energy_j"] / int(r.requests.output_tokens.sum()))
-    assert s["avg_power_w"] == pytest.approx(s["energy_j"] / s["span_s"])
+    assert s.energy_j == pytest.approx(float(r.steps.energy_j.sum()) + s.handoff.energy_j)
+    assert s.energy_per_token_j == pytest.approx(s.energy_j / int(r.requests.output_tokens.sum()))
+    assert s.avg_power_w == pytest.approx(s.energy_j / s.span_s)
 
 
 def test_swapping_to_host_memory_frees_hbm_without_recomputing():
     kw = {"rate": 50, "count": 60, "prompt": 512, "output_tokens": 512, "seed": 9, "set": {"hbm.capacity": "17GB"},
           "stack": "ideal"}  # the whole HBM for the KV cache: a stack's share of 17 GB would not hold the weights
     swap = memsim.serve(HW, MODEL, preemption="swap", **kw).summary
-    assert swap["preemptions"] > 0 and swap["swapped_blocks"] > 0 and swap["kv"]["host"] == "ddr"
-    assert swap["requests"] == 60
+    assert swap.preemptions > 0 and swap.swapped_blocks > 0 and swap.kv.host == "ddr"
+    assert swap.requests == 60
 
 
 def test_a_closed_loop_of_users_holds_that_many_requests_in_flight():
     s = memsim.serve(HW, MODEL, users=4, count=40, prompt=256, output_tokens=32).summary
-    assert 3.5 < s["mean_in_system"] <= 4.0  # four clients, each always waiting on its request
-    assert s["mean_in_system"] == pytest.approx(s["requests_per_s"] * s["e2e_s_mean"], rel=0.02)
+    assert 3.5 < s.mean_in_system <= 4.0  # four clients, each always waiting on its request
+    assert s.mean_in_system == pytest.approx(s.requests_per_s * s.e2e_s_mean, rel=0.02)
 
 
 def test_replicas_serve_more_at_the_same_latency():
     kw = {"rate": 40, "count": 200, "prompt": 1024, "output_tokens": 128, "seed": 10}
     one, two = memsim.serve(HW, MODEL, **kw).summary, memsim.serve(HW, MODEL, replicas=2, **kw).summary
-    assert two["ttft_s_p90"] < one["ttft_s_p90"]
-    assert two["deployment"]["replicas"] == 2
+    assert two.ttft_s_p90 < one.ttft_s_p90
+    assert two.deployment.replicas == 2
 
 
 def test_pipeline_stages_run_as_virtual_engines_sharing_the_stages_kv_cache():
     kw = {"rate": 40, "count": 120, "prompt": 1024, "output_tokens": 128, "seed": 12, "set": {"hbm.capacity": "24GB"},
           "stack": "ideal"}
     one, two = memsim.serve(HW, MODEL, **kw).summary, memsim.serve(HW, MODEL, pp=2, **kw).summary
-    block = 16 * one["kv"]["bytes_per_token"]
-    weights = 24e9 - one["kv"]["levels"]["hbm"]  # what the weights take of one chip's HBM
-    assert two["kv"]["blocks"] == pytest.approx((2 * 24e9 - weights) / 2 / block, abs=2)  # each engine's half
-    assert two["deployment"]["layout"] == "1 instance of 2 chips (tp 1 x pp 2)"
-    assert two["output_tokens_per_s"] > one["output_tokens_per_s"]  # two batches in flight, twice the cache
+    block = 16 * one.kv.bytes_per_token
+    weights = 24e9 - one.kv.levels["hbm"]  # what the weights take of one chip's HBM
+    assert two.kv.blocks == pytest.approx((2 * 24e9 - weights) / 2 / block, abs=2)  # each engine's half
+    assert two.deployment.layout == "1 instance of 2 chips (tp 1 x pp 2)"
+    assert two.output_tokens_per_s > one.output_tokens_per_s  # two batches in flight, twice the cache
 
 
 @pytest.mark.parametrize("hw, tp, dtype", [("h100-sxm", 2, "fp8"), ("sn40l", 1, "bf16")])
@@ -225,6 +225,7 @@ def test_serve_json_holds_the_declared_keys_in_the_declared_order(tmp_path):
 
     r = memsim.serve(HW, MODEL, count=3, output_tokens=4)
     declared = [f.name for f in fields(ServeSummary)]
-    assert list(r.summary) == declared
+    assert list(r.summary.as_dict()) == declared
+    assert r.summary.kv.block_tokens == 16 and r.summary.slo.ttft_s == 1.0  # typed parts until it is written
     r.write(tmp_path / "s")
     assert list(json.loads((tmp_path / "s" / "serve.json").read_text())) == declared
