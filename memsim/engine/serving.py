@@ -135,7 +135,7 @@ def serve_instances(requests: Iterable, instances: Sequence[Instance], handoff: 
 
     def run(i: int):
         inst, state = instances[i], states[i]
-        policy = SCHEDULERS.get(inst.scheduler).policy
+        chosen = SCHEDULERS.get(inst.scheduler)
         rounds = inst.host.multi_step
         k = 0  # the step's place in its scheduling round (multi-step decoding)
         while count.done < len(seqs):
@@ -143,7 +143,9 @@ def serve_instances(requests: Iterable, instances: Sequence[Instance], handoff: 
             held = state.waiting
             if mid:
                 state.waiting = deque()
-            batch = policy(state)
+            decision = chosen.decide(state)  # the policy decides on a draft ...
+            state.apply(decision, seqs)  # ... and the loop applies what it decided
+            batch = decision.batch
             if mid:
                 state.waiting = deque([*state.waiting, *held])  # a preempted sequence first
             if batch is None:

@@ -4,14 +4,23 @@ The KV cache is paged: ``Limits.kv_blocks`` blocks of ``block_tokens`` tokens ea
 the blocks of its context. With prefix caching, a shared prefix's full blocks stay cached after its
 sequences leave; a sequence shares at most its own prefix's blocks; cached prefixes no running
 sequence shares are evicted, least recently used first, when blocks are wanted (vLLM's and SGLang's
-rule). A scheduler (``engine.schedulers``) reads and changes a ``State`` to form
-each step's ``Batch``; the loop (``engine.serving``) times the batch and advances the sequences.
+rule).
+
+A scheduler (``engine.schedulers``) decides each step on a ``Draft`` of the state (``State.draft``: its
+queues and the sequences it may change copied) and returns a ``Decision``: the step's ``Batch`` and the
+``Action``s that formed it, in order (admit a sequence, give it a block, preempt it, swap one back, evict
+a cached prefix). The loop applies the decision to the real state (``State.apply``) through the same
+effects, so the real state reaches what the draft did, and a policy is a function that can be tried
+on a state without changing it. The loop (``engine.serving``) then times the batch and advances the
+sequences.
 """
 from __future__ import annotations
 
 import math
 from collections import OrderedDict, deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from memsim.core.units import PS_PER_S
 
@@ -204,8 +213,121 @@ class State:
             idle = next((name for name, entry in self.prefixes.items() if not entry.users), None)
             if idle is None:
                 return False
-            self.free += self.prefixes.pop(idle).blocks
+            self.evict(idle)
         return True
+
+    # The effects a decision is made of. Each changes the state; on a draft it also records itself.
+
+    def evict(self, prefix_id: str) -> None:
+        """A cached prefix no running sequence shares gives its blocks back."""
+        self._did("evict", -1, prefix_id)
+        self.free += self.prefixes.pop(prefix_id).blocks
+
+    def take(self, seq: Seq, need: int, cached: int) -> Seq:
+        """The sequence at the head of the queue is admitted with ``need`` blocks, ``cached`` of them its
+        cached prefix's (shared; the first sequence to prefill a prefix leaves its blocks to the cache);
+        at least its last token is computed."""
+        seq = self._mine(self._head(seq))
+        self._did("take", seq.id, "", need, cached)
+        self.free -= need - cached
+        seq.blocks = need
+        self.share(seq, cached)
+        self.running.append(seq)
+        seq.prefilled = min(seq.to_prefill - 1, cached * self.limits.block_tokens)
+        return seq
+
+    def take_prefilled(self, seq: Seq, need: int) -> Seq:
+        """The sequence at the head of the queue arrives prefilled (its KV cache sent to this instance)."""
+        seq = self._mine(self._head(seq))
+        self._did("take_prefilled", seq.id, "", need)
+        self.free -= need
+        seq.blocks, seq.shared = need, 0
+        self.running.append(seq)
+        return seq
+
+    def grow(self, seq: Seq) -> Seq:
+        """A running sequence takes one more block."""
+        seq = self._running(seq)
+        self._did("grow", seq.id)
+        self.free -= 1
+        seq.blocks += 1
+        return seq
+
+    def preempt(self, seq: Seq) -> None:
+        """A running sequence stops: swapped out to the host level (``preemption: swap``, a decoding sequence,
+        room there), else its blocks freed and it waits at the head of the queue to prefill its prompt and
+        what it had generated again."""
+        seq = self._running(seq)
+        self._did("preempt", seq.id)
+        own = seq.blocks - seq.shared
+        seq.preemptions += 1
+        if self.limits.preemption == "swap" and seq.decoding and 0 < own <= self.swap_free:
+            self.running.remove(seq)
+            self.free += own
+            self.swap_free -= own
+            self.swap_out += own
+            seq.swapped, seq.blocks = own, seq.shared
+            self.swapped.append(seq)
+            return
+        self.release(seq)
+        seq.recompute = seq.generated
+        seq.prefilled = 0
+        self.waiting.appendleft(seq)
+
+    def swap_back(self) -> None:
+        """The oldest swapped sequence comes back with its blocks."""
+        seq = self._mine(self.swapped.popleft())
+        self._did("swap_back", seq.id)
+        self.free -= seq.swapped
+        self.swap_free += seq.swapped
+        self.swap_in += seq.swapped
+        seq.blocks += seq.swapped
+        seq.swapped = 0
+        self.running.append(seq)
+
+    def _head(self, seq: Seq) -> Seq:
+        head = self.waiting.popleft()
+        assert head.id == seq.id, "an admitted sequence is the queue's head"
+        return head
+
+    def _mine(self, seq: Seq) -> Seq:
+        """The sequence this state may change (a draft's own copy)."""
+        return seq
+
+    def _running(self, seq: Seq) -> Seq:
+        """The running sequence this state may change, in its place in ``running``."""
+        return seq
+
+    def _did(self, kind: str, seq: int = -1, prefix: str = "", need: int = 0, cached: int = 0) -> None:
+        """A draft records the effect (``Action``); the real state has nothing to record."""
+
+    def draft(self) -> Draft:
+        """A copy the scheduler may change: the queues and the cached prefixes copied, and each sequence
+        copied when the scheduler first changes it (``Draft._mine``)."""
+        made = Draft.__new__(Draft)  # every field set here: no __post_init__, whose defaults are a new state's
+        made.limits, made.free, made.swap_free = self.limits, self.free, self.swap_free
+        made.waiting, made.running, made.swapped = deque(self.waiting), list(self.running), deque(self.swapped)
+        made.prefixes = OrderedDict((k, Prefix(blocks=v.blocks, users=v.users)) for k, v in self.prefixes.items())
+        made.swap_out, made.swap_in, made.actions, made.copies = self.swap_out, self.swap_in, [], {}
+        return made
+
+    def apply(self, decision: Decision, seqs: Sequence[Seq]) -> None:
+        """The decision's actions, in order, on this state (``seqs``: every sequence, by id); the step's swap
+        counts are the batch's."""
+        for a in decision.actions:
+            if a.kind == "grow":
+                self.grow(seqs[a.seq])
+            elif a.kind == "evict":
+                self.evict(a.prefix)
+            elif a.kind == "take":
+                self.take(seqs[a.seq], a.need, a.cached)
+            elif a.kind == "take_prefilled":
+                self.take_prefilled(seqs[a.seq], a.need)
+            elif a.kind == "preempt":
+                self.preempt(seqs[a.seq])
+            else:
+                self.swap_back()
+        self.swaps()
 
     def release(self, seq: Seq) -> None:
         """A sequence leaves this instance (finished, or handed to a decode instance): its blocks are free,
@@ -226,3 +348,51 @@ class State:
     def load(self) -> int:
         """Sequences on this instance, for a router: waiting, running and swapped."""
         return len(self.waiting) + len(self.running) + len(self.swapped)
+
+
+@dataclass(kw_only=True)
+class Draft(State):
+    """A state a scheduler decides on (``State.draft``): it records every effect as an ``Action``, and
+    changes copies of the sequences, never the sequences themselves."""
+    actions: list[Action] = field(default_factory=list)
+    copies: dict[int, Seq] = field(default_factory=dict)  # sequence id -> this draft's copy
+
+    def _mine(self, seq: Seq) -> Seq:
+        if seq.id not in self.copies:
+            self.copies[seq.id] = _copy(seq)
+        return self.copies[seq.id]
+
+    def _running(self, seq: Seq) -> Seq:
+        if seq.id in self.copies:
+            return self.copies[seq.id]
+        at = self.running.index(seq)  # by identity (a sequence is itself): the scan runs in C
+        self.running[at] = mine = self._mine(seq)
+        return mine
+
+    def _did(self, kind: str, seq: int = -1, prefix: str = "", need: int = 0, cached: int = 0) -> None:
+        self.actions.append(Action(kind, seq, prefix, need, cached))
+
+
+def _copy(seq: Seq) -> Seq:
+    made = Seq.__new__(Seq)
+    made.__dict__.update(seq.__dict__)
+    return made
+
+
+class Action(NamedTuple):
+    """One effect of a decision: ``kind`` (take, take_prefilled, grow, preempt, swap_back, evict), the
+    sequence it is about (its id) or the prefix evicted, and the blocks an admission takes. (A typed
+    tuple, not a dataclass: a step makes several, and a frozen dataclass costs a microsecond each.)"""
+    kind: str
+    seq: int = -1
+    prefix: str = ""
+    need: int = 0
+    cached: int = 0
+
+
+class Decision(NamedTuple):
+    """What a scheduler decided for a step: the batch it runs (None: nothing to run) and the actions that
+    formed it, in order."""
+    batch: Batch | None
+    actions: tuple[Action, ...] = ()
+

@@ -9,6 +9,8 @@ import pytest
 
 import memsim
 from memsim.engine.schedulers import SCHEDULERS, chosen
+from memsim.engine.serving import advance
+from memsim.engine.serving_state import Limits, Seq, State
 
 MODULE = '''
 from memsim.engine.schedulers import scheduler
@@ -65,3 +67,47 @@ def test_a_scheduler_of_a_role_is_not_chosen_by_name_and_an_unknown_one_is_one_l
         with pytest.raises(memsim.ConfigError) as info:
             memsim.serve(scheduler=name)
         assert info.value.field == "scheduler" and "chunked, prefill_first, static" in info.value.message
+
+
+def _state(preemption: str):
+
+    seqs = [Seq(id=i, arrival_ps=0, prompt=40, output=6 + 9 * i, prefix_id=f"p{i % 3}" if i % 2 else "",
+                prefix=32 if i % 2 else 0) for i in range(8)]
+    state = State(limits=Limits(kv_blocks=12, block_tokens=16, prefix_caching=True, preemption=preemption,
+                                swap_blocks=8))
+    state.waiting.extend(seqs)
+    return state, seqs
+
+
+def _seen(state, seqs):
+    fields = ("blocks", "prefilled", "shared", "preemptions", "recompute", "swapped", "generated")
+    return ([s.id for s in state.waiting], [s.id for s in state.running], [s.id for s in state.swapped], state.free,
+            state.swap_free, {k: (v.blocks, v.users) for k, v in state.prefixes.items()},
+            [tuple(getattr(s, f) for f in fields) for s in seqs])
+
+
+@pytest.mark.parametrize("preemption", ["recompute", "swap"])
+@pytest.mark.parametrize("name", ["prefill_first", "chunked", "static"])
+def test_a_policy_decides_without_changing_the_state_and_the_loop_applies_its_decision(name, preemption):
+    """Ciw's rule: a policy is a function of the state that returns a decision. Deciding leaves the state as it
+    was; applying the decision's actions reaches the state the policy's draft reached, step after step, through
+    admissions, block growth, preemption (recomputed or swapped), swapping back and prefix caching."""
+    state, seqs = _state(preemption)
+    chosen_one = SCHEDULERS.get(name)
+    kinds = set()
+    for _ in range(40):
+        before = _seen(state, seqs)
+        draft = state.draft()
+        batch = chosen_one.policy(draft)
+        decision = chosen_one.decide(state)
+        assert _seen(state, seqs) == before  # deciding changed nothing
+        assert decision.batch == batch and [a.kind for a in decision.actions] == [a.kind for a in draft.actions]
+        state.apply(decision, seqs)
+        mine = {s.id: s for s in [*draft.running, *draft.swapped, *draft.waiting]}
+        assert all(tuple(vars(mine[s.id]).values()) == tuple(vars(s).values()) for s in seqs if s.id in mine)
+        assert _seen(state, seqs)[:6] == _seen(draft, seqs)[:6]  # the same queues, blocks and cached prefixes
+        kinds |= {a.kind for a in decision.actions}
+        if decision.batch is not None:
+            advance(state, decision.batch, seqs, 0)  # the loop's: tokens, and finished sequences leave
+    assert {"take", "grow", "evict"} <= kinds and ("preempt" in kinds or name == "static")
+    assert "swap_back" in kinds or preemption == "recompute" or name == "static"

@@ -1,9 +1,11 @@
-"""Serving schedulers, each a registered ``Scheduler`` (``SCHEDULERS``): a policy that, given an
-instance's ``State``, returns the next step's ``Batch`` (None when there is nothing to run), with its
+"""Serving schedulers, each a registered ``Scheduler`` (``SCHEDULERS``): a policy that, given a draft of
+an instance's ``State``, returns the next step's ``Batch`` (None when there is nothing to run), with its
 declared traits: whether a step may hold part of a prompt (``chunked``: the step is timed as a mixed
 step of decodes and prefill chunks) and the instances it serves (``role``). Adding a scheduler is
 adding one module to this package that registers itself (``@scheduler``); the shared pieces (admission,
-prefills within a budget, decodes that preempt, swapping) are in ``common``.
+prefills within a budget, decodes that preempt, swapping) are in ``common``. ``Scheduler.decide`` runs
+the policy on a draft and returns its ``Decision`` (the batch and the actions that formed it), which the
+loop applies to the real state: a policy never changes the state it is asked about.
 
 - ``prefill_first``: iteration-level batching that runs waiting prefills, whole, before decodes (vLLM's
   default before chunked prefill, Orca's iteration-level scheduling).
@@ -26,7 +28,7 @@ from dataclasses import dataclass
 
 from memsim.core.errors import run_field
 from memsim.core.registry import Registry
-from memsim.engine.serving_state import Batch, State
+from memsim.engine.serving_state import Batch, Decision, State
 
 Policy = Callable[[State], Batch | None]
 ROLES = ("both", "decode")  # an instance that takes requests (chosen by name), or a disaggregated decode instance
@@ -43,6 +45,13 @@ class Scheduler:
     def __post_init__(self) -> None:
         if self.role not in ROLES:
             raise ValueError(f"scheduler {self.name!r}: role {self.role!r} is not one of {ROLES}")
+
+    def decide(self, state: State) -> Decision:
+        """The next step on ``state``, which it leaves as it was: the policy's batch on a draft, and the
+        actions the draft recorded."""
+        draft = state.draft()
+        batch = self.policy(draft)
+        return Decision(batch=batch, actions=tuple(draft.actions))
 
 
 SCHEDULERS: Registry[Scheduler] = Registry("scheduler", field=run_field("scheduler"), package=__name__)

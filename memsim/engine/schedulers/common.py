@@ -1,26 +1,20 @@
 """What the schedulers share: admission against free blocks and a cached prefix, prefills within a
 token budget, decodes that preempt the newest running sequence when a block is wanted, swapping back in,
-and the batch a step runs."""
+and the batch a step runs. Each works on the draft a scheduler decides on, through its effects
+(``State.take``, ``grow``, ``preempt``, ``swap_back``, ``evict``), which the draft records."""
 from __future__ import annotations
 
 from memsim.engine.serving_state import Batch, Seq, State
 
 
 def admit(state: State, seq: Seq) -> int | None:
-    """Take the blocks of a waiting sequence's prompt (those of a cached shared prefix are shared, and the
-    first sequence to prefill a prefix leaves its blocks to the cache: ``State.share``); returns the tokens
-    before the first it computes, or None when the blocks are not free."""
+    """Admit the waiting sequence at the head of the queue where its prompt's blocks are free (those of a
+    cached shared prefix are shared: ``State.take``); returns the tokens before the first it computes, or
+    None when the blocks are not free."""
     need, cached = state.admit_blocks(seq)
     if not state.room(need - cached + state.limits.watermark_blocks):
         return None
-    state.waiting.popleft()
-    state.free -= need - cached
-    seq.blocks = need
-    state.share(seq, cached)
-    tokens = state.limits.block_tokens
-    state.running.append(seq)
-    seq.prefilled = min(seq.to_prefill - 1, cached * tokens)  # at least its last token is computed
-    return seq.prefilled
+    return state.take(seq, need, cached).prefilled
 
 
 def take_prefills(state: State, budget: int, chunked: bool = False) -> list[tuple[int, int, int]]:
@@ -51,7 +45,7 @@ def take_prefills(state: State, budget: int, chunked: bool = False) -> list[tupl
 
 def grow_decodes(state: State) -> list[tuple[int, int]]:
     """Every running sequence past its prefill decodes one token; one that needs a block and finds none
-    preempts the newest running sequence."""
+    preempts the newest running sequence (``State.preempt``)."""
     gone: set[int] = set()
     tokens = state.limits.block_tokens
     for seq in list(state.running):
@@ -59,44 +53,20 @@ def grow_decodes(state: State) -> list[tuple[int, int]]:
             continue
         while seq.context + 1 > seq.blocks * tokens:
             if state.room(1):
-                state.free -= 1
-                seq.blocks += 1
+                seq = state.grow(seq)  # a draft's copy of it, from here on
                 continue
             victim = state.running[-1]
-            preempt(state, victim)
+            state.preempt(victim)
             gone.add(victim.id)
-            if victim is seq:
+            if victim.id == seq.id:
                 break
     return [(s.id, s.context) for s in state.running if s.decoding]
-
-
-def preempt(state: State, seq: Seq) -> None:
-    own = seq.blocks - seq.shared
-    seq.preemptions += 1
-    if state.limits.preemption == "swap" and seq.decoding and 0 < own <= state.swap_free:
-        state.running.remove(seq)
-        state.free += own
-        state.swap_free -= own
-        state.swap_out += own
-        seq.swapped, seq.blocks = own, seq.shared
-        state.swapped.append(seq)
-        return
-    state.release(seq)
-    seq.recompute = seq.generated  # its prompt and what it generated are prefilled again
-    seq.prefilled = 0
-    state.waiting.appendleft(seq)
 
 
 def swap_in(state: State) -> None:
     """Swapped sequences come back, oldest first, while blocks are free (before any new sequence)."""
     while state.swapped and len(state.running) < state.limits.max_seqs and state.room(state.swapped[0].swapped):
-        seq = state.swapped.popleft()
-        state.free -= seq.swapped
-        state.swap_free += seq.swapped
-        state.swap_in += seq.swapped
-        seq.blocks += seq.swapped
-        seq.swapped = 0
-        state.running.append(seq)
+        state.swap_back()
 
 
 def batch(state: State, prefills: list | tuple = (), decodes: list | tuple = ()) -> Batch | None:

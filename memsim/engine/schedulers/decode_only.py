@@ -24,8 +24,5 @@ def decode_only(state: State) -> Batch | None:
         need = state.blocks_for(seq.context)
         if not state.room(need):
             break
-        state.waiting.popleft()
-        state.free -= need
-        seq.blocks, seq.shared = need, 0
-        state.running.append(seq)
+        state.take_prefilled(seq, need)
     return batch(state, prefills, grow_decodes(state))
