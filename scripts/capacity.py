@@ -25,12 +25,12 @@ MOST = 512.0  # requests a second: the search stops here
 
 
 def serve(hw: str, rate: float, cache: dict) -> dict:
-    from memsim.serving.deployment import Deployment
     from memsim.serving.serve import serve
+    from memsim.serving.spec import ServeSpec
     from memsim.workload.requests import synthetic
 
     requests = synthetic(max(LEAST, round(rate * SECONDS)), rate, **WORKLOAD)
-    return serve(Deployment(hw=hw, model=MODEL), requests, check=0, steps_cache=cache).summary.as_dict()
+    return serve(ServeSpec(hw=hw, model=MODEL, check=0), requests, steps_cache=cache).summary.as_dict()
 
 
 def capacity(hw: str) -> dict:

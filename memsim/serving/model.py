@@ -22,7 +22,7 @@ from memsim.run import powercap
 from memsim.run.machine import blamed, load_chip, load_stack
 from memsim.run.runspec import RunSpec
 from memsim.run.steps import step_graphs
-from memsim.serving.deployment import Deployment
+from memsim.serving.spec import ServeSpec
 from memsim.serving.steps import Segments, StepCost
 from memsim.stack.spec import StackSpec
 
@@ -30,7 +30,7 @@ from memsim.stack.spec import StackSpec
 @dataclass(frozen=True, kw_only=True)
 class StepModel:
     """The cost of a deployment's steps, each shape simulated once (``costs``)."""
-    dep: Deployment
+    spec: ServeSpec
     chip: hardware.ChipSpec
     hw_file: str
     stack: StackSpec
@@ -38,15 +38,15 @@ class StepModel:
     costs: dict[tuple, StepCost] = field(default_factory=dict, compare=False)
 
     @classmethod
-    def of(cls, dep: Deployment) -> StepModel:
-        """The step model of ``dep``: its chip, stack and model loaded once."""
-        chip, hw_file = load_chip(dep.hw, dep.set)
-        return cls(dep=dep, chip=chip, hw_file=hw_file, stack=load_stack(dep.stack, chip, dep.set)[0],
-                   config=workload.model_config(dep.model))
+    def of(cls, spec: ServeSpec) -> StepModel:
+        """The step model of ``spec``'s deployment: its chip, stack and model loaded once."""
+        chip, hw_file = load_chip(spec.hw, spec.set)
+        return cls(spec=spec, chip=chip, hw_file=hw_file, stack=load_stack(spec.stack, chip, spec.set)[0],
+                   config=workload.model_config(spec.model))
 
-    def spec(self, phase: str, batch: int, length: int) -> RunSpec:
+    def run_spec(self, phase: str, batch: int, length: int) -> RunSpec:
         """The run of one plain step: a prefill of ``length`` prompt tokens or a decode at ``length`` of context."""
-        d = self.dep
+        d = self.spec
         length_of = {"prompt": length} if phase == "prefill" else {"context": length}
         return RunSpec.make({"hw": d.hw, "model": d.model, "phase": phase, "batch": batch, "weight_dtype": d.weight_dtype,
                              "kv_dtype": d.kv_dtype, "tp": d.tp, "pp": d.pp, "set": d.set, "stack": d.stack,
@@ -59,7 +59,7 @@ class StepModel:
             return self.mixed(((batch, 1, length),) if phase == "decode" else ((batch, length, 0),))
         key = (phase, batch, length)
         if key not in self.costs:
-            spec = self.spec(phase, batch, length)
+            spec = self.run_spec(phase, batch, length)
             with blamed(self.hw_file):
                 graph, micro = step_graphs(spec, self.chip, self.config, phase, spec.tokens(phase))
             self.costs[key] = self._cost(graph, micro)
@@ -69,7 +69,7 @@ class StepModel:
         """A mixed step (``workload.StepSpec.mixed``): decodes and prefill chunks, each at its own context."""
         key = ("segments", *segments)
         if key not in self.costs:
-            d = self.dep
+            d = self.spec
             step = workload.StepSpec.mixed(segments, weight_dtype=d.weight_dtype, kv_dtype=d.kv_dtype, tp=d.tp,
                                            quantize_embeddings=self.chip.execution.embedding_dtype == "weight",
                                            precision=d.precision)
@@ -81,7 +81,7 @@ class StepModel:
     def _cost(self, graph: workload.OpGraph, micro: tuple[workload.OpGraph, ...]) -> StepCost:
         """One step simulated at the highest clock the power cap allows; the host's work before and after it
         is the serving loop's, not the step's."""
-        pp, stack = self.dep.pp, self.stack
+        pp, stack = self.spec.pp, self.stack
         with blamed(self.hw_file), warnings.catch_warnings():
             warnings.simplefilter("ignore", MemsimWarning)  # the probe step says it once (kv_capacity)
             plan, result = powercap.run(
@@ -109,17 +109,17 @@ class KVCache:
 def probe(model: StepModel, block_tokens: int) -> tuple[workload.OpGraph, mapping.Plan]:
     """A decode of one sequence at ``block_tokens`` of context, planned (not simulated): where the deployment
     places its weights. Says once what spills to host memory or leaves a faster level idle."""
-    spec = model.spec("decode", 1, block_tokens)
+    spec = model.run_spec("decode", 1, block_tokens)
     with blamed(model.hw_file):
         graph, micro = step_graphs(spec, model.chip, model.config, "decode", block_tokens)
-        plan = mapping.make_plan(graph, model.chip, mapping.Grid.of(graph, model.dep.pp), micro, model.stack)
+        plan = mapping.make_plan(graph, model.chip, mapping.Grid.of(graph, model.spec.pp), micro, model.stack)
     for line in (spill.spill_warning(graph, plan), spill.idle_warning(graph, plan)):
         if line is not None:
             warnings.warn(MemsimWarning(line), stacklevel=3)
     return graph, plan
 
 
-def kv_capacity(dep: Deployment, graph: workload.OpGraph, plan: mapping.Plan, block_tokens: int) -> KVCache:
+def kv_capacity(dep: ServeSpec, graph: workload.OpGraph, plan: mapping.Plan, block_tokens: int) -> KVCache:
     """What the KV cache can hold, from the probe step's placement (``probe``): each device level that is a
     home for it, less the weights placed there."""
     cached = graph.bytes_of("kv") - sum(t.bytes for t in graph.tensors.values()  # less the new token's
@@ -147,7 +147,7 @@ def kv_capacity(dep: Deployment, graph: workload.OpGraph, plan: mapping.Plan, bl
         raise ConfigError(f"{dep.hw} has no link {dep.handoff_link!r} ({', '.join(lk.name for lk in chip.links)})",
                           field=run_field("handoff_link"))
     link = chip.link(dep.handoff_link) if dep.handoff_link else chip.interconnect
-    if dep.prefill and link is None:
+    if dep.prefill_instances and link is None:
         raise ConfigError(f"{dep.hw} has no link to send a KV cache between instances over", field=run_field("handoff_link"))
     handoff: dict[str, Any] = {} if link is None else {"handoff_bytes_per_s": dep.pp * link.achievable(link.count),
                                        "handoff_latency_s": link.latency_ps * 1e-12,

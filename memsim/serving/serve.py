@@ -1,11 +1,11 @@
 """Serving: requests arriving at a deployment, batched step by step by a scheduler, each step timed by
 memsim's own engine (``memsim serve``, ``memsim.serve``).
 
-A serving run is declared by a ``ServeSpec``; its ``Deployment`` and ``Policy`` (``serving.deployment``)
-are made from it. The run builds the deployment's step model once (``serving.model.StepModel``: the chip,
-stack and model loaded once, each step shape simulated through the pipeline), its KV room from a probe
-step's placement (``serving.model.kv_capacity``), and its instances; ``engine.serving`` runs the requests
-on SimPy, asking ``serving.steps.StepTimes`` for each step's time.
+A serving run is declared by a ``ServeSpec``, which the run reads as it is. The run builds the
+deployment's step model once (``serving.model.StepModel``: the chip, stack and model loaded once,
+each step shape simulated through the pipeline), its KV room from a probe step's placement
+(``serving.model.kv_capacity``), and its instances; ``engine.serving`` runs the requests on SimPy,
+asking ``serving.steps.StepTimes`` for each step's time.
 """
 from __future__ import annotations
 
@@ -26,7 +26,6 @@ from memsim.hardware.loader import one_reading
 from memsim.run.chipfile import chip_path
 from memsim.run.inputs import files
 from memsim.serving import report as serving_report
-from memsim.serving.deployment import Deployment, Policy
 from memsim.serving.model import KVCache, StepModel, kv_capacity, probe
 from memsim.serving.spec import ServeSpec, signature
 from memsim.serving.steps import StepTimes
@@ -44,12 +43,12 @@ def host_work(stack: StackSpec, tp: int) -> HostWork:
                     overlap=step.overlap, multi_step=policies.multi_step, frontend_s=policies.frontend_ps / PS_PER_S)
 
 
-def instances(dep: Deployment, stack: StackSpec, policy: Policy, kv: KVCache, times: StepTimes) -> list[Instance]:
+def instances(dep: ServeSpec, stack: StackSpec, kv: KVCache, times: StepTimes) -> list[Instance]:
     """The deployment's instances. An instance of ``pp`` stages runs as ``pp`` virtual engines (vLLM's), each with
     its share of the KV cache and a step as long as the whole pipeline's, one batch in each stage at a time."""
-    if policy.preemption == "swap" and kv.host_blocks < 1:
+    if dep.preemption == "swap" and kv.host_blocks < 1:
         raise ConfigError(f"{dep.hw} has no host level with room for a KV block to swap to", field=run_field("preemption"))
-    policy = policy.resolved(stack)
+    policy = dep.resolved(stack)
     assert policy.scheduler is not None and policy.max_seqs is not None and policy.max_tokens is not None
     blocks = kv.blocks // dep.pp
     limits = Limits(kv_blocks=blocks, block_tokens=policy.block_tokens, max_seqs=policy.max_seqs,
@@ -59,22 +58,22 @@ def instances(dep: Deployment, stack: StackSpec, policy: Policy, kv: KVCache, ti
     if limits.kv_blocks < 1:
         raise ConfigError(f"{kv.blocks} KV blocks do not split over {dep.pp} pipeline stages' engines", field=run_field("pp"))
     host = host_work(stack, dep.tp)
-    if not dep.prefill:
+    if not dep.prefill_instances:
         return [Instance(scheduler=policy.scheduler, limits=limits, step_time=times, host=host)] * (dep.replicas * dep.pp)
     return ([Instance(scheduler=policy.scheduler, limits=limits, step_time=times, role="prefill", host=host)] *
-            (dep.prefill * dep.pp) + [Instance(scheduler="decode_only", limits=limits, step_time=times, role="decode",
-                                               host=host)] * (dep.decode * dep.pp))
+            (dep.prefill_instances * dep.pp) + [Instance(scheduler="decode_only", limits=limits, step_time=times,
+                                                         role="decode", host=host)] * (dep.decode_instances * dep.pp))
 
 
-def serve(dep: Deployment, requests: tuple[Request, ...], policy: Policy = Policy(), check: int = 8,
-          users: int = 0, think_s: float = 0.0, steps_cache: dict | None = None) -> ServeResult:
-    """Simulate the requests on the deployment (``users`` > 0: a closed loop of that many clients); returns
+def serve(dep: ServeSpec, requests: tuple[Request, ...], steps_cache: dict | None = None) -> ServeResult:
+    """Simulate the requests on the deployment ``dep`` declares, under its policy (``users`` > 0: a closed loop of
+    that many clients, ``check`` steps' interpolated times checked in full); returns
     its ``requests`` and ``steps`` (DataFrames) and its typed ``summary``. ``steps_cache``: the simulated steps of earlier runs
     of the same deployment and block size, shared (each grid step is the same simulation)."""
     model = StepModel.of(dep)  # the chip, stack and model loaded once
-    kv = kv_capacity(dep, *probe(model, policy.block_tokens), policy.block_tokens)
+    kv = kv_capacity(dep, *probe(model, dep.block_tokens), dep.block_tokens)
     stack = model.stack
-    policy = policy.resolved(stack)
+    policy = dep.resolved(stack)
     assert policy.scheduler is not None  # resolved: the stack's, where the deployment named none
     times = StepTimes(model=model, tile=kv.unit_tile, chunked=SCHEDULERS[policy.scheduler].chunked,
                       kv_tokens=kv.blocks // dep.pp * policy.block_tokens, swap_s_per_block=kv.swap_s_per_block,
@@ -83,8 +82,8 @@ def serve(dep: Deployment, requests: tuple[Request, ...], policy: Policy = Polic
     def handoff(seq: Seq) -> float:
         return kv.handoff_latency_s + seq.context * kv.bytes_per_token / kv.handoff_bytes_per_s
 
-    seqs, steps, area = serve_instances(requests, instances(dep, stack, policy, kv, times),
-                                        handoff if dep.prefill else None, users=users, think_s=think_s)
+    seqs, steps, area = serve_instances(requests, instances(dep, stack, kv, times),
+                                        handoff if dep.prefill_instances else None, users=dep.users, think_s=dep.think)
     reqs = pd.DataFrame([s.row() for s in seqs])
     rows = pd.DataFrame(steps)
     if len(rows):  # the simulated shape each step was timed as, its energy and its KV blocks in each level
@@ -96,22 +95,22 @@ def serve(dep: Deployment, requests: tuple[Request, ...], policy: Policy = Polic
             rows[f"kv_blocks_{name}"] = (rows.kv_blocks_used - below).clip(0, held // dep.pp)
             below += held // dep.pp
     handed_j = float((reqs.prompt_tokens + 1).sum() * kv.bytes_per_token * dep.tp * kv.handoff_j_per_byte) \
-        if dep.prefill else 0.0
+        if dep.prefill_instances else 0.0
     base = serving_report.summarize(reqs, rows, blocks=kv.blocks // dep.pp, other_energy_j=handed_j,
-                                    slo=Slo(ttft_s=policy.slo_ttft_s, tpot_s=policy.slo_tpot_s))
+                                    slo=Slo(ttft_s=policy.slo_ttft, tpot_s=policy.slo_tpot))
     use = base.pop("kv")
     summary = ServeSummary(  # serve.json, built by keyword in one place (memsim.serving.summary declares it)
         **base, kv=KvUse(**use, block_tokens=policy.block_tokens, bytes_per_token=kv.bytes_per_token,
                          levels=kv.levels, fill=kv.fill, host=kv.host, host_blocks=kv.host_blocks),
-        handoff=Handoff(mean_s=float(reqs.handoff_s.mean()) if dep.prefill else 0.0, energy_j=handed_j,
+        handoff=Handoff(mean_s=float(reqs.handoff_s.mean()) if dep.prefill_instances else 0.0, energy_j=handed_j,
                         total_s=float(reqs.handoff_s.sum())),
         mean_in_system=area / base["span_s"] if base["span_s"] else 0.0,
-        surrogate=times.check(check), limit=limit(dep, rows, times, kv),
+        surrogate=times.check(dep.check), limit=limit(dep, rows, times, kv),
         deployment=Served(hw=dep.hw, model=dep.model, tp=dep.tp, pp=dep.pp,
-                          replicas=dep.replicas if not dep.prefill else 0, prefill=dep.prefill, decode=dep.decode,
-                          layout=dep.layout, stack=stack.name),
+                          replicas=dep.replicas if not dep.prefill_instances else 0, prefill=dep.prefill_instances,
+                          decode=dep.decode_instances, layout=dep.layout, stack=stack.name),
         host=host_summary(host_work(stack, dep.tp), rows), scheduler=policy.scheduler,
-        prefix_caching=policy.prefix_caching, preemption=policy.preemption, users=users)
+        prefix_caching=policy.prefix_caching, preemption=policy.preemption, users=dep.users)
     return ServeResult(reqs, rows, summary)
 
 
@@ -127,7 +126,7 @@ def host_summary(host: HostWork, steps: pd.DataFrame) -> HostAdded:
 FULL = 0.95  # a KV cache this full turns sequences away
 
 
-def limit(dep: Deployment, steps: pd.DataFrame, times: StepTimes, kv: KVCache) -> Limit | None:
+def limit(dep: ServeSpec, steps: pd.DataFrame, times: StepTimes, kv: KVCache) -> Limit | None:
     """What limits the run: the KV cache's capacity where it was full for a tenth of the busy time or more, else
     the resource that bounds its most frequent step (``roofline_bound``: a memory level, a link or compute)."""
     if not len(steps):
@@ -175,22 +174,6 @@ def serve_spec(spec: ServeSpec) -> ServeResult:
     """Serve the requests ``spec`` names or draws on the deployment it declares."""
     trace = spec.trace_path()
     reqs = read_requests(trace) if trace is not None else synthetic(spec.count, spec.rate, **spec.drawn())
-    dep = deployment_of(spec)
     with one_reading():  # every step it simulates sees one version of the chip and stack files
-        result = serve(dep, reqs, policy_of(spec), check=spec.check, users=spec.users, think_s=spec.think)
+        result = serve(spec, reqs)
     return dataclasses.replace(result, inputs=files(spec))
-
-
-def deployment_of(spec: ServeSpec) -> Deployment:
-    """The deployment the serving loop runs, as ``spec`` declares it."""
-    return Deployment(hw=spec.hw, model=spec.model, weight_dtype=spec.weight_dtype, kv_dtype=spec.kv_dtype, tp=spec.tp,
-                      pp=spec.pp, set=spec.set, replicas=spec.replicas, prefill=spec.prefill_instances,
-                      decode=spec.decode_instances, handoff_link=spec.handoff_link or "", stack=spec.stack,
-                      precision=spec.precision)
-
-
-def policy_of(spec: ServeSpec) -> Policy:
-    """The scheduling policy ``spec`` declares (what it leaves ``None`` is the stack's)."""
-    return Policy(scheduler=spec.scheduler, block_tokens=spec.block_tokens, max_seqs=spec.max_seqs,
-                  max_tokens=spec.max_tokens, prefix_caching=spec.prefix_caching, preemption=spec.preemption,
-                  slo_ttft_s=spec.slo_ttft, slo_tpot_s=spec.slo_tpot)

@@ -4,11 +4,13 @@ default, help and checks, as ``RunSpec`` declares a run's.
 ``memsim serve``'s options, ``memsim.serve``'s keyword arguments (its signature is generated from
 these fields), the fields a serving sweep may vary (``memsim sweep --serve --set NAME=...``) and the
 names errors use are all read from ``ServeSpec``, so one parameter has one name everywhere: the
-keyword is the flag without its dashes (``--output-tokens`` is ``output_tokens``). The deployment
-and the scheduling policy the serving loop runs are built from it (``memsim.serving.serve``).
+keyword is the flag without its dashes (``--output-tokens`` is ``output_tokens``). The serving run
+reads the spec itself (``memsim.serving.serve``, ``memsim.serving.model``): its deployment, its
+scheduling policy (``resolved``: what it leaves to the stack taken from the stack) and its requests.
 """
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
@@ -20,6 +22,7 @@ from memsim.core.errors import ConfigError, run_field
 from memsim.engine.schedulers import chosen
 from memsim.engine.serving_state import PREEMPTION
 from memsim.run.runspec import check, overrides, param
+from memsim.stack.spec import StackSpec
 from memsim.workload.dtypes import KV_DTYPES, WEIGHT_DTYPES
 from memsim.workload.requests import ARRIVALS, BURSTINESS, LENGTHS, MAX_TOKENS
 
@@ -119,6 +122,26 @@ class ServeSpec:
 
     def trace_path(self) -> Path | None:
         return Path(self.requests) if self.requests is not None else None
+
+    @property
+    def layout(self) -> str:
+        """The deployment in words: its instances and the chips of each."""
+        chips = self.tp * self.pp
+        unit = f"{chips} chip{'s' * (chips > 1)}" + (f" (tp {self.tp} x pp {self.pp})" if self.pp > 1 else "")
+        if self.prefill_instances:
+            return f"{self.prefill_instances} prefill + {self.decode_instances} decode instances of {unit}"
+        return f"{self.replicas} instance{'s' * (self.replicas > 1)} of {unit}"
+
+    def resolved(self, stack: StackSpec) -> ServeSpec:
+        """The spec with what it leaves to the stack (the scheduler, ``max_seqs``, ``max_tokens``: ``None``) taken
+        from the stack's serving policies."""
+        own = stack.serving
+        if own.scheduler not in chosen():
+            raise ConfigError(f"unknown scheduler {own.scheduler!r} ({', '.join(chosen())})",
+                              field="stack.serving.scheduler")
+        return dataclasses.replace(self, scheduler=self.scheduler or own.scheduler,
+                                   max_seqs=self.max_seqs or min(own.max_seqs, 1 << 20),
+                                   max_tokens=self.max_tokens or min(own.max_tokens, 1 << 24))
 
 
 def options(command: str = "serve") -> list:

@@ -15,8 +15,8 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from memsim.serving.deployment import Deployment, Policy
 from memsim.serving.serve import serve
+from memsim.serving.spec import ServeSpec
 from memsim.workload.requests import Request
 
 DATA = Path(__file__).with_name("data") / "serving.csv"
@@ -50,8 +50,9 @@ def predict(hw: str, isl: int, osl: int, n: int, kv: str, cache: dict | None = N
     """memsim's output tokens a second for ``n`` requests of ``isl`` in, ``osl`` out, all at once (``cache``: the
     steps simulated for earlier rows of the same chip and KV dtype)."""
     reqs = tuple(Request(id=i, arrival_s=0.0, prompt=isl, output=osl) for i in range(n))
-    result = serve(Deployment(hw=hw, model="llama-3.1-8b", weight_dtype="fp8", kv_dtype=kv, stack=str(HARNESS)), reqs,
-                   Policy(scheduler="chunked", max_seqs=MAX_SEQS, max_tokens=MAX_TOKENS), check=0, steps_cache=cache)
+    spec = ServeSpec(hw=hw, model="llama-3.1-8b", weight_dtype="fp8", kv_dtype=kv, stack=str(HARNESS),
+                     scheduler="chunked", max_seqs=MAX_SEQS, max_tokens=MAX_TOKENS, check=0)
+    result = serve(spec, reqs, steps_cache=cache)
     return float(result.summary.output_tokens_per_s)
 
 

@@ -10,9 +10,9 @@ from memsim import simulate
 from memsim.cli import main as cli
 from memsim.engine.serving_state import Batch
 from memsim.serving import report as serving_report
-from memsim.serving.deployment import Deployment
 from memsim.serving.model import StepModel
 from memsim.serving.serve import host_work
+from memsim.serving.spec import ServeSpec
 
 HW, MODEL = "h100-sxm", "llama-3.1-8b"
 
@@ -33,7 +33,7 @@ def test_a_stacks_front_end_and_step_work_add_to_every_request_as_declared():
 
     kw = dict(rate=0.05, count=4, prompt=512, output_tokens=32, seed=1)
     ideal, v0 = memsim.serve(HW, MODEL, stack="ideal", **kw), memsim.serve(HW, MODEL, stack="vllm-v0", **kw)
-    host = host_work(StepModel.of(Deployment(stack="vllm-v0")).stack, 1)
+    host = host_work(StepModel.of(ServeSpec(stack="vllm-v0")).stack, 1)
     assert host.frontend_s > 0 and host.overlap == "output" and v0.summary.deployment.stack == "vllm-v0"
     # one decode a step: the host's work before it, then the longer of the device's and the last step's output
     one = host.fixed_s + host.per_sequence_s + host.per_token_s
@@ -131,7 +131,7 @@ def test_chunked_prefill_keeps_p99_tpot_under_a_full_budget_step_where_prefill_f
     assert decodes <= 8 and chunked.steps.tokens.max() <= 512
     # The bound: the longest step chunked prefill can take here, the whole budget with 8 decodes at their
     # longest context beside the last chunk of a prompt.
-    bound = StepModel.of(Deployment()).mixed(((8, 1, 8000 + 32), (1, 512 - 8, 8000 - 504))).seconds
+    bound = StepModel.of(ServeSpec()).mixed(((8, 1, 8000 + 32), (1, 512 - 8, 8000 - 504))).seconds
     assert chunked.summary.tpot_s_p99 <= bound < first.summary.tpot_s_p99
     assert chunked.summary.surrogate.max_error <= 0.02
 
@@ -186,7 +186,7 @@ def test_pipeline_stages_run_as_virtual_engines_sharing_the_stages_kv_cache():
 @pytest.mark.parametrize("hw, tp, dtype", [("h100-sxm", 2, "fp8"), ("sn40l", 1, "bf16")])
 def test_a_plain_step_built_as_a_mixed_step_is_the_step_memsim_run_simulates(hw, tp, dtype):
 
-    model = StepModel.of(Deployment(hw=hw, tp=tp, weight_dtype=dtype, stack="ideal"))
+    model = StepModel.of(ServeSpec(hw=hw, tp=tp, weight_dtype=dtype, stack="ideal"))
     for phase, batch, length in (("decode", 32, 1500), ("prefill", 2, 700)):
         key = "context" if phase == "decode" else "prompt"
         want = simulate(hw, MODEL, phase=phase, batch=batch, tp=tp, weight_dtype=dtype, sensitivity=0,
@@ -199,7 +199,7 @@ def test_a_plain_step_built_as_a_mixed_step_is_the_step_memsim_run_simulates(hw,
 def test_a_layer_pipelined_prefill_step_leaves_the_hosts_step_work_to_the_serving_loop():
     """On a wafer a serving prefill runs as memsim run's (its prompt streamed through the layers in chunks),
     but without the stack's work before and after it: the serving loop adds that once (it was added twice)."""
-    model = StepModel.of(Deployment(hw="wse-3", model="llama-3.1-8b", stack="vllm-v0"))
+    model = StepModel.of(ServeSpec(hw="wse-3", model="llama-3.1-8b", stack="vllm-v0"))
     alone = simulate("wse-3", "llama-3.1-8b", phase="prefill", prompt=512, sensitivity=0, stack="vllm-v0").summary
     before = host_work(model.stack, 1).before(Batch(prefills=((0, 512, 0),)))
     assert before > 0
