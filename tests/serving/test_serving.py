@@ -62,12 +62,12 @@ def test_throughput_saturates_and_more_hbm_moves_the_saturation_up():
 
     small = [run(rate, "24GB") for rate in (4, 16, 32)]  # 24 GB: 16 GB of weights leave 3,785 KV blocks
     big = run(32, "80GB")
-    assert small[1]["output_tokens_per_s"] > 2 * small[0]["output_tokens_per_s"]  # rises with the rate ...
-    assert small[2]["output_tokens_per_s"] < 1.15 * small[1]["output_tokens_per_s"]  # ... then flattens
-    assert small[2]["queue_s_p90"] > max(10 * small[1]["queue_s_p90"], 1.0)  # while the queue grows
-    assert small[2]["kv"]["peak_blocks"] > 0.9 * small[2]["kv"]["blocks"]  # the KV cache is what saturates
-    assert small[2]["limit"]["by"] == "KV cache capacity (hbm)" and small[0]["limit"]["kv_full_fraction"] == 0
-    assert big["output_tokens_per_s"] > 1.3 * small[2]["output_tokens_per_s"]
+    assert small[1].output_tokens_per_s > 2 * small[0].output_tokens_per_s  # rises with the rate ...
+    assert small[2].output_tokens_per_s < 1.15 * small[1].output_tokens_per_s  # ... then flattens
+    assert small[2].queue_s_p90 > max(10 * small[1].queue_s_p90, 1.0)  # while the queue grows
+    assert small[2].kv.peak_blocks > 0.9 * small[2].kv.blocks  # the KV cache is what saturates
+    assert small[2].limit.by == "KV cache capacity (hbm)" and small[0].limit.kv_full_fraction == 0
+    assert big.output_tokens_per_s > 1.3 * small[2].output_tokens_per_s
 
 
 def test_prefix_caching_lowers_ttft_and_kv_blocks_for_a_shared_prefix():
