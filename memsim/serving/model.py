@@ -119,7 +119,7 @@ def probe(model: StepModel, block_tokens: int) -> tuple[workload.OpGraph, mappin
     return graph, plan
 
 
-def kv_capacity(dep: ServeSpec, graph: workload.OpGraph, plan: mapping.Plan, block_tokens: int) -> KVCache:
+def kv_capacity(spec: ServeSpec, graph: workload.OpGraph, plan: mapping.Plan, block_tokens: int) -> KVCache:
     """What the KV cache can hold, from the probe step's placement (``probe``): each device level that is a
     home for it, less the weights placed there."""
     cached = graph.bytes_of("kv") - sum(t.bytes for t in graph.tensors.values()  # less the new token's
@@ -129,7 +129,7 @@ def kv_capacity(dep: ServeSpec, graph: workload.OpGraph, plan: mapping.Plan, blo
     chip = plan.chip
     weights = spill.bytes_by_level(graph, plan).get("weight", {})
     share = plan.stack.serving  # the memory the stack gives the weights and KV cache: of all, or of what is free
-    levels = {lvl.name: kv_room(dep.pp * chip.chip_capacity(lvl), weights.get(lvl.name, 0), share.kv_fraction,
+    levels = {lvl.name: kv_room(spec.pp * chip.chip_capacity(lvl), weights.get(lvl.name, 0), share.kv_fraction,
                                 share.kv_of)  # the stages' chips
               for lvl in chip.levels if lvl.home_for("kv") and not lvl.via}
     blocks = sum(levels.values()) // block
@@ -141,15 +141,15 @@ def kv_capacity(dep: ServeSpec, graph: workload.OpGraph, plan: mapping.Plan, blo
     swap: dict[str, Any] = {}
     if host is not None:
         bus = chip.link(host.via)
-        swap = {"host": host.name, "swap_s_per_block": block / (dep.pp * bus.achievable(bus.count)),
-                "host_blocks": max(0, dep.pp * chip.chip_capacity(host) - weights.get(host.name, 0)) // block}
-    if dep.handoff_link and dep.handoff_link not in {lk.name for lk in chip.links}:
-        raise ConfigError(f"{dep.hw} has no link {dep.handoff_link!r} ({', '.join(lk.name for lk in chip.links)})",
+        swap = {"host": host.name, "swap_s_per_block": block / (spec.pp * bus.achievable(bus.count)),
+                "host_blocks": max(0, spec.pp * chip.chip_capacity(host) - weights.get(host.name, 0)) // block}
+    if spec.handoff_link and spec.handoff_link not in {lk.name for lk in chip.links}:
+        raise ConfigError(f"{spec.hw} has no link {spec.handoff_link!r} ({', '.join(lk.name for lk in chip.links)})",
                           field=run_field("handoff_link"))
-    link = chip.link(dep.handoff_link) if dep.handoff_link else chip.interconnect
-    if dep.prefill_instances and link is None:
-        raise ConfigError(f"{dep.hw} has no link to send a KV cache between instances over", field=run_field("handoff_link"))
-    handoff: dict[str, Any] = {} if link is None else {"handoff_bytes_per_s": dep.pp * link.achievable(link.count),
+    link = chip.link(spec.handoff_link) if spec.handoff_link else chip.interconnect
+    if spec.prefill_instances and link is None:
+        raise ConfigError(f"{spec.hw} has no link to send a KV cache between instances over", field=run_field("handoff_link"))
+    handoff: dict[str, Any] = {} if link is None else {"handoff_bytes_per_s": spec.pp * link.achievable(link.count),
                                        "handoff_latency_s": link.latency_ps * 1e-12,
                                        "handoff_j_per_byte": link.energy_fj_per_bit * 8e-15}
     fill, left = {}, blocks

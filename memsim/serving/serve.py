@@ -43,47 +43,47 @@ def host_work(stack: StackSpec, tp: int) -> HostWork:
                     overlap=step.overlap, multi_step=policies.multi_step, frontend_s=policies.frontend_ps / PS_PER_S)
 
 
-def instances(dep: ServeSpec, stack: StackSpec, kv: KVCache, times: StepTimes) -> list[Instance]:
-    """The deployment's instances. An instance of ``pp`` stages runs as ``pp`` virtual engines (vLLM's), each with
-    its share of the KV cache and a step as long as the whole pipeline's, one batch in each stage at a time."""
-    if dep.preemption == "swap" and kv.host_blocks < 1:
-        raise ConfigError(f"{dep.hw} has no host level with room for a KV block to swap to", field=run_field("preemption"))
-    policy = dep.resolved(stack)
-    assert policy.scheduler is not None and policy.max_seqs is not None and policy.max_tokens is not None
-    blocks = kv.blocks // dep.pp
-    limits = Limits(kv_blocks=blocks, block_tokens=policy.block_tokens, max_seqs=policy.max_seqs,
-                    max_tokens=policy.max_tokens, prefix_caching=policy.prefix_caching, preemption=policy.preemption,
-                    swap_blocks=kv.host_blocks // dep.pp if policy.preemption == "swap" else 0,
+def instances(spec: ServeSpec, stack: StackSpec, kv: KVCache, times: StepTimes) -> list[Instance]:
+    """The deployment's instances (``spec`` resolved: ``ServeSpec.resolved``). An instance of ``pp`` stages runs as
+    ``pp`` virtual engines (vLLM's), each with its share of the KV cache and a step as long as the whole
+    pipeline's, one batch in each stage at a time."""
+    if spec.preemption == "swap" and kv.host_blocks < 1:
+        raise ConfigError(f"{spec.hw} has no host level with room for a KV block to swap to", field=run_field("preemption"))
+    assert spec.scheduler is not None and spec.max_seqs is not None and spec.max_tokens is not None
+    blocks = kv.blocks // spec.pp
+    limits = Limits(kv_blocks=blocks, block_tokens=spec.block_tokens, max_seqs=spec.max_seqs,
+                    max_tokens=spec.max_tokens, prefix_caching=spec.prefix_caching, preemption=spec.preemption,
+                    swap_blocks=kv.host_blocks // spec.pp if spec.preemption == "swap" else 0,
                     watermark_blocks=math.ceil(stack.serving.watermark * blocks))
     if limits.kv_blocks < 1:
-        raise ConfigError(f"{kv.blocks} KV blocks do not split over {dep.pp} pipeline stages' engines", field=run_field("pp"))
-    host = host_work(stack, dep.tp)
-    if not dep.prefill_instances:
-        return [Instance(scheduler=policy.scheduler, limits=limits, step_time=times, host=host)] * (dep.replicas * dep.pp)
-    return ([Instance(scheduler=policy.scheduler, limits=limits, step_time=times, role="prefill", host=host)] *
-            (dep.prefill_instances * dep.pp) + [Instance(scheduler="decode_only", limits=limits, step_time=times,
-                                                         role="decode", host=host)] * (dep.decode_instances * dep.pp))
+        raise ConfigError(f"{kv.blocks} KV blocks do not split over {spec.pp} pipeline stages' engines", field=run_field("pp"))
+    host = host_work(stack, spec.tp)
+    if not spec.prefill_instances:
+        return [Instance(scheduler=spec.scheduler, limits=limits, step_time=times, host=host)] * (spec.replicas * spec.pp)
+    return ([Instance(scheduler=spec.scheduler, limits=limits, step_time=times, role="prefill", host=host)] *
+            (spec.prefill_instances * spec.pp) + [Instance(scheduler="decode_only", limits=limits, step_time=times,
+                                                         role="decode", host=host)] * (spec.decode_instances * spec.pp))
 
 
-def serve(dep: ServeSpec, requests: tuple[Request, ...], steps_cache: dict | None = None) -> ServeResult:
-    """Simulate the requests on the deployment ``dep`` declares, under its policy (``users`` > 0: a closed loop of
-    that many clients, ``check`` steps' interpolated times checked in full); returns
-    its ``requests`` and ``steps`` (DataFrames) and its typed ``summary``. ``steps_cache``: the simulated steps of earlier runs
-    of the same deployment and block size, shared (each grid step is the same simulation)."""
-    model = StepModel.of(dep)  # the chip, stack and model loaded once
-    kv = kv_capacity(dep, *probe(model, dep.block_tokens), dep.block_tokens)
+def serve(spec: ServeSpec, requests: tuple[Request, ...], steps_cache: dict | None = None) -> ServeResult:
+    """Simulate the requests on the deployment ``spec`` declares, under its policy (``users`` > 0: a closed loop
+    of that many clients; ``check`` steps' interpolated times checked in full); returns its ``requests`` and
+    ``steps`` (DataFrames) and its typed ``summary``. ``steps_cache``: the simulated steps of earlier runs of the
+    same deployment and block size, shared (each grid step is the same simulation)."""
+    model = StepModel.of(spec)  # the chip, stack and model loaded once
+    kv = kv_capacity(spec, *probe(model, spec.block_tokens), spec.block_tokens)
     stack = model.stack
-    policy = dep.resolved(stack)
-    assert policy.scheduler is not None  # resolved: the stack's, where the deployment named none
-    times = StepTimes(model=model, tile=kv.unit_tile, chunked=SCHEDULERS[policy.scheduler].chunked,
-                      kv_tokens=kv.blocks // dep.pp * policy.block_tokens, swap_s_per_block=kv.swap_s_per_block,
+    spec = spec.resolved(stack)  # what it leaves to the stack (scheduler, max_seqs, max_tokens) filled in
+    assert spec.scheduler is not None
+    times = StepTimes(model=model, tile=kv.unit_tile, chunked=SCHEDULERS[spec.scheduler].chunked,
+                      kv_tokens=kv.blocks // spec.pp * spec.block_tokens, swap_s_per_block=kv.swap_s_per_block,
                       cache=steps_cache if steps_cache is not None else {})
 
     def handoff(seq: Seq) -> float:
         return kv.handoff_latency_s + seq.context * kv.bytes_per_token / kv.handoff_bytes_per_s
 
-    seqs, steps, area = serve_instances(requests, instances(dep, stack, kv, times),
-                                        handoff if dep.prefill_instances else None, users=dep.users, think_s=dep.think)
+    seqs, steps, area = serve_instances(requests, instances(spec, stack, kv, times),
+                                        handoff if spec.prefill_instances else None, users=spec.users, think_s=spec.think)
     reqs = pd.DataFrame([s.row() for s in seqs])
     rows = pd.DataFrame(steps)
     if len(rows):  # the simulated shape each step was timed as, its energy and its KV blocks in each level
@@ -92,25 +92,25 @@ def serve(dep: ServeSpec, requests: tuple[Request, ...], steps_cache: dict | Non
         rows = rows.sort_values(["start_s", "instance"], kind="stable").drop(columns="call").reset_index(drop=True)
         below = 0
         for name, held in kv.fill.items():  # an engine's share of each level
-            rows[f"kv_blocks_{name}"] = (rows.kv_blocks_used - below).clip(0, held // dep.pp)
-            below += held // dep.pp
-    handed_j = float((reqs.prompt_tokens + 1).sum() * kv.bytes_per_token * dep.tp * kv.handoff_j_per_byte) \
-        if dep.prefill_instances else 0.0
-    base = serving_report.summarize(reqs, rows, blocks=kv.blocks // dep.pp, other_energy_j=handed_j,
-                                    slo=Slo(ttft_s=policy.slo_ttft, tpot_s=policy.slo_tpot))
+            rows[f"kv_blocks_{name}"] = (rows.kv_blocks_used - below).clip(0, held // spec.pp)
+            below += held // spec.pp
+    handed_j = float((reqs.prompt_tokens + 1).sum() * kv.bytes_per_token * spec.tp * kv.handoff_j_per_byte) \
+        if spec.prefill_instances else 0.0
+    base = serving_report.summarize(reqs, rows, blocks=kv.blocks // spec.pp, other_energy_j=handed_j,
+                                    slo=Slo(ttft_s=spec.slo_ttft, tpot_s=spec.slo_tpot))
     use = base.pop("kv")
     summary = ServeSummary(  # serve.json, built by keyword in one place (memsim.serving.summary declares it)
-        **base, kv=KvUse(**use, block_tokens=policy.block_tokens, bytes_per_token=kv.bytes_per_token,
+        **base, kv=KvUse(**use, block_tokens=spec.block_tokens, bytes_per_token=kv.bytes_per_token,
                          levels=kv.levels, fill=kv.fill, host=kv.host, host_blocks=kv.host_blocks),
-        handoff=Handoff(mean_s=float(reqs.handoff_s.mean()) if dep.prefill_instances else 0.0, energy_j=handed_j,
+        handoff=Handoff(mean_s=float(reqs.handoff_s.mean()) if spec.prefill_instances else 0.0, energy_j=handed_j,
                         total_s=float(reqs.handoff_s.sum())),
         mean_in_system=area / base["span_s"] if base["span_s"] else 0.0,
-        surrogate=times.check(dep.check), limit=limit(dep, rows, times, kv),
-        deployment=Served(hw=dep.hw, model=dep.model, tp=dep.tp, pp=dep.pp,
-                          replicas=dep.replicas if not dep.prefill_instances else 0, prefill=dep.prefill_instances,
-                          decode=dep.decode_instances, layout=dep.layout, stack=stack.name),
-        host=host_summary(host_work(stack, dep.tp), rows), scheduler=policy.scheduler,
-        prefix_caching=policy.prefix_caching, preemption=policy.preemption, users=dep.users)
+        surrogate=times.check(spec.check), limit=limit(spec, rows, times, kv),
+        deployment=Served(hw=spec.hw, model=spec.model, tp=spec.tp, pp=spec.pp,
+                          replicas=spec.replicas if not spec.prefill_instances else 0, prefill=spec.prefill_instances,
+                          decode=spec.decode_instances, layout=spec.layout, stack=stack.name),
+        host=host_summary(host_work(stack, spec.tp), rows), scheduler=spec.scheduler,
+        prefix_caching=spec.prefix_caching, preemption=spec.preemption, users=spec.users)
     return ServeResult(reqs, rows, summary)
 
 
@@ -126,13 +126,13 @@ def host_summary(host: HostWork, steps: pd.DataFrame) -> HostAdded:
 FULL = 0.95  # a KV cache this full turns sequences away
 
 
-def limit(dep: ServeSpec, steps: pd.DataFrame, times: StepTimes, kv: KVCache) -> Limit | None:
+def limit(spec: ServeSpec, steps: pd.DataFrame, times: StepTimes, kv: KVCache) -> Limit | None:
     """What limits the run: the KV cache's capacity where it was full for a tenth of the busy time or more, else
     the resource that bounds its most frequent step (``roofline_bound``: a memory level, a link or compute)."""
     if not len(steps):
         return None
     busy = steps.end_s - steps.start_s
-    full = float(busy[steps.kv_blocks_used >= FULL * (kv.blocks // dep.pp)].sum() / busy.sum()) if busy.sum() else 0.0
+    full = float(busy[steps.kv_blocks_used >= FULL * (kv.blocks // spec.pp)].sum() / busy.sum()) if busy.sum() else 0.0
     key = pd.Series([" ".join(map(str, k)) for k in times.calls]).mode().iloc[0].split()
     shape = (key[0], *map(int, key[1:]))
     bound = times.cost(shape).bound
