@@ -374,6 +374,8 @@ class Draft(State):
 
 
 def _copy(seq: Seq) -> Seq:
+    """A shallow copy of a sequence (its fields are numbers and text), without ``copy.copy``'s reduce
+    protocol: a draft makes one for each sequence a step changes."""
     made = Seq.__new__(Seq)
     made.__dict__.update(seq.__dict__)
     return made

@@ -197,7 +197,7 @@ def _run_all(specs: list[RunSpec], workers: int | None, client: Any = None) -> l
     ``client``'s cluster, or a local pool of ``workers`` when there are several points, else here."""
     got: dict[int, dict[str, Any]] = {}
     pools.run_each(numbered_outcome, iter(enumerate(specs)), lambda done: got.update([done]),
-                   workers=pools.pool_size(workers, len(specs)) if specs else 0, client=client)
+                   workers=pools.pool_size(workers, len(specs)), client=client)
     return [got[i] for i in range(len(specs))]
 
 
