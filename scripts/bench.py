@@ -68,7 +68,7 @@ def main() -> None:
     plan = mapping.make_plan(graph, chip)
     eng_wall, eng = timed(lambda: engine.run(plan), args.repeat)
     print("Llama-2-7B decode, batch 1, context 2048, h100-sxm")
-    print(f"  simulated step time        {result.summary['step_time_s'] * 1e3:10.3f} ms")
+    print(f"  simulated step time        {result.summary.step_time_s * 1e3:10.3f} ms")
     print(f"  wall time, simulate()      {wall:10.3f} s   (config, DAG, mapping, engine, tables)")
     print(f"  wall time, engine only     {eng_wall:10.3f} s")
     print(f"  events                     {eng.events:10d}")
@@ -88,28 +88,28 @@ def main() -> None:
     wall, result = timed(lambda: simulate("h100-sxm", "llama-2-7b", phase="prefill", prompt=4096),
                          max(1, args.repeat // 2))
     print("Llama-2-7B prefill, 4096 tokens, h100-sxm")
-    print(f"  simulated step time        {result.summary['step_time_s'] * 1e3:10.3f} ms")
+    print(f"  simulated step time        {result.summary.step_time_s * 1e3:10.3f} ms")
     print(f"  wall time, simulate()      {wall:10.3f} s")
 
     for model in ("llama-3.1-70b", "llama-3.1-405b"):
         wall, result = timed(lambda model=model: simulate("h100-sxm", model, phase="decode", context=2048, tp=8), 1)
         s = result.summary
         print(f"{model} decode, batch 1, context 2048, TP 8 on h100-sxm")
-        print(f"  simulated step time        {s['step_time_s'] * 1e3:10.3f} ms   "
-              f"(exposed communication {s['exposed_comm_s'] * 1e3:.3f} ms)")
+        print(f"  simulated step time        {s.step_time_s * 1e3:10.3f} ms   "
+              f"(exposed communication {s.exposed_comm_s * 1e3:.3f} ms)")
         print(f"  wall time, simulate()      {wall:10.3f} s")
 
     wall, result = timed(lambda: simulate("h100-sxm", "llama-2-70b", phase="generate", batch=64, prompt=128,
                                           generate=2048), 1)
     s = result.summary
     print("Llama-2-70B generation, batch 64, prompt 128, 2048 new tokens, one h100-sxm (weights offloaded to host)")
-    print(f"  simulated total            {s['total_s']:10.2f} s   ({s['tokens_per_s']:.1f} tokens/s)")
+    print(f"  simulated total            {s.total_s:10.2f} s   ({s.tokens_per_s:.1f} tokens/s)")
     print(f"  wall time, simulate()      {wall:10.3f} s")
     wall, result = timed(lambda: simulate("h100-sxm", "llama-2-70b", phase="generate", batch=64, prompt=128,
                                           generate=2048, tp=4), 1)
     s = result.summary
     print("Llama-2-70B generation, batch 64, prompt 128, 2048 new tokens, 4 h100-sxm (TP 4)")
-    print(f"  simulated total            {s['total_s']:10.2f} s   ({s['tokens_per_s']:.1f} tokens/s)")
+    print(f"  simulated total            {s.total_s:10.2f} s   ({s.tokens_per_s:.1f} tokens/s)")
     print(f"  wall time, simulate()      {wall:10.3f} s")
     sweep_benchmark()
     if args.long_sweep:
@@ -157,7 +157,7 @@ def targets() -> None:
         wall, result = timed(lambda kw=kw: simulate(**kw), 1)
         verdict = "met" if wall <= target else "MISSED"
         print(f"  {label:58s} {wall:7.2f} s  (target <= {target:.1f} s: {verdict}; "
-              f"{result.summary['step_time_s'] * 1e3:.3f} ms simulated)")
+              f"{result.summary.step_time_s * 1e3:.3f} ms simulated)")
     # On a shared machine whose speed drifts by 10-20% from one second to the next: plain SimPy and the engine's
     # own event rate (the chunk-by-chunk rate the target is about) run in turns, five pairs, and the target is
     # read off the median of the pairs' ratios (each ratio compares two runs a second apart); the whole run's
@@ -177,7 +177,7 @@ def targets() -> None:
     print(f"  {'GPT-2 decode chunk by chunk (shortcuts off), engine':58s} {statistics.median(runs):7.2f} s  "
           f"({run.events / statistics.median(runs) / 1e6:.3f} M events/s = {ratio:.0%} of plain SimPy's "
           f"{plain / 1e6:.3f} M/s, median of 5 pairs, {min(ratios):.0%} to {max(ratios):.0%}; target >= 40%: {verdict})")
-    whole = result.summary["engine"]["events"] / wall
+    whole = result.summary.engine.events / wall
     print(f"  {'  the same, simulate() (mapping and tables included)':58s} {wall:7.2f} s  "
           f"({whole / 1e6:.3f} M events/s = {whole / plain:.0%} of plain SimPy's)")
 

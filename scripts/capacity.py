@@ -29,8 +29,9 @@ def serve(hw: str, rate: float, cache: dict) -> dict:
     from memsim.serving.spec import ServeSpec
     from memsim.workload.requests import synthetic
 
-    requests = synthetic(max(LEAST, round(rate * SECONDS)), rate, **WORKLOAD)
-    return serve(ServeSpec(hw=hw, model=MODEL, check=0), requests, steps_cache=cache).summary.as_dict()
+    spec = ServeSpec(hw=hw, model=MODEL, check=0, **WORKLOAD)  # the requests drawn as memsim serve draws them
+    requests = synthetic(max(LEAST, round(rate * SECONDS)), rate, **spec.drawn())
+    return serve(spec, requests, steps_cache=cache).summary.as_dict()
 
 
 def capacity(hw: str) -> dict:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memsim import hardware, simulate
+from memsim.report import Summary
 from memsim.validation import llmcompass, report
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,7 +43,7 @@ class Run:
         parts += [f"--set {k}={v}" for k, v in self.sets.items()]
         return " ".join(parts)
 
-    def summary(self) -> dict:
+    def summary(self) -> Summary:
         return simulate(self.hw, self.model, **self.options, set=dict(self.sets)).summary
 
 
@@ -52,9 +53,9 @@ def ms(seconds: float) -> str:
     return f"{value:#.3g}" if value < 100 else f"{value:.0f}"
 
 
-def _largest_stall(s: dict) -> str:
+def _largest_stall(s: Summary) -> str:
     """The cause a chip waits on most, besides a pipeline stage's wait for the others (``bubble``)."""
-    stalls = {k: v for k, v in s["stall_s"].items() if k != "bubble" and v > 0}
+    stalls = {k: v for k, v in s.stall_s.items() if k != "bubble" and v > 0}
     return max(stalls, key=stalls.get) if stalls else "none"
 
 
@@ -73,8 +74,8 @@ def every_preset() -> str:
         fit = Run(name, "llama-3.1-8b", EVERY_PRESET.get(name, {}))  # the options the table shows
         s = Run(name, fit.model, {"context": 512, **fit.options}).summary()
         rows.append(f"| `{name}` | {f'`{fit.flags()}`' if fit.options else ''} "
-                    f"| {s['chips']} | {ms(s['step_time_s'])} ms | ×{s['step_over_roofline']:.3g} "
-                    f"| {s['roofline_bound']} | {_largest_stall(s)} |")
+                    f"| {s.chips} | {ms(s.step_time_s)} ms | ×{s.step_over_roofline:.3g} "
+                    f"| {s.roofline_bound} | {_largest_stall(s)} |")
     return "\n".join(rows)
 
 
@@ -100,9 +101,9 @@ def deployments() -> str:
             "|---|---|---|---|---|---|---|---|"]
     for run, vendor in DEPLOYMENTS:
         s = run.summary()
-        told = f"{ms(vendor)} ms ({s['step_time_s'] / vendor - 1:+.1%})" if vendor else ""
-        rows.append(f"| `{run.hw}` | `{run.model}` | `{run.flags()}` | {s['chips']} | {ms(s['step_time_s'])} ms "
-                    f"| {s['roofline_bound']} | {_largest_stall(s)} | {told} |")
+        told = f"{ms(vendor)} ms ({s.step_time_s / vendor - 1:+.1%})" if vendor else ""
+        rows.append(f"| `{run.hw}` | `{run.model}` | `{run.flags()}` | {s.chips} | {ms(s.step_time_s)} ms "
+                    f"| {s.roofline_bound} | {_largest_stall(s)} | {told} |")
     return "\n".join(rows)
 
 
@@ -111,8 +112,8 @@ def power_cap() -> str:
     rows = ["| cap | step | clock | energy | power-limited |", "|---|---|---|---|---|"]
     for watts in (700, 400, 250):
         s = Run(run.hw, run.model, run.options, {"execution.power_cap": f"{watts}W"}).summary()
-        rows.append(f"| {watts} W | {ms(s['step_time_s'])} ms | {s['clock_mhz']:.0f} MHz "
-                    f"| {s['energy_j']['total']:.3g} J | {'yes' if s['power_limited'] else 'no'} |")
+        rows.append(f"| {watts} W | {ms(s.step_time_s)} ms | {s.clock_mhz:.0f} MHz "
+                    f"| {s.energy_j.total:.3g} J | {'yes' if s.power_limited else 'no'} |")
     return "\n".join(rows)
 
 
@@ -120,8 +121,8 @@ def gb(nbytes: float) -> str:
     return f"{nbytes / 1e9:.3g}"
 
 
-def _stalls(s: dict, top: int = 3) -> str:
-    ranked = sorted(((k, v) for k, v in s["stall_s"].items() if v > 0), key=lambda kv: -kv[1])[:top]
+def _stalls(s: Summary, top: int = 3) -> str:
+    ranked = sorted(((k, v) for k, v in s.stall_s.items() if v > 0), key=lambda kv: -kv[1])[:top]
     return ", ".join(f"{k} {ms(v)} ms" for k, v in ranked)
 
 
@@ -132,7 +133,7 @@ def shows() -> str:
     sweep = [Run("h100-sxm", "llama-2-7b", {"phase": "prefill", "prompt": 4096}, {"sram.capacity": c}).summary()
              for c in sizes]
     wafer = Run("wse-3", "llama-3.1-8b", {"context": 2048}).summary()
-    off_wafer = sum(v["total"] for k, v in wafer["bytes_per_level"].items() if k != "sram")
+    off_wafer = sum(v.total for k, v in wafer.bytes_per_level.items() if k != "sram")
     pre = Run("wse-3", "llama-3.1-8b", {"phase": "prefill", "prompt": 2048}).summary()
     big = Run("wse-3", "llama-3.1-70b", {"context": 2048}).summary()
     four = Run("wse-3", "llama-3.1-70b", {"context": 2048, "pp": 4}).summary()
@@ -142,54 +143,54 @@ def shows() -> str:
     huge = Run("sn40l", "llama-3.1-405b", {"tp": 16, "context": 2048}).summary()
     quant = [Run("a100-80gb-sxm", "llama-2-7b", {"context": 2048, **o}).summary()
              for o in ({}, {"weight_dtype": "int8"}, {"weight_dtype": "int4", "group_size": 32})]
-    left = {k: v for k, v in fetch["stall_s"].items() if k.startswith("link:")}
+    left = {k: v for k, v in fetch.stall_s.items() if k.startswith("link:")}
     return "\n".join([
         "- **Decode is HBM-bound on GPUs.**",
-        f"  - Llama-2-7B, bf16, batch 1, context 2048 on `h100-sxm`: the step takes {ms(h100['step_time_s'])} ms "
-        f"against a {ms(h100['roofline_s'])} ms roofline (×{h100['step_over_roofline']:.3g}).",
-        f"  - HBM reads are {gb(h100['bytes_per_level']['hbm']['read'])} GB: every weight byte the step needs "
-        f"({gb(h100['weight_bytes'])} GB: all matrices plus the embedding rows used) plus the "
-        f"{gb(h100['kv_cache_bytes'])} GB KV cache. The small activations pass through L2.",
+        f"  - Llama-2-7B, bf16, batch 1, context 2048 on `h100-sxm`: the step takes {ms(h100.step_time_s)} ms "
+        f"against a {ms(h100.roofline_s)} ms roofline (×{h100.step_over_roofline:.3g}).",
+        f"  - HBM reads are {gb(h100.bytes_per_level['hbm'].read)} GB: every weight byte the step needs "
+        f"({gb(h100.weight_bytes)} GB: all matrices plus the embedding rows used) plus the "
+        f"{gb(h100.kv_cache_bytes)} GB KV cache. The small activations pass through L2.",
         f"  - The largest stalls: {_stalls(h100)}.",
         "- **SRAM capacity drives prefill traffic.** Llama-2-7B prefill of 4096 tokens on `h100-sxm`,",
         "  sweeping `sram.capacity`:",
         "",
         "  | sram.capacity | " + " | ".join(sizes) + " |",
         "  |---|" + "---|" * len(sizes),
-        "  | HBM bytes (GB) | " + " | ".join(gb(s["bytes_per_level"]["hbm"]["total"]) for s in sweep) + " |",
-        "  | step time (ms) | " + " | ".join(ms(s["step_time_s"]) for s in sweep) + " |",
+        "  | HBM bytes (GB) | " + " | ".join(gb(s.bytes_per_level["hbm"].total) for s in sweep) + " |",
+        "  | step time (ms) | " + " | ".join(ms(s.step_time_s) for s in sweep) + " |",
         "",
         "  Small tiles re-fetch the GEMMs' operands: more SRAM cuts the traffic at every size. Below",
         "  about 1 MiB (a few KiB per SM) each SM's tile is so small that shared memory cannot feed",
         "  its tensor cores, and more SRAM cuts the time too; above, the step is compute-bound.",
         "- **A wafer keeps an 8B model on chip.** Llama-3.1-8B on `wse-3`:",
-        f"  - A decode step at context 2048 takes {ms(wafer['step_time_s'])} ms and moves {gb(off_wafer)} GB "
+        f"  - A decode step at context 2048 takes {ms(wafer.step_time_s)} ms and moves {gb(off_wafer)} GB "
         "off the wafer. Each layer runs in a region of its own; the token passes through the 32",
         "    regions in turn, and each matrix op's broadcast and reduction across its part of the",
         "    region pay a fabric traversal.",
-        f"  - A prefill of 2048 tokens flows through the regions in chunks: {ms(pre['step_time_s'])} ms, "
-        f"×{pre['step_over_roofline']:.3g} its roofline, with {pre['compute_utilization']:.1%} of the wafer's "
+        f"  - A prefill of 2048 tokens flows through the regions in chunks: {ms(pre.step_time_s)} ms, "
+        f"×{pre.step_over_roofline:.3g} its roofline, with {pre.compute_utilization:.1%} of the wafer's "
         "compute used. The fabric's traversals of a chunk's activations run before the chunk's",
         "    compute, not beside it, so this is an upper estimate.",
-        f"  - Llama-3.1-70B does not fit in 44 GB: {gb(big['bytes_per_level']['memoryx']['read'])} GB of "
-        f"weights stream from MemoryX over the I/O link, which then dominates ({ms(big['step_time_s'])} ms); "
+        f"  - Llama-3.1-70B does not fit in 44 GB: {gb(big.bytes_per_level['memoryx'].read)} GB of "
+        f"weights stream from MemoryX over the I/O link, which then dominates ({ms(big.step_time_s)} ms); "
         "each layer runs on the whole wafer, the next layers' weights prefetched while it computes.",
-        f"    On four CS-3 pipelined by layers (`--pp 4`) a token takes {ms(four['step_time_s'])} ms.",
+        f"    On four CS-3 pipelined by layers (`--pp 4`) a token takes {ms(four.step_time_s)} ms.",
         f"- **An RDU stages what HBM cannot hold.** Llama-3.1-70B on one `sn40l` reads "
-        f"{gb(one['bytes_per_level']['ddr']['read'])} GB from DDR",
+        f"{gb(one.bytes_per_level['ddr'].read)} GB from DDR",
         "  each step: GEMMs whose weights fit the SRAM staging area are prefetched straight into it",
         "  (`ddr` → `sram`), larger ones are staged into HBM (`ddr` → `hbm` transfers and `ddr` stalls).",
         "- **Prefetch hides the memory wall on a dataflow chip.** Llama-3.1-70B decode on 16 `sn40l`",
-        f"  (`--tp 16`, context 2048) takes {ms(fetch['step_time_s'])} ms with the family's default "
-        f"`weight_prefetch: 2`, against {ms(nofetch['step_time_s'])} ms",
-        f"  with `--set execution.weight_prefetch=0`: the HBM stall falls from {ms(nofetch['stall_s']['hbm'])} ms "
-        f"to {ms(fetch['stall_s']['hbm'])} ms, while the step stays HBM-bound",
-        f"  (roofline bound `{fetch['roofline_bound']}`). The all-reduces over the RDU network leave "
-        f"{ms(sum(left.values()))} ms exposed. Llama-3.1-405B on the same 16 chips takes {ms(huge['step_time_s'])} ms.",
+        f"  (`--tp 16`, context 2048) takes {ms(fetch.step_time_s)} ms with the family's default "
+        f"`weight_prefetch: 2`, against {ms(nofetch.step_time_s)} ms",
+        f"  with `--set execution.weight_prefetch=0`: the HBM stall falls from {ms(nofetch.stall_s['hbm'])} ms "
+        f"to {ms(fetch.stall_s['hbm'])} ms, while the step stays HBM-bound",
+        f"  (roofline bound `{fetch.roofline_bound}`). The all-reduces over the RDU network leave "
+        f"{ms(sum(left.values()))} ms exposed. Llama-3.1-405B on the same 16 chips takes {ms(huge.step_time_s)} ms.",
         "- **Quantized weights.** On `a100-80gb-sxm`, Llama-2-7B decode at context 2048 takes "
-        + ", ".join(f"{ms(s['step_time_s'])} ms ({name})" for s, name in zip(quant, ("bf16", "int8", "int4 g32"))),
-        "  for weight bytes of " + ", ".join(gb(s["weight_bytes"]) for s in quant)
-        + f" GB plus the {gb(quant[0]['kv_cache_bytes'])} GB KV cache. The speedup follows the bytes moved, "
+        + ", ".join(f"{ms(s.step_time_s)} ms ({name})" for s, name in zip(quant, ("bf16", "int8", "int4 g32"))),
+        "  for weight bytes of " + ", ".join(gb(s.weight_bytes) for s in quant)
+        + f" GB plus the {gb(quant[0].kv_cache_bytes)} GB KV cache. The speedup follows the bytes moved, "
         "less the unpacking.",
     ])
 
@@ -252,7 +253,7 @@ def memory_wall_table() -> str:
 def sram_cliff() -> str:
     """Step time of a Llama-3.1-8B decode step on ``wse-3`` against its SRAM (``scripts/sram_cliff.py``)."""
     sizes = (2, 4, 8, 16, 32, 64)
-    t = {g: Run("wse-3", "llama-3.1-8b", sets={"sram.capacity": f"{g}GB"}).summary()["step_time_s"] for g in sizes}
+    t = {g: Run("wse-3", "llama-3.1-8b", sets={"sram.capacity": f"{g}GB"}).summary().step_time_s for g in sizes}
     fit = max(sizes[1:], key=lambda g: t[g // 2] / t[g])  # where one doubling gains most
     return (f"  - Below {fit} GB the weights that do not fit stream from MemoryX every step: {ms(t[2])} ms at 2 GB,\n"
             f"    {ms(t[fit // 2])} ms at {fit // 2} GB.\n"

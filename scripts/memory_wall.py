@@ -37,7 +37,7 @@ def encoder_row(name: str, n: int) -> dict:
     model = workload.model_config(name)
     model = dataclasses.replace(model, max_positions=max(model.max_positions, n))
     graph = workload.build_step(model, workload.StepSpec.make("prefill", prompt=n))
-    latency = simulate_graph(HW, graph).summary["step_time_s"]
+    latency = simulate_graph(HW, graph).summary.step_time_s
     return {"model": name, "task": "encode", "tokens": n, "flops": graph.total_flops(), "mops": mops(graph),
             "latency_s": latency}
 
@@ -48,7 +48,7 @@ def decoder_row(n: int) -> dict:
     steps += [workload.build_step(model, workload.StepSpec.make("decode", context=c)) for c in range(1, n)]
     run = simulate(HW, DECODER, phase="generate", prompt=1, generate=n - 1).summary
     return {"model": DECODER, "task": "generate", "tokens": n, "flops": sum(g.total_flops() for g in steps),
-            "mops": sum(mops(g) for g in steps), "latency_s": run["total_s"]}
+            "mops": sum(mops(g) for g in steps), "latency_s": run.total_s}
 
 
 def case_study(lengths: list[int]) -> pd.DataFrame:

@@ -33,7 +33,7 @@ NO_CAP = "execution.power_cap=10000000W"  # a cap no wafer reaches: the power st
 
 def step_ms(model: str, overrides: list[str]) -> float:
     pp, _ = MEASURED[model]
-    return simulate("wse-3", model, context=CONTEXT, pp=pp, set=overrides).summary["step_time_s"] * 1e3
+    return simulate("wse-3", model, context=CONTEXT, pp=pp, set=overrides).summary.step_time_s * 1e3
 
 
 def errors(overrides: list[str]) -> dict[str, tuple[float, float]]:

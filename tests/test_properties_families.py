@@ -87,7 +87,7 @@ def test_growing_a_resource_never_makes_a_preset_slower(case):
     except (CapacityError, ConfigError):
         return  # a case that does not fit, or a cap at or below static power: nothing to compare
     after = step(hw, model, options, {path: grown(hw, path, low * factor if kind == "cap" else factor)})
-    t0, t1 = before.summary["step_time_s"], after.summary["step_time_s"]
+    t0, t1 = before.summary.step_time_s, after.summary.step_time_s
     assert t1 <= t0, (t0, t1)
 
 

@@ -55,7 +55,7 @@ def run(hw: str, model: str, phase: str, **dims: int):
 
 
 def step_s(result) -> float:
-    return result.summary["step_time_s"] if result is not None else float("inf")
+    return result.summary.step_time_s if result is not None else float("inf")
 
 
 def unstaged_s(smaller, bigger) -> float:

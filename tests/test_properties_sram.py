@@ -66,11 +66,11 @@ def test_more_sram_never_makes_a_step_slower(case):
         return
     after = run(hw, model, phase, large, holds, **dims)
     assert after is not None, "more SRAM made the step not fit"
-    t0, t1 = before.summary["step_time_s"], after.summary["step_time_s"]
+    t0, t1 = before.summary.step_time_s, after.summary.step_time_s
     assert t1 <= t0, (t0, t1)
     # what a grown SRAM moves from slower levels never grows
     slow = [lvl.name for lvl in after.chip.levels if not lvl.is_scratchpad]
-    moved = lambda r: sum(r.summary["bytes_per_level"][n]["total"] for n in slow)
+    moved = lambda r: sum(r.summary.bytes_per_level[n].total for n in slow)
     assert moved(after) <= moved(before)
 
 

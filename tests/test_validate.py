@@ -135,7 +135,7 @@ def test_turbomind_decode_grows_with_its_kv_cache_as_two_reads_of_each_kv_head()
     assert load_stack(row.stack)[0].kernels.decode_group_heads == 4
 
     def ms(context: int, settings: tuple = row.settings) -> float:
-        return api.simulate(**{**row.kwargs, "context": context}, set=dict(settings)).summary["step_time_s"] * 1e3
+        return api.simulate(**{**row.kwargs, "context": context}, set=dict(settings)).summary.step_time_s * 1e3
 
     published = {65: 37.0, 1152: 43.0, 3072: 55.0}
     assert all(abs(ms(ctx) / value - 1) <= 0.08 for ctx, value in published.items())
@@ -192,7 +192,7 @@ def test_a_loop_whose_host_runs_ahead_takes_the_longer_of_kernel_and_launch_call
                                 stack=microbench.harness("h100-sxm"))
     launch = kernel.plan.stack.dispatch.launch_ps
     call = launch / 1e12 + tiny.library_us / 1e6
-    assert launch == 3_000_000 and call > kernel.summary["step_time_s"]
+    assert launch == 3_000_000 and call > kernel.summary.step_time_s
     assert microbench.simulate(tiny) == pytest.approx(2 * 64**3 / call / 1e12)
     big = microbench.bench({**row, "shape_or_size": "M=N=K=8192"})
     eager = microbench.bench({**row, "shape_or_size": "M=N=K=8192", "software": "a host loop"})
@@ -283,7 +283,7 @@ def test_the_2024_stacks_fit_fixed_tiles_on_hopper_too(hw):
     def step_s(tiles: str) -> float:
         r = api.simulate(hw, "llama-2-7b", phase="prefill", prompt=128, weight_dtype="fp8", kv_dtype="fp8",
                          stack="trtllm-0.9", set={"stack.kernels.gemm_tiles": tiles})
-        return r.summary["step_time_s"]
+        return r.summary.step_time_s
 
     measured = TRT_09_FP8_FIRST_TOKEN_S[hw]
     assert abs(step_s("fixed") / measured - 1) <= 0.10
@@ -308,7 +308,7 @@ def test_tensorrt_llm_09s_fp8_first_tokens_on_hopper_are_within_10_percent():
     for (hw, model, prompt), measured in TRT_09_FP8_FIRST_TOKENS_S.items():
         r = api.simulate(hw, model, phase="prefill", prompt=prompt, weight_dtype="fp8", kv_dtype="fp8",
                          stack="trtllm-0.9", sensitivity=0)
-        errors[hw, model, prompt] = r.summary["step_time_s"] / measured - 1
+        errors[hw, model, prompt] = r.summary.step_time_s / measured - 1
     assert all(abs(e) <= 0.10 for e in errors.values()), errors
     assert statistics.median(abs(e) for e in errors.values()) <= 0.07, errors
 
@@ -326,5 +326,5 @@ def test_a_compiled_decode_step_measured_here_is_within_15_percent():
     for r in rows:
         sim = api.simulate("h200-sxm", "llama-2-7b", phase="decode", batch=int(r["batch"]),
                            context=int(r["context"]), stack="gpt-fast", set={"stack.kernels.gemm_tiles": "fill"})
-        error = sim.summary["step_time_s"] / float(r["seconds"]) - 1
+        error = sim.summary.step_time_s / float(r["seconds"]) - 1
         assert -0.15 <= error < 0, (r, error)

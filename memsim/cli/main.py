@@ -318,7 +318,7 @@ def show(what, name):
     click.echo(catalog.show_hardware(name) if what == "hw" else catalog.show_stack(name), nl=False)
 
 
-def format_summary(s: dict) -> str:
+def format_summary(s: report.Summary) -> str:
     return console_table.table(s)
 
 

@@ -25,6 +25,7 @@ from memsim.core.units import PS_PER_S
 from memsim.engine import EngineResult
 from memsim.hardware.resource import COMPUTE, DEQUANT, LEVEL, LINK, SYSTEM
 from memsim.mapping import Plan
+from memsim.report.summary_fields import Energy
 
 FJ_PER_J = 10**15
 
@@ -45,7 +46,7 @@ def ranks(plan: Plan, record) -> int:
     return 1 if record.resource.chip == SYSTEM else plan.tp
 
 
-def breakdown(plan: Plan, result: EngineResult) -> dict[str, Any]:
+def breakdown(plan: Plan, result: EngineResult) -> Energy:
     """``energy_j`` of all the run's chips: the total, dynamic and static parts, and the dynamic
     energy of compute, each level and each link (links between chips under their link's name)."""
     compute = 0
@@ -63,9 +64,9 @@ def breakdown(plan: Plan, result: EngineResult) -> dict[str, Any]:
             links[r.resource.name] = links.get(r.resource.name, 0) + fj  # its directions between chips too
     dynamic = compute + sum(levels.values()) + sum(links.values())
     static = static_j(plan, result)
-    return {"total": dynamic / FJ_PER_J + static, "dynamic": dynamic / FJ_PER_J, "static": static,
-            "compute": compute / FJ_PER_J, "levels": {k: v / FJ_PER_J for k, v in levels.items()},
-            "links": {k: v / FJ_PER_J for k, v in links.items()}}
+    return Energy(total=dynamic / FJ_PER_J + static, dynamic=dynamic / FJ_PER_J, static=static,
+                  compute=compute / FJ_PER_J, levels={k: v / FJ_PER_J for k, v in levels.items()},
+                  links={k: v / FJ_PER_J for k, v in links.items()})
 
 
 def per_op(plan: Plan, result: EngineResult) -> dict[str, tuple[float, float]]:
@@ -194,14 +195,14 @@ def chip_power(plan: Plan, result: EngineResult, of: Spans | None = None) -> flo
     return round(highest + static, 6)
 
 
-def power_keys(plan: Plan, result: EngineResult, energy: dict[str, Any], tokens: int) -> dict[str, Any]:
+def power_keys(plan: Plan, result: EngineResult, energy: Energy, tokens: int) -> dict[str, Any]:
     """The summary's power keys, from ``energy`` (``breakdown``) and the tokens the step produced."""
     step_s = result.end_ps / PS_PER_S
     cap = plan.chip.power_cap_mw
     top = plan.chip.power.max_clock_hz
     of = spans(result.records)
     return {
-        "avg_power_w": energy["total"] / step_s if step_s else 0.0,
+        "avg_power_w": energy.total / step_s if step_s else 0.0,
         "peak_power_w": peak_power(plan, result, of),
         "chip_power_w": chip_power(plan, result, of),
         "power_window_s": window_ps(plan, result) / PS_PER_S,
@@ -209,5 +210,5 @@ def power_keys(plan: Plan, result: EngineResult, energy: dict[str, Any], tokens:
         "clock": plan.clock,
         "clock_mhz": round(plan.clock * top / 10**6, 3) if top else None,
         "power_limited": plan.clock < 1,
-        "energy_per_token_j": energy["total"] / tokens if tokens else None,
+        "energy_per_token_j": energy.total / tokens if tokens else None,
     }

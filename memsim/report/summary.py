@@ -12,7 +12,7 @@ from memsim.mapping.dispatch import launch_of
 from memsim.mapping.plan import COMPUTE as COMPUTE_STREAM
 from memsim.mapping.roofline import op_dtype
 from memsim.report import energy, spill
-from memsim.report.summary_fields import Summary
+from memsim.report.summary_fields import EngineCounts, Grid, StackUsed, Summary, Traffic
 from memsim.workload import OpGraph
 
 
@@ -72,20 +72,20 @@ def owner(plan: Plan, usage: Usage) -> str:
     return chip if plan.regions == 1 or usage.shared else f"{chip}.region{unit // plan.tp % plan.regions}"
 
 
-def per_chip(plan: Plan, result: EngineResult) -> dict[str, dict[str, dict[str, Any]]]:
+def per_chip(plan: Plan, result: EngineResult) -> dict[str, dict[str, Traffic]]:
     """Every level and link of every chip simulated (a stage's other tensor-parallel ranks run
     as its first), and every link direction between chips: bytes read, written, and the time it
     was held. They add up to ``bytes_per_level`` and ``bytes_per_link``."""
-    out: dict[str, dict[str, dict[str, Any]]] = {}
+    out: dict[str, dict[str, Traffic]] = {}
     for u in sorted(result.usage, key=lambda u: (u.resource.chip, u.resource.kind.value, u.resource.name)):
-        out.setdefault(owner(plan, u), {})[str(u.resource)] = {
-            "read": u.read, "written": u.written, "total": u.read + u.written, "busy_s": u.busy_ps / PS_PER_S}
+        out.setdefault(owner(plan, u), {})[str(u.resource)] = Traffic(
+            read=u.read, written=u.written, total=u.read + u.written, busy_s=u.busy_ps / PS_PER_S)
     return out
 
 
-def utilization(per: dict[str, dict[str, dict[str, Any]]], step_s: float) -> dict[str, dict[str, float]]:
+def utilization(per: dict[str, dict[str, Traffic]], step_s: float) -> dict[str, dict[str, float]]:
     """Each resource of ``per_chip``: the share of the step it was held."""
-    return {who: {name: (v["busy_s"] / step_s if step_s else 0.0) for name, v in resources.items()}
+    return {who: {name: (v.busy_s / step_s if step_s else 0.0) for name, v in resources.items()}
             for who, resources in per.items()}
 
 
@@ -120,7 +120,7 @@ def _workload(graphs: tuple[OpGraph, ...]) -> dict[str, Any]:
     return meta
 
 
-def summarize(graph: OpGraph, plan: Plan, result: EngineResult, micro: tuple[OpGraph, ...] = ()) -> dict[str, Any]:
+def summarize(graph: OpGraph, plan: Plan, result: EngineResult, micro: tuple[OpGraph, ...] = ()) -> Summary:
     """``graph`` is the step as placed; with micro-batches, ``micro`` are the graphs that ran."""
     chip = plan.chip
     step_s = result.end_ps / PS_PER_S
@@ -134,8 +134,8 @@ def summarize(graph: OpGraph, plan: Plan, result: EngineResult, micro: tuple[OpG
         n = str(Ref.level(lvl.name))
         total = read.get(n, 0) + written.get(n, 0)
         extra = min(capacity.get(lvl.name, 0), total)
-        per_level[lvl.name] = {"read": read.get(n, 0), "written": written.get(n, 0), "total": total,
-                               "compulsory": total - extra, "capacity": extra, "busy_s": busy_ps.get(n, 0) / PS_PER_S}
+        per_level[lvl.name] = Traffic(read=read.get(n, 0), written=written.get(n, 0), total=total,
+                                      compulsory=total - extra, capacity=extra, busy_s=busy_ps.get(n, 0) / PS_PER_S)
         if waits.get(lvl.name):
             capacity_stalls[lvl.name] = refetched.get(lvl.name, 0.0) / PS_PER_S
     chips = per_chip(plan, result)
@@ -144,8 +144,7 @@ def summarize(graph: OpGraph, plan: Plan, result: EngineResult, micro: tuple[OpG
         if u.resource.kind is LINK:
             e = links.setdefault(link_label(u.resource.name, u.resource.direction), [0, 0, 0])
             e[0], e[1], e[2] = e[0] + u.read, e[1] + u.written, e[2] + u.busy_ps
-    per_link = {name: {"read": r, "written": w, "total": r + w, "busy_s": b / PS_PER_S}
-                for name, (r, w, b) in links.items()}
+    per_link = {name: Traffic(read=r, written=w, total=r + w, busy_s=b / PS_PER_S) for name, (r, w, b) in links.items()}
     stalls = stall_seconds(result)
     busy = compute_busy_seconds(result)
     dtypes = {op_dtype(chip, op, graph) for op in graph}
@@ -160,8 +159,8 @@ def summarize(graph: OpGraph, plan: Plan, result: EngineResult, micro: tuple[OpG
     return Summary(
         hardware=chip.name,
         family=chip.family,
-        stack={"name": plan.stack.name, "description": plan.stack.description,
-               "launch": launch_of(plan.stack, graph.meta), "default": False},
+        stack=StackUsed(name=plan.stack.name, description=plan.stack.description,
+                        launch=launch_of(plan.stack, graph.meta), default=False),
         workload=workload,
         step_time_s=step_s,
         roofline_s=plan.roofline_s,
@@ -184,16 +183,16 @@ def summarize(graph: OpGraph, plan: Plan, result: EngineResult, micro: tuple[OpG
         stall_total_s=sum(stalls.values()),
         exposed_comm_s=exposed_comm_seconds(plan, result),
         chips=plan.chips,
-        grid={"tp": plan.tp, "pp": plan.chips // plan.tp},
+        grid=Grid(tp=plan.tp, pp=plan.chips // plan.tp),
         embedding_placement=table_placement(graph, plan),
         placement=spill.bytes_by_level(graph, plan),
         dominant_stall=dominant if busy < step_s / 2 else "compute",
         ops=len(plan.tasks),
-        engine={"events": result.events, "simulated_ops": result.simulated_tasks,
-                "replayed_ops": result.replayed_tasks, "records": len(result.records), "transfers": transfers(plan)},
+        engine=EngineCounts(events=result.events, simulated_ops=result.simulated_tasks,
+                            replayed_ops=result.replayed_tasks, records=len(result.records), transfers=transfers(plan)),
         energy_j=joules,
         **energy.power_keys(plan, result, joules, tokens(workload)),
-    ).as_dict()
+    )
 
 
 def transfers(plan: Plan) -> int:

@@ -1,8 +1,11 @@
 """What ``summary.json`` holds, declared once: every key of a run's summary is a field of
 ``Summary``, with its unit, what it means and how it combines over the steps of a generation.
 
-``summarize`` builds a ``Summary`` by keyword and writes it as a dict in the declared order
-(``Summary.as_dict``); the generation's combine rules (``COMBINE``), the console table
+``summarize`` builds a ``Summary`` by keyword; its nested parts are records too (``Traffic``,
+``StackUsed``, ``Grid``, ``EngineCounts``, ``Energy``, ``Speculated``, ``DecodeSample``,
+``GridTried``) or lists and mappings of them by
+level, link or chip. It stays an object until a writer asks for ``Summary.as_dict``, the keys in
+the declared order (``plain``). The generation's combine rules (``COMBINE``), the console table
 (``memsim.run.table``) and the outputs reference (``docs/summary.md``, ``reference``) are
 read from these fields, so a key is added in one place. A key that only some runs have (a
 generation's ``ttft_s``, a speculative run's ``speculative``, a grid search's ``grid_search``,
@@ -14,8 +17,7 @@ the same for every step, or describes the system), or RECOMPUTED from the combin
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 SUMMED, ONCE, RECOMPUTED = "summed", "once", "recomputed"
@@ -39,6 +41,111 @@ def summary_field(unit: str, combine: str, help: str, *, optional: bool = False)
     return field(default=ABSENT, metadata=meta) if optional else field(metadata=meta)
 
 
+def plain(value: Any) -> Any:
+    """``value`` as JSON holds it: a record (a dataclass) as a mapping of its fields in their
+    declared order, absent ones left out; mappings and lists item by item."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(v) for f in fields(value) if (v := getattr(value, f.name)) is not ABSENT}
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
+
+
+def present(record: Any) -> dict[str, Any]:
+    """A record's fields that it has (not ``ABSENT``), by name, in their declared order; the
+    values as they are (records stay records)."""
+    return {f.name: v for f in fields(record) if (v := getattr(record, f.name)) is not ABSENT}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Traffic:
+    """The bytes a level or link moved in a step and the time it was held. A level's ``total``
+    splits into ``compulsory`` and ``capacity`` bytes; a link's and a chip's rows do not split."""
+    read: int
+    written: int
+    total: int
+    compulsory: int = ABSENT
+    capacity: int = ABSENT
+    busy_s: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StackUsed:
+    """The runtime stack a run is on (``Summary.stack``)."""
+    name: str
+    description: str
+    launch: str
+    default: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Grid:
+    """The tensor-parallel ranks and pipeline stages the chips form."""
+    tp: int
+    pp: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EngineCounts:
+    """What the engine did (``Summary.engine``)."""
+    events: int
+    simulated_ops: int
+    replayed_ops: int
+    records: int
+    transfers: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Energy:
+    """Joules of all the run's chips (``Summary.energy_j``): ``total`` = ``dynamic`` + ``static``, the
+    dynamic part split into ``compute``, each level's and each link's."""
+    total: float
+    dynamic: float
+    static: float
+    compute: float
+    levels: dict[str, float]
+    links: dict[str, float]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Speculated:
+    """A speculative step's (or generation's) figures (``Summary.speculative``)."""
+    draft: str
+    draft_k: int
+    accept: float
+    draft_cost: float | None
+    tokens_per_step: float
+    draft_step_s: float
+    verify_step_s: float
+    step_s: float
+    time_per_token_s: float
+    tokens_per_s_per_sequence: float
+    tokens_per_s: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DecodeSample:
+    """A decode step a generation simulated (``Summary.decode_samples``)."""
+    context: int
+    step_time_s: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GridTried:
+    """A grid a ``--chips N`` search considered (``Summary.grid_search``): its roofline where it fits,
+    its time where it was simulated, else why it was ``skipped``."""
+    tp: int
+    pp: int
+    roofline_s: float = ABSENT
+    simulated_s: float = ABSENT
+    skipped: str = ABSENT
+
+
+RECORDS = (Traffic, StackUsed, Grid, EngineCounts, Energy, Speculated, DecodeSample, GridTried)  # the summary's nested records
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Summary:
     hardware: str = summary_field(
@@ -47,13 +154,13 @@ class Summary:
     family: str = summary_field(
         "text", ONCE,
         "execution model: gpu, wafer, rdu or cpu")
-    stack: dict = summary_field(
+    stack: StackUsed = summary_field(
         "object", ONCE,
         "the runtime stack the run is on: its `name`, `description` and `launch` (how the step's kernels reached "
         "the device: graph or eager), and `default` (true where the run named none and got the one its chip's "
         "vendor ships or its family's, docs/stacks.md). Its host's launches and work a step are the stall `host`, "
         "its collective library's fixed cost a call the stall `collective_library`")
-    workload: dict = summary_field(
+    workload: dict[str, Any] = summary_field(
         "object", RECOMPUTED,
         "model, arch, phase, batch, tokens (per sequence in this step), context, weight and KV dtypes; with "
         "micro-batches, `microbatches` and the whole step's batch (or prompt)")
@@ -79,13 +186,13 @@ class Summary:
     compute_utilization: float = summary_field(
         "1", RECOMPUTED,
         "`flops_total / (step_time_s × matrix peak)`")
-    bytes_per_level: dict = summary_field(
+    bytes_per_level: dict[str, Traffic] = summary_field(
         "object", SUMMED,
         "per level: `read`, `written` and `total` bytes moved and `busy_s`, the time its channels were held, over"
         " every chip. `total` splits into `compulsory` bytes (what each operator moves with unlimited SRAM: each "
         "operand once) and `capacity` bytes (the re-fetches its tiles add because SRAM is finite, as a cache's "
         "capacity misses)")
-    placement: dict = summary_field(
+    placement: dict[str, dict[str, int]] = summary_field(
         "object", ONCE,
         "where the weights and the KV cache live: for `weight` and `kv`, the bytes of one tensor-parallel rank's "
         "share (its pipeline stages together) in each memory level that holds some")
@@ -93,22 +200,22 @@ class Summary:
         "s", SUMMED,
         "time the compute units were busy computing, summed over the chips simulated (one per pipeline stage). "
         "Unpacking a weight-only format is not compute: it is the `dequant` interval beside it")
-    bytes_per_link: dict = summary_field(
+    bytes_per_link: dict[str, Traffic] = summary_field(
         "object", SUMMED,
         "per link (and per direction of each inter-chip link, e.g. `nvlink[0>sw]`): `read`, `written` and `total`"
         " bytes carried and `busy_s`, the time it was held, replayed and fast-forwarded work included (e.g. PCIe "
         "traffic of an offloaded model, a wafer's fabric and I/O, tensor-parallel all-reduces)")
-    per_chip: dict = summary_field(
+    per_chip: dict[str, dict[str, Traffic]] = summary_field(
         "object", SUMMED,
         "per chip simulated (`chip0`, ...; a stage's other tensor-parallel ranks run as its first; "
         "`chip0.region1` for a region's own SRAM and fabric on a layer-pipelined chip) and `system` for the link "
         "directions between chips: per level and link, named as in `stall_s` (`hbm`, `link:pcie`, "
         "`link:nvlink[0>sw]`), `read`, `written`, `total` bytes and `busy_s`. They add up to `bytes_per_level` "
         "and `bytes_per_link`")
-    utilization: dict = summary_field(
+    utilization: dict[str, dict[str, float]] = summary_field(
         "object", RECOMPUTED,
         "the same resources: the share of the step each was held (`busy_s` over the step time)")
-    compulsory_bytes: dict = summary_field(
+    compulsory_bytes: dict[str, int] = summary_field(
         "object", SUMMED,
         "per level: bytes any schedule must move there (persistent tensors read or written, plus the step's "
         "external inputs and outputs)")
@@ -127,17 +234,17 @@ class Summary:
     chips: int = summary_field(
         "1", ONCE,
         "chips in the system (`tp × pp`)")
-    grid: dict = summary_field(
+    grid: Grid = summary_field(
         "object", ONCE,
         "`tp` and `pp`: the tensor-parallel ranks and pipeline stages the chips form")
     exposed_comm_s: float = summary_field(
         "s", SUMMED,
         "seconds compute waits for inter-chip communication (stalls on `system.link`), summed over the chips "
         "simulated")
-    grid_search: list = summary_field(
+    grid_search: list[GridTried] = summary_field(
         "object", ONCE,
         "--chips N: every tp x pp grid tried, its roofline and, where simulated, its time", optional=True)
-    embedding_placement: dict = summary_field(
+    embedding_placement: dict[str, str] = summary_field(
         "object", ONCE,
         "where the `embedding` table and the `lm_head` live: `with layers` (on a pipeline stage or region that "
         "runs layers too), `own stage` (on stages that run no layer) or `host` (in a level reached over a link: "
@@ -145,7 +252,7 @@ class Summary:
     ops: int = summary_field(
         "1", ONCE,
         "number of operators")
-    engine: dict = summary_field(
+    engine: EngineCounts = summary_field(
         "object", RECOMPUTED,
         "`events` (SimPy events scheduled), `simulated_ops`, `replayed_ops`, `records`, `transfers` (distinct "
         "point-to-point transfers of the collectives and sends)")
@@ -161,19 +268,19 @@ class Summary:
     tokens_per_s: float = summary_field(
         "1", RECOMPUTED,
         "a generation's tokens (the prefill's first included) per second", optional=True)
-    decode_samples: list = summary_field(
+    decode_samples: list[DecodeSample] = summary_field(
         "object", RECOMPUTED,
         "a generation's decode steps simulated: context and step time", optional=True)
-    speculative: dict = summary_field(
+    speculative: Speculated = summary_field(
         "object", RECOMPUTED,
         "with `--draft` only: `draft`, `draft_k`, `accept`, `draft_cost`, `tokens_per_step` (E), `draft_step_s`, "
         "`verify_step_s`, `step_s`, `time_per_token_s`, `tokens_per_s_per_sequence`, `tokens_per_s` (see "
         "Speculative decoding); over a generation, the step times are averaged over its tokens", optional=True)
-    stall_s: dict = summary_field(
+    stall_s: dict[str, float] = summary_field(
         "object", SUMMED,
         "seconds of compute idle time per cause, summed over the chips simulated: the rows of the `compute` "
         "stream (a `branch` stream's waits are not idle compute, the compute stream runs beside them)")
-    capacity_stall_s: dict = summary_field(
+    capacity_stall_s: dict[str, float] = summary_field(
         "object", SUMMED,
         "per level the compute streams waited for: the part of that wait SRAM capacity caused. Each wait is split "
         "as the traffic it waited for: the operator holding the level (or else the waiting one's own), its capacity"
@@ -187,7 +294,7 @@ class Summary:
     dominant_stall: str = summary_field(
         "text", RECOMPUTED,
         "the largest stall cause, or `compute` when compute is busy at least half the time")
-    energy_j: dict = summary_field(
+    energy_j: Energy = summary_field(
         "object", SUMMED,
         "joules spent by all chips: `total` = `dynamic` + `static`; `dynamic` split into `compute` (FLOPs and "
         "unpacking), `levels` (per level: its bytes × 8 × its `energy`, for each of a stage's `tp` ranks: the "
@@ -227,7 +334,7 @@ class Summary:
         "`energy_j.total` per token: a decode step's batch (one token per sequence; a speculative step's batch × "
         "E), a prefill's batch × prompt tokens, a generation's generated tokens (batch × (generate + 1), as "
         "`tokens_per_s` counts them)")
-    estimates: dict = summary_field(
+    estimates: dict[str, Any] = summary_field(
         "object", ONCE,
         "the estimated preset values the result rests on (`used`: their YAML paths; `count`: how many the chip "
         "has) and, with `--sensitivity N`, the N it is most sensitive to (`sensitive`: each `field`, `value`, "
@@ -238,17 +345,16 @@ class Summary:
 
     def as_dict(self) -> dict[str, Any]:
         """The summary as ``summary.json`` holds it: its keys in the declared order, absent ones left out."""
-        return {f.name: v for f in fields(self) if (v := getattr(self, f.name)) is not ABSENT}
+        return plain(self)
+
+    @property
+    def metric_s(self) -> float:
+        """The time a run is judged by: a generation's whole time, else the step's."""
+        return self.step_time_s if self.total_s is ABSENT else self.total_s
 
 
 FIELDS = {f.name: f for f in fields(Summary)}
 COMBINE: dict[str, str] = {name: f.metadata["combine"] for name, f in FIELDS.items()}
-
-
-def checked(summary: Mapping[str, Any]) -> dict[str, Any]:
-    """``summary`` as a declared ``Summary`` writes it; a key it does not declare, or a required
-    key it lacks, is a bug of memsim's (TypeError)."""
-    return Summary(**summary).as_dict()
 
 
 def reference() -> str:

@@ -17,6 +17,7 @@ from memsim.hardware.estimates import set_path as estimates_set_path
 from memsim.hardware.loader import dump_chip, estimates_of, one_reading
 from memsim.hardware.resource import Ref
 from memsim.report import spill
+from memsim.report.summary_fields import ABSENT
 from memsim.run import generation, grid, inputs, powercap, runspec, sensitivity, speculative
 from memsim.run.chipfile import chip_path
 from memsim.run.machine import (  # noqa: F401  (the loaders, as callers know them here)
@@ -41,9 +42,10 @@ DEFAULT_SAMPLES = RunSpec.samples  # decode steps simulated for a generation; th
 
 @dataclass(frozen=True)
 class Result:
-    """A finished run. ``summary`` is a dict; ``timeline`` and ``ops`` are DataFrames."""
+    """A finished run. ``summary`` is a ``memsim.report.Summary`` (``summary.as_dict()``: what
+    summary.json holds); ``timeline`` and ``ops`` are DataFrames."""
 
-    summary: dict[str, Any]
+    summary: report.Summary
     timeline: pd.DataFrame
     ops: pd.DataFrame
     chip: hardware.ChipSpec
@@ -56,25 +58,25 @@ class Result:
     inputs: tuple[Path, ...] = ()  # the files the run read: ``write`` never writes over them
 
     def __repr__(self) -> str:  # a notebook shows this, not the tables
-        w = self.summary.get("workload", {})
-        return (f"Result({self.summary.get('hardware')}, {w.get('model') or w.get('source', 'trace')} "
-                f"{w.get('phase', '')}, batch {w.get('batch', 1)}, step {self.summary['step_time_s'] * 1e3:.4g} ms)")
+        w = self.summary.workload
+        return (f"Result({self.summary.hardware}, {w.get('model') or w.get('source', 'trace')} "
+                f"{w.get('phase', '')}, batch {w.get('batch', 1)}, step {self.summary.step_time_s * 1e3:.4g} ms)")
 
     @property
     def stalls(self) -> pd.Series:
-        """Seconds compute waited, by cause, largest first (``summary['stall_s']``)."""
-        return pd.Series(self.summary.get("stall_s", {}), name="stall_s", dtype=float).sort_values(ascending=False)
+        """Seconds compute waited, by cause, largest first (``summary.stall_s``)."""
+        return pd.Series(self.summary.stall_s, name="stall_s", dtype=float).sort_values(ascending=False)
 
     def summary_frame(self) -> pd.DataFrame:
         """The summary as a one-row DataFrame, nested keys flattened with dots (as a sweep's results.csv)."""
-        return pd.DataFrame([report.flatten(self.summary)])
+        return pd.DataFrame([report.flatten(self.summary.as_dict())])
 
     def write(self, out: str | Path, perfetto: bool = False) -> list[Path]:
         extra = {}
         if perfetto:
-            meta = {"hardware": self.chip.name, "workload": self.summary.get("workload", {})}
+            meta = {"hardware": self.chip.name, "workload": self.summary.workload}
             extra["trace.perfetto.json"] = report.perfetto_json(self.plan, self.engine, meta)
-        return report.write_outputs(Path(out), self.summary, self.ops, self.timeline, dump_chip(self.chip), extra,
+        return report.write_outputs(Path(out), self.summary.as_dict(), self.ops, self.timeline, dump_chip(self.chip), extra,
                                     self.inputs)
 
 
@@ -124,7 +126,7 @@ def simulate_graph(hw: str, graph: workload.OpGraph, *, set: Iterable[str] | dic
     result = _run(chip, hw_path, graph, fast_forward, memoize, stack=runtime)
     found = estimates_of(raw, hw_path) + stack_estimates(stack_raw, stack_file)
     used = sensitivity.report(result.summary, found, result.moved)
-    return dataclasses.replace(result, summary=report.checked({**result.summary, "estimates": used}))
+    return dataclasses.replace(result, summary=dataclasses.replace(result.summary, estimates=used))
 
 
 def simulate(hw: Any = RunSpec.hw, model: str | None = None, **options: Any) -> Result:
@@ -153,12 +155,12 @@ def _run_reading_once(spec: RunSpec) -> Result:
     for line in (spill.spill_warning(result.graph, result.plan), spill.idle_warning(result.graph, result.plan)):
         if line is not None:
             warnings.warn(MemsimWarning(line), stacklevel=3)
-    if "grid_search" in result.summary:  # the reruns keep the grid the search chose
-        chosen = result.summary["grid"]
-        spec = dataclasses.replace(spec, tp=chosen["tp"], pp=chosen["pp"], chips=None)
+    if result.summary.grid_search is not ABSENT:  # the reruns keep the grid the search chose
+        chosen = result.summary.grid
+        spec = dataclasses.replace(spec, tp=chosen.tp, pp=chosen.pp, chips=None)
     found = estimates(spec.hw, spec.set, spec.system, spec.stack)
 
-    def rerun(path: str, value: str) -> dict:
+    def rerun(path: str, value: str) -> report.Summary:
         return _simulate(dataclasses.replace(spec, set=(*spec.set, (path, value)))).summary
 
     top = spec.sensitivity if spec.sensitivity is not None else sensitivity.auto(result.summary)
@@ -170,8 +172,8 @@ def _run_reading_once(spec: RunSpec) -> Result:
         shown["defaults"] = defaults
     if spec.sensitivity is None and not top:
         shown["not_rerun"] = sensitivity.work(result.summary)
-    chosen = {**result.summary["stack"], "default": spec.stack in (None, stack_mod.AUTO)}
-    return dataclasses.replace(result, summary=report.checked({**result.summary, "estimates": shown, "stack": chosen}),
+    stack_used = dataclasses.replace(result.summary.stack, default=spec.stack in (None, stack_mod.AUTO))
+    return dataclasses.replace(result, summary=dataclasses.replace(result.summary, estimates=shown, stack=stack_used),
                                inputs=inputs.files(spec))
 
 
@@ -201,7 +203,7 @@ def _simulate(spec: RunSpec) -> Result:
         return run_step(spec.phase, spec.tokens(spec.phase))
     prefill, summary, decodes = generation.generate(run_step, spec.tokens("prefill"), spec.generate, spec.samples)
     first = decodes[min(decodes)]
-    shift = prefill.summary["step_time_s"]
+    shift = prefill.summary.step_time_s
     timeline = pd.concat([prefill.timeline, first.timeline.assign(start_s=first.timeline.start_s + shift,
                                                                   end_s=first.timeline.end_s + shift)])
     ops = pd.concat([prefill.ops, first.ops.assign(start_s=first.ops.start_s + shift,

@@ -19,6 +19,7 @@ import pandas as pd
 
 from memsim.core import limits, pools, units
 from memsim.core.errors import ConfigError, MemsimError
+from memsim.report.summary_fields import ABSENT, Summary
 from memsim.run import api, sensitivity
 from memsim.run import table as console_table
 from memsim.run.quantities import Quantity, changed, dtypes_of, quantities, runtime_quantities
@@ -60,7 +61,7 @@ def outcome(spec: RunSpec) -> dict[str, Any]:
         return {"error": _why(exc)}
     s = result.summary
     classes = {name: t.klass for name, t in result.graph.tensors.items()}
-    return {"step_time_s": s["step_time_s"], "energy_j": s["energy_j"]["total"], "stall_s": s["stall_s"],
+    return {"step_time_s": s.step_time_s, "energy_j": s.energy_j.total, "stall_s": s.stall_s,
             "homes": dict(result.plan.homes), "classes": classes}
 
 
@@ -121,11 +122,11 @@ def explain_spec(spec: RunSpec, factors: tuple[float, ...] = FACTORS, workers: i
     client = pools.connect(scheduler) if scheduler is not None else None  # refused before the run
     spec = dataclasses.replace(spec, sensitivity=0)  # the estimates' reruns are not explain's
     result = api.run(spec)
-    if "grid_search" in result.summary:  # the changes keep the grid the search chose
-        grid = result.summary["grid"]
-        spec = dataclasses.replace(spec, tp=grid["tp"], pp=grid["pp"], chips=None)
-    base = {"step_time_s": result.summary["step_time_s"], "energy_j": result.summary["energy_j"]["total"],
-            "stall_s": result.summary["stall_s"], "homes": dict(result.plan.homes)}
+    if result.summary.grid_search is not ABSENT:  # the changes keep the grid the search chose
+        grid = result.summary.grid
+        spec = dataclasses.replace(spec, tp=grid.tp, pp=grid.pp, chips=None)
+    base = {"step_time_s": result.summary.step_time_s, "energy_j": result.summary.energy_j.total,
+            "stall_s": result.summary.stall_s, "homes": dict(result.plan.homes)}
     found = quantities(result.chip, spec, result.summary, result.moved, dtypes_of(result.chip, result.graph))
     found += runtime_quantities(result.plan.stack, result.summary)
     jobs: dict[RunSpec, None] = {}
@@ -206,22 +207,21 @@ def numbered_outcome(i: int, spec: RunSpec) -> tuple[int, dict[str, Any]]:
     return i, outcome(spec)
 
 
-def bound_sentence(summary: dict[str, Any]) -> str:
+def bound_sentence(summary: Summary) -> str:
     """What bounds the run, in a sentence: compute, or what compute waits for most (over every chip
     simulated, its share of their compute and stall time) and, for a level, whether its traffic is
     mostly the weight stream, re-fetches or the rest."""
-    stalls = summary.get("stall_s", {})
-    busy = summary.get("compute_busy_s", 0.0)
-    whole = busy + summary.get("stall_total_s", 0.0)
+    stalls, busy = summary.stall_s, summary.compute_busy_s
+    whole = busy + summary.stall_total_s
     if not stalls or busy >= whole / 2:
         return "compute bound: the compute units are busy most of the step"
     cause, waited = max(stalls.items(), key=lambda kv: kv[1])
     share = f"compute waits for it {waited / whole:.0%} of the time" if whole else ""
-    level = summary.get("bytes_per_level", {}).get(cause)
-    if level and level["total"]:
-        if summary.get("weight_bytes", 0) >= level["total"] / 2:
+    level = summary.bytes_per_level.get(cause)
+    if level and level.total:
+        if summary.weight_bytes >= level.total / 2:
             return f"bound by the weight stream from {cause}: {share}"
-        if level.get("capacity", 0) >= level["total"] / 2:
+        if level.capacity >= level.total / 2:
             return f"bound by re-fetches from {cause} that a larger SRAM would save: {share}"
         return f"bound by {cause}'s traffic: {share}"
     return f"bound by {BOUND_BY.get(cause, cause)}: {share}"

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
 
 from memsim.core import units
 from memsim.hardware.estimates import set_path
@@ -20,6 +19,7 @@ from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping.lower import feeds_from_sram
 from memsim.mapping.roofline import MATRIX_KINDS, op_dtype
+from memsim.report.summary_fields import Summary
 from memsim.run.runspec import RunSpec
 from memsim.stack.spec import StackSpec
 
@@ -49,18 +49,18 @@ class Quantity:
         return str(units.FORMATTERS[self.unit](value))
 
 
-def runtime_quantities(stack: StackSpec, summary: dict[str, Any]) -> list[Quantity]:
+def runtime_quantities(stack: StackSpec, summary: Summary) -> list[Quantity]:
     """The runtime stack's quantities the run's step time can depend on (kind ``runtime``): its host's
     launch costs where it launches eagerly (or a collective's, on several chips), the graph's replay
     call where it replays one, its step work on a model's step, and the fixed call and protocol latency
     of each of its collective implementations on several chips."""
     out: list[Quantity] = []
     d, step = stack.dispatch, stack.step
-    launch, chips = summary.get("stack", {}).get("launch", "graph"), summary.get("chips", 1)
+    launch, chips = summary.stack.launch, summary.chips
     eager = launch == "eager" or chips > 1
     pairs = [("dispatch.launch", d.launch_ps, eager), ("dispatch.op", d.op_ps, eager),
              ("dispatch.graph", d.graph_ps, launch == "graph"), ("dispatch.node", d.node_ps, launch == "graph")]
-    if summary.get("workload", {}).get("phase") in ("decode", "prefill", "generate"):
+    if summary.workload.get("phase") in ("decode", "prefill", "generate"):
         pairs += [("step.fixed", step.fixed_ps, True), ("step.per_sequence", step.per_sequence_ps, True),
                   ("step.output", step.output_ps, True), ("step.per_rank", step.per_rank_ps, chips > 1)]
     if chips > 1:
@@ -70,7 +70,7 @@ def runtime_quantities(stack: StackSpec, summary: dict[str, Any]) -> list[Quanti
                   for path, value, used in pairs if used and value]
 
 
-def quantities(chip: ChipSpec, spec: RunSpec, summary: dict[str, Any], moved: frozenset[Ref],
+def quantities(chip: ChipSpec, spec: RunSpec, summary: Summary, moved: frozenset[Ref],
                graph_dtypes: tuple[set[str], bool, bool]) -> list[Quantity]:
     """What can change the run's step time (see the module's docstring). ``moved``: the levels
     and links it moved bytes through; ``graph_dtypes``: the dtypes its matrix operators compute in,
@@ -93,7 +93,7 @@ def quantities(chip: ChipSpec, spec: RunSpec, summary: dict[str, Any], moved: fr
             out += [Quantity(name=f"links[{link.name}].bandwidth", kind="bandwidth", unit="bandwidth",
                              value=link.bandwidth_bytes_per_s),
                     Quantity(name=f"links[{link.name}].latency", kind="latency", unit="time", value=link.latency_ps)]
-    if summary.get("chips", 1) > 1:
+    if summary.chips > 1:
         out.append(Quantity(name="system.step_latency", kind="latency", unit="time", value=chip.system.step_latency_ps))
     peaks = dict(chip.compute.peak_flops_per_s)
     out += [Quantity(name=f"compute.peak.{d}", kind="peak", unit="flops", value=peaks[d]) for d in sorted(matrix)

@@ -32,6 +32,7 @@ from typing import Any
 
 from memsim.hardware.estimates import Estimate
 from memsim.hardware.resource import Ref
+from memsim.report.summary_fields import Summary
 
 Moved = frozenset[Ref] | None  # the levels and links a run moved bytes through (None: not known)
 
@@ -40,13 +41,13 @@ ENERGY_UNITS = ("bit_energy", "flop_energy")
 CLOCK_SHAPE = ("power.min_clock", "power.clock_step", "power.ridge_clock", "power.floor_voltage", "power.max_clock")
 
 
-def _peak_per_chip(summary: dict) -> float:
-    return summary.get("peak_power_w", 0.0) / max(1, summary.get("chips", 1))
+def _peak_per_chip(summary: Summary) -> float:
+    return summary.peak_power_w / max(1, summary.chips)
 
 
-def _capped(summary: dict) -> float | None:
+def _capped(summary: Summary) -> float | None:
     """The cap per chip in watts, or None when there is none."""
-    return summary.get("power_cap_w") or None
+    return summary.power_cap_w or None
 
 
 def _unused_level_or_link(e: Estimate, moved: Moved) -> bool:
@@ -55,39 +56,38 @@ def _unused_level_or_link(e: Estimate, moved: Moved) -> bool:
     return e.owner is not None and e.key != "capacity" and moved is not None and e.owner not in moved
 
 
-def _window_cannot_bind(e: Estimate, summary: dict, cap: float) -> bool:
+def _window_cannot_bind(e: Estimate, summary: Summary, cap: float) -> bool:
     """No window in ``e``'s range can hold a chip's mean power above ``cap``: the highest mean over
     a window is at most the static power plus the step's dynamic energy (all chips') over it."""
-    seconds, chips = summary["step_time_s"], summary.get("chips", 1)
+    seconds, chips = summary.step_time_s, summary.chips
     if not seconds:
         return True
-    joules = summary["energy_j"]
-    static_w = joules.get("static", 0.0) / seconds / max(1, chips)
-    dynamic = joules["total"] - joules.get("static", 0.0)
+    joules = summary.energy_j
+    static_w = joules.static / seconds / max(1, chips)
+    dynamic = joules.total - joules.static
     return all(static_w + dynamic / (min(end / 10**12, seconds) if end else seconds) <= cap for end in (e.low, e.high))
 
 
-def _unused_by_stack(e: Estimate, summary: dict) -> bool:
+def _unused_by_stack(e: Estimate, summary: Summary) -> bool:
     """A stack's value the run cannot depend on: its serving policies (a serving run's, not a step's),
     its step work on a graph that is no model's step, its collectives on one chip, its eager launches'
     costs on a step it launched as a graph."""
     if not e.path.startswith("stack."):
         return False
     path = e.path.removeprefix("stack.")
-    launch = summary.get("stack", {}).get("launch", "graph")
-    phase = summary.get("workload", {}).get("phase")
+    launch, phase, chips = summary.stack.launch, summary.workload.get("phase"), summary.chips
     return (path.startswith("serving.")
             or (path.startswith("step.") and phase not in ("decode", "prefill", "generate"))
-            or (path.startswith("collectives") and summary.get("chips", 1) <= 1)
-            or (path in ("dispatch.launch", "dispatch.op") and launch == "graph" and summary.get("chips", 1) <= 1)
+            or (path.startswith("collectives") and chips <= 1)
+            or (path in ("dispatch.launch", "dispatch.op") and launch == "graph" and chips <= 1)
             or (path in ("dispatch.graph", "dispatch.node") and launch == "eager"))
 
 
-def affects_time(e: Estimate, summary: dict, moved: Moved = None) -> bool:
+def affects_time(e: Estimate, summary: Summary, moved: Moved = None) -> bool:
     """Whether the step time can depend on ``e``: False only where it provably cannot."""
     if _unused_level_or_link(e, moved) or _unused_by_stack(e, summary):
         return False
-    if e.section == "system" and summary.get("chips", 1) <= 1:
+    if e.section == "system" and summary.chips <= 1:
         return False
     cap, peak = _capped(summary), _peak_per_chip(summary)
     if e.unit in ENERGY_UNITS:
@@ -97,26 +97,26 @@ def affects_time(e: Estimate, summary: dict, moved: Moved = None) -> bool:
     if e.path in ("power.tdp", "execution.power_cap"):
         return peak > e.low / 1000
     if e.path in CLOCK_SHAPE:
-        return summary.get("clock", 1) < 1
+        return summary.clock < 1
     if e.path == "power.window":
-        return cap is not None and (summary.get("clock", 1) < 1 or not _window_cannot_bind(e, summary, cap))
+        return cap is not None and (summary.clock < 1 or not _window_cannot_bind(e, summary, cap))
     return True
 
 
-def energy_at(e: Estimate, summary: dict, moved: Moved = None) -> tuple[float, float] | None:
+def energy_at(e: Estimate, summary: Summary, moved: Moved = None) -> tuple[float, float] | None:
     """The run's energy with ``e`` at its low and high ends, when the step time does not depend on
     it (energy is linear in energies per FLOP and per bit and in static power); None otherwise."""
-    joules = summary["energy_j"]
-    total = joules["total"]
+    joules = summary.energy_j
+    total = joules.total
     if e.path == "power.static":
-        seconds, chips = summary["step_time_s"], summary.get("chips", 1)
+        seconds, chips = summary.step_time_s, summary.chips
         return tuple(total + (end - e.value) / 1000 * chips * seconds for end in (e.low, e.high))
     if e.unit not in ENERGY_UNITS or not e.value or _unused_level_or_link(e, moved):
         return None
     if e.owner is not None:  # energy_j keys levels and links by the names the chip gives them
-        part = joules["links" if e.owner.is_link else "levels"].get(e.owner.name, 0.0)
+        part = (joules.links if e.owner.is_link else joules.levels).get(e.owner.name, 0.0)
     else:  # compute: matrix or vector energy per FLOP, both in the compute share
-        part = joules["compute"]
+        part = joules.compute
     return tuple(total + part * (end / e.value - 1) for end in (e.low, e.high))
 
 
@@ -132,21 +132,21 @@ AUTO_TOP = 3  # estimates the console names by default
 AUTO_WORK = 20_000
 
 
-def work(summary: dict) -> int:
+def work(summary: Summary) -> int:
     """What a run cost the mapping and the engine: its events, timeline records and the distinct
-    transfers of its collectives (0: not known)."""
-    counts = summary.get("engine", {})
-    return sum(int(counts.get(k, 0)) for k in ("events", "records", "transfers"))
+    transfers of its collectives."""
+    counts = summary.engine
+    return counts.events + counts.records + counts.transfers
 
 
-def auto(summary: dict) -> int:
+def auto(summary: Summary) -> int:
     """The estimates the console reruns by default: ``AUTO_TOP`` where the run is small enough
     that its reruns take seconds, else none (``--sensitivity N`` asks for them whatever the size)."""
     return AUTO_TOP if work(summary) <= AUTO_WORK else 0
 
 
-def report(summary: dict, found: tuple[Estimate, ...], moved: Moved, top: int = 0,
-           rerun: Callable[[str, str], dict] | None = None) -> dict[str, Any]:
+def report(summary: Summary, found: tuple[Estimate, ...], moved: Moved, top: int = 0,
+           rerun: Callable[[str, str], Summary] | None = None) -> dict[str, Any]:
     """The ``estimates`` key of a run's summary: every estimate the result rests on and, with
     ``top`` > 0, the ``top`` it is most sensitive to with the step time and energy at both ends
     of their ranges. ``rerun(path, value)`` gives the summary of the same run with one more
@@ -155,7 +155,7 @@ def report(summary: dict, found: tuple[Estimate, ...], moved: Moved, top: int = 
     out: dict[str, Any] = {"count": len(found), "used": [e.path for e in used], "sensitive": []}
     if top <= 0 or not used or rerun is None:
         return out
-    base_s, base_j = summary["step_time_s"], summary["energy_j"]["total"]
+    base_s, base_j = summary.step_time_s, summary.energy_j.total
     rows = []
     for e in used:
         energy = energy_at(e, summary, moved)
@@ -164,8 +164,8 @@ def report(summary: dict, found: tuple[Estimate, ...], moved: Moved, top: int = 
         else:
             ends = [summary if end == e.value else rerun(e.set_path, text)
                     for end, text in ((e.low, e.written[1]), (e.high, e.written[2]))]
-            times = tuple(s["step_time_s"] for s in ends)
-            energy = tuple(s["energy_j"]["total"] for s in ends)
+            low, high = ends
+            times, energy = (low.step_time_s, high.step_time_s), (low.energy_j.total, high.energy_j.total)
         swing_s = max(abs(t - base_s) for t in times) / base_s if base_s else 0.0
         swing_j = max(abs(j - base_j) for j in energy) / base_j if base_j else 0.0
         rows.append(((swing_s, swing_j), {**shown(e), "step_time_s": list(times), "energy_j": list(energy),

@@ -30,7 +30,7 @@ import pandas as pd
 
 from memsim import workload
 from memsim.core.errors import CapacityError, ConfigError, MemsimError, run_field
-from memsim.report.summary_fields import COMBINE, ONCE, SUMMED, checked
+from memsim.report.summary_fields import COMBINE, ONCE, SUMMED, Speculated, Summary, present
 from memsim.run import generation
 from memsim.run.runspec import SELF_DRAFT as SELF
 from memsim.run.runspec import RunSpec, Speculation
@@ -103,8 +103,8 @@ def speculative_step(spec: RunSpec, options: Speculation, verify: Any, run: Call
             raise ConfigError(f"{run_field('draft')} self needs {run_field('draft_cost')}, and only it takes one",
                               field=run_field("draft_cost"))
         one = run(plain(spec, context))
-        drafted = {key: generation.scaled(v, k * cost) for key, v in one.summary.items()
-                   if COMBINE.get(key) == SUMMED}
+        drafted = {key: generation.scaled(v, k * cost) for key, v in present(one.summary).items()
+                   if COMBINE[key] == SUMMED}
         runs, widest, stored, shown = ([one.summary] if cost else []), one.summary, 0, {}
     else:
         contexts = generation.sample_contexts(context, k, spec.samples)
@@ -113,8 +113,8 @@ def speculative_step(spec: RunSpec, options: Speculation, verify: Any, run: Call
         drafted = generation.interpolated_sums(samples, np.arange(context, context + k, dtype=float))
         _check_room(spec, verify, shown[max(shown)])
         runs = list(samples.values())
-        widest = max(runs, key=lambda d: d["roofline_s"])
-        stored = runs[0]["weight_bytes_stored"]
+        widest = max(runs, key=lambda d: d.roofline_s)
+        stored = runs[0].weight_bytes_stored
     summary = _combine(options, verify.summary, drafted, runs, widest, stored)
     times = _draft_times(shown, context, k)
     parts = [(shown[c], start, f"draft{c - context + 1}/") for c, start in times]
@@ -137,7 +137,7 @@ def _draft(run: Callable[[RunSpec], Any], spec: RunSpec, context: int, draft: wo
 
 def _held(result: Any) -> dict[int, int]:
     """Bytes of weights and KV cache each chip of a step holds (a KV cache per micro-batch)."""
-    graph, copies = result.graph, int(result.summary["workload"].get("microbatches", 1))
+    graph, copies = result.graph, int(result.summary.workload.get("microbatches", 1))
     used: dict[int, set[str]] = {}
     for task in result.plan.tasks:
         op = graph.ops.get(task.graph_op)
@@ -160,32 +160,36 @@ def _check_room(spec: RunSpec, verify: Any, draft: Any) -> None:
                             f"on a chip together; its memory levels hold {room / 1e9:.2f} GB", field=run_field("draft"))
 
 
-def _combine(options: Speculation, verify: dict, drafted: dict, runs: list[dict], widest: dict, stored: int) -> dict:
-    """The speculative step's summary: the draft's steps (``drafted``: their SUMMED keys, added up)
+def _combine(options: Speculation, verify: Summary, drafted: dict[str, Any], runs: list[Summary], widest: Summary,
+             stored: int) -> Summary:
+    """The speculative step's summary: the draft's steps (``drafted``: their SUMMED fields, added up)
     and the verify step one after the other (``runs``: the draft steps simulated)."""
     out: dict[str, Any] = {}
-    for key, value in verify.items():
+    for key, value in present(verify).items():
         rule = COMBINE[key]
-        out[key] = generation.add(value, drafted[key]) if rule == SUMMED else value if rule == ONCE else None
-    out["workload"] = verify["workload"]
-    out["weight_bytes_stored"] = verify["weight_bytes_stored"] + stored  # both models are held
-    out["roofline_bound"] = verify["roofline_bound"] if verify["roofline_s"] >= drafted["roofline_s"] \
-        else widest["roofline_bound"]
-    k, batch = options.k, verify["workload"]["batch"]
+        if rule == SUMMED:
+            out[key] = generation.add(value, drafted[key])
+        elif rule == ONCE:
+            out[key] = value
+    out["workload"] = verify.workload
+    out["weight_bytes_stored"] = verify.weight_bytes_stored + stored  # both models are held
+    out["roofline_bound"] = verify.roofline_bound if verify.roofline_s >= drafted["roofline_s"] \
+        else widest.roofline_bound
+    k, batch = options.k, verify.workload["batch"]
     tokens = expected_tokens(options.accept, k)
     out.update(generation.recomputed(out, [verify, *runs], batch * tokens))
     step_s = out["step_time_s"]
-    out["speculative"] = {
-        "draft": options.draft, "draft_k": k, "accept": options.accept, "draft_cost": options.cost,
-        "tokens_per_step": tokens,
-        "draft_step_s": drafted["step_time_s"] / k,
-        "verify_step_s": verify["step_time_s"],
-        "step_s": step_s,
-        "time_per_token_s": step_s / tokens,
-        "tokens_per_s_per_sequence": tokens / step_s if step_s else 0.0,
-        "tokens_per_s": batch * tokens / step_s if step_s else 0.0,
-    }
-    return checked(out)
+    out["speculative"] = Speculated(
+        draft=options.draft, draft_k=k, accept=options.accept, draft_cost=options.cost,
+        tokens_per_step=tokens,
+        draft_step_s=drafted["step_time_s"] / k,
+        verify_step_s=verify.step_time_s,
+        step_s=step_s,
+        time_per_token_s=step_s / tokens,
+        tokens_per_s_per_sequence=tokens / step_s if step_s else 0.0,
+        tokens_per_s=batch * tokens / step_s if step_s else 0.0,
+    )
+    return Summary(**out)
 
 
 def _draft_times(shown: dict[int, Any], context: int, k: int) -> list[tuple[int, float]]:
@@ -194,7 +198,7 @@ def _draft_times(shown: dict[int, Any], context: int, k: int) -> list[tuple[int,
     if not shown:
         return []
     xs = sorted(shown)
-    each = np.interp(np.arange(context, context + k, dtype=float), xs, [shown[c].summary["step_time_s"] for c in xs])
+    each = np.interp(np.arange(context, context + k, dtype=float), xs, [shown[c].summary.step_time_s for c in xs])
     starts = np.concatenate(([0.0], np.cumsum(each)[:-1]))
     return [(c, float(starts[c - context])) for c in xs]
 

@@ -88,7 +88,7 @@ class StepModel:
                 self.chip, lambda at: mapping.make_plan(graph, at, mapping.Grid.of(graph, pp), micro, stack, False),
                 lambda p: engine.run(p, fast_forward=True, memoize=True))
             s = report.summarize(graph, plan, result, micro)
-        return StepCost(seconds=s["step_time_s"], joules=s["energy_j"]["total"], bound=s["roofline_bound"])
+        return StepCost(seconds=s.step_time_s, joules=s.energy_j.total, bound=s.roofline_bound)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -104,7 +104,7 @@ def run_point(spec: RunSpec, point: dict[str, str], key: str, keep: str | None =
         if keep:
             result.write(Path(keep))
         row = {**row, "error": "", **({"outputs": str(Path("points") / Path(keep).name)} if keep else {}),
-               **flatten(result.summary.as_dict() if isinstance(spec, ServeSpec) else result.summary)}
+               **flatten(result.summary.as_dict())}
     except MemsimError as exc:
         row = {**row, "error": exc.one_line()}
     except Exception as exc:  # a sweep records every failure and goes on

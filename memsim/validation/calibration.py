@@ -190,4 +190,4 @@ def simulate_ms(c: Case, overrides: dict[str, str] | None = None) -> float:
     if c.kwargs is None:
         raise ValueError(f"row {c.id} is skipped: {c.why}")
     result = api.simulate(**c.kwargs, set={**dict(c.settings), **(overrides or {})})
-    return result.summary["step_time_s"] * 1e3
+    return result.summary.step_time_s * 1e3

@@ -217,7 +217,7 @@ def simulate(b: Bench) -> float:
         raise ValueError(f"row {b.id} is skipped: {b.why}")
     result = api.simulate_graph(b.hw, b.graph, set={"compute.kernel_efficiency": "1", **b.launch},
                                 stack=harness(b.hw))
-    seconds = result.summary["step_time_s"]
+    seconds = result.summary.step_time_s
     if b.loop:  # the host issues the next call while this kernel runs: the slower of the two sets the pace
         call = result.plan.stack.dispatch.launch_ps / PS_PER_S + b.library_us / 1e6
         seconds = max(seconds, call, b.floor_us / 1e6)

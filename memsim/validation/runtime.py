@@ -239,7 +239,7 @@ def simulate_s(c: Case, calls: int | None = None, overrides: dict[str, str] | No
     graph = program_graph(n) if c.kind == "program" else collective_graph(c.kind, c.nbytes, c.ranks, n)
     result = api.simulate_graph(c.hw, graph, set={**dict(c.harness.sets), **(overrides or {})},
                                 stack=str(STACKS / f"{c.harness.stack}.yaml"))
-    return result.summary["step_time_s"] / n
+    return result.summary.step_time_s / n
 
 
 # The rows a profile's value was read from (docs/stacks.md says which value each sets): reported beside

@@ -42,7 +42,7 @@ def test_micro_batches_times_ops_past_the_task_limit_are_refused(monkeypatch):
         memsim.simulate("h100-sxm", "gpt2", pp=2, batch=2, microbatches=2)
     assert info.value.field == "microbatches" and "246 tasks (123 ops x 2 micro-batches)" in info.value.message
     monkeypatch.setattr(limits, "MAX_TASKS", 246)
-    assert memsim.simulate("h100-sxm", "gpt2", pp=2, batch=2, microbatches=2).summary["step_time_s"] > 0
+    assert memsim.simulate("h100-sxm", "gpt2", pp=2, batch=2, microbatches=2).summary.step_time_s > 0
 
 
 def test_a_graph_past_the_op_limit_or_with_too_many_ranks_is_refused(monkeypatch, tmp_path):

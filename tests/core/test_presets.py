@@ -35,10 +35,10 @@ def test_every_preset_runs_a_llama_3_1_8b_decode_step(preset):
     options = OPTIONS.get(preset, {})
     r = simulate(preset, "llama-3.1-8b", context=512, **options)
     s = r.summary
-    assert s["step_time_s"] > 0
-    assert s["step_over_roofline"] >= 1
-    assert s["chips"] == int(options.get("tp", 1)) * int(options.get("pp", 1))
-    assert s["clock"] == 1 and "power" not in s["stall_s"]  # a decode runs well under every chip's cap
+    assert s.step_time_s > 0
+    assert s.step_over_roofline >= 1
+    assert s.chips == int(options.get("tp", 1)) * int(options.get("pp", 1))
+    assert s.clock == 1 and "power" not in s.stall_s  # a decode runs well under every chip's cap
     # Everything persistent sits in the first level that can hold weights; no level past it (host
     # DDR over PCIe, MemoryX, an RDU's staging DDR) moves a byte.
     chip = r.chip
@@ -46,7 +46,7 @@ def test_every_preset_runs_a_llama_3_1_8b_decode_step(preset):
     names = [lvl.name for lvl in chip.levels]
     assert home == next(lvl.name for lvl in chip.levels if lvl.home_for("weight"))
     for later in names[names.index(home) + 1:]:
-        assert s["bytes_per_level"][later]["total"] == 0, later
+        assert s.bytes_per_level[later].total == 0, later
 
 
 def test_groq_lpu_needs_many_chips_for_an_8b_model():
@@ -66,16 +66,16 @@ def test_groq_lpu_runs_llama_2_70b_on_576_chips():
     LM head share stages with one layer each, and no stage holds more than 2 layers (216 MB)."""
     r = simulate("groq-lpu", "llama-2-70b", weight_dtype="int8", context=2048, tp=8, pp=72)
     s = r.summary
-    assert s["chips"] == 576 and s["grid"] == {"tp": 8, "pp": 72}
+    assert s.chips == 576 and (s.grid.tp, s.grid.pp) == (8, 72)
     assert set(dict(r.plan.homes).values()) == {"sram"}
-    assert s["step_time_s"] > 0 and s["step_over_roofline"] >= 1
+    assert s.step_time_s > 0 and s.step_over_roofline >= 1
     per_chip: dict[int, set[int]] = {}
     for task in r.plan.tasks:
         if task.layer >= 0:
             per_chip.setdefault(task.chip, set()).add(task.layer)
     assert sorted(per_chip) == [8 * stage for stage in range(72)]  # each stage's first rank
     assert {len(layers) for layers in per_chip.values()} == {1, 2}
-    assert s["embedding_placement"] == {"embedding": "with layers", "lm_head": "with layers"}
+    assert s.embedding_placement == {"embedding": "with layers", "lm_head": "with layers"}
 
 
 # GPU-family presets without an L2-kind level or a host memory level, and why. Every other one
@@ -110,7 +110,7 @@ def test_every_gpu_preset_has_an_l2_and_host_memory(preset):
 def _llama_2_7b_step_s(preset: str, **options) -> float:
     """Decode step time, or infinity where the model and KV cache fit in no memory level."""
     try:
-        return simulate(preset, "llama-2-7b", phase="decode", **options).summary["step_time_s"]
+        return simulate(preset, "llama-2-7b", phase="decode", **options).summary.step_time_s
     except CapacityError:
         return math.inf
 

@@ -51,5 +51,5 @@ def test_rows_are_totals_over_their_count(tiny_chip_path, tiny_model_path):
     tl = r.timeline
     hbm = tl[(tl.resource == "hbm") & (tl.kind == "transfer")]
     assert (hbm["count"] == tiling.CHUNKS).all()
-    assert hbm.bytes.sum() == r.summary["bytes_per_level"]["hbm"]["total"]
-    assert tl[tl.kind == "compute"].flops.sum() == r.summary["flops_total"]
+    assert hbm.bytes.sum() == r.summary.bytes_per_level["hbm"].total
+    assert tl[tl.kind == "compute"].flops.sum() == r.summary.flops_total

@@ -16,14 +16,14 @@ def test_weight_prefetch_hides_hbm_on_a_dataflow_chip():
     HBM-bound), instead of their sum."""
     on = simulate("sn40l", "llama-3.1-70b", context=2048, tp=16).summary
     off = simulate("sn40l", "llama-3.1-70b", context=2048, tp=16, set={"execution.weight_prefetch": "0"}).summary
-    assert on["stall_s"]["hbm"] < off["stall_s"]["hbm"]
+    assert on.stall_s["hbm"] < off.stall_s["hbm"]
     # The step approaches its HBM time or its chain of compute, overheads and all-reduces,
     # whichever is longer: the HBM stream runs behind the chain instead of between its links.
-    hbm_s = on["bytes_per_level"]["hbm"]["total"] / 1.6e12 / 0.8  # bytes at the achievable HBM rate
-    chain = on["compute_busy_s"] + on["stall_s"]["overhead"] + on["exposed_comm_s"]
-    assert on["step_time_s"] < 1.3 * max(chain, hbm_s)
-    assert on["step_time_s"] < off["step_time_s"] - 0.5 * min(chain, hbm_s)
-    assert on["bytes_per_level"]["hbm"]["read"] == off["bytes_per_level"]["hbm"]["read"]  # same bytes, hidden
+    hbm_s = on.bytes_per_level["hbm"].total / 1.6e12 / 0.8  # bytes at the achievable HBM rate
+    chain = on.compute_busy_s + on.stall_s["overhead"] + on.exposed_comm_s
+    assert on.step_time_s < 1.3 * max(chain, hbm_s)
+    assert on.step_time_s < off.step_time_s - 0.5 * min(chain, hbm_s)
+    assert on.bytes_per_level["hbm"].read == off.bytes_per_level["hbm"].read  # same bytes, hidden
 
 
 def test_prefetch_shows_on_the_copy_stream_and_waits_name_it():
@@ -40,17 +40,17 @@ def test_a_wafer_pipelines_its_layers_over_a_prefill():
     s = simulate("wse-3", "llama-3.1-8b", phase="prefill", prompt=2048).summary
     # One micro-batch keeps 0.4% busy; the chunks keep 9.3% busy, the rest being the fabric's
     # traversals of each chunk's activations across each projection's part (memsim.mapping.mesh).
-    assert s["compute_utilization"] >= 0.08
-    assert s["step_time_s"] >= s["roofline_s"]
-    assert s["workload"]["microbatches"] == 32 and s["workload"]["tokens"] == 2048
-    assert s["bytes_per_level"]["memoryx"]["total"] == 0
+    assert s.compute_utilization >= 0.08
+    assert s.step_time_s >= s.roofline_s
+    assert s.workload["microbatches"] == 32 and s.workload["tokens"] == 2048
+    assert s.bytes_per_level["memoryx"].total == 0
 
 
 def test_a_wafer_whose_weights_spill_streams_them_layer_by_layer():
     s = simulate("wse-3", "llama-3.1-70b", context=2048).summary
-    assert s["roofline_bound"] == "memoryx" and s["step_over_roofline"] < 1.01
+    assert s.roofline_bound == "memoryx" and s.step_over_roofline < 1.01
     four = simulate("wse-3", "llama-3.1-70b", context=2048, pp=4).summary  # 4 CS-3, 20 layers each
-    assert four["bytes_per_level"]["memoryx"]["total"] == 0 and four["step_time_s"] < 0.01 * s["step_time_s"]
+    assert four.bytes_per_level["memoryx"].total == 0 and four.step_time_s < 0.01 * s.step_time_s
 
 
 @pytest.mark.parametrize("kw", [
@@ -72,10 +72,10 @@ def test_shortcuts_stay_exact_under_concurrency(tiny_chip_path, tiny_wafer_path,
                                                "rotary_dim": 16, "vocab_size": 256, "n_positions": 512}))
     fast = simulate(str(chip), str(tiny_model_path), **kw)
     full = simulate(str(chip), str(tiny_model_path), fast_forward=False, **kw)
-    assert fast.summary["step_time_s"] == full.summary["step_time_s"]
-    assert fast.summary["bytes_per_level"] == full.summary["bytes_per_level"]
-    assert fast.summary["stall_s"] == pytest.approx(full.summary["stall_s"], rel=1e-12, abs=1e-15)
-    assert fast.summary["engine"]["events"] < full.summary["engine"]["events"]
+    assert fast.summary.step_time_s == full.summary.step_time_s
+    assert fast.summary.bytes_per_level == full.summary.bytes_per_level
+    assert fast.summary.stall_s == pytest.approx(full.summary.stall_s, rel=1e-12, abs=1e-15)
+    assert fast.summary.engine.events < full.summary.engine.events
     assert any(t.stream != "compute" for t in fast.plan.tasks) or fast.plan.regions > 1
     if "branch" in kw.get("set", {}).get("execution.streams", ""):  # the MLP runs beside the attention
         assert {t.graph_op for t in fast.plan.tasks if t.stream == "branch"} == {

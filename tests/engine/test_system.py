@@ -76,16 +76,16 @@ def test_auto_takes_one_round_for_small_messages_and_two_for_large_on_a_switch()
 
 def test_llama2_70b_decode_gets_faster_with_tensor_parallelism():
     runs = {tp: simulate("a100-80gb-sxm", "llama-2-70b", context=1024, tp=tp) for tp in (2, 4, 8)}
-    times = [runs[tp].summary["step_time_s"] for tp in (2, 4, 8)]
+    times = [runs[tp].summary.step_time_s for tp in (2, 4, 8)]
     assert times[0] > times[1] > times[2]
     for tp, r in runs.items():
         s = r.summary
-        assert s["chips"] == tp and s["exposed_comm_s"] > 0
+        assert s.chips == tp and s.exposed_comm_s > 0
         allreduce = r.timeline[(r.timeline.op_kind == "allreduce") & (r.timeline.kind == "transfer")]
         assert len(allreduce) > 0 and allreduce.resource.str.startswith("link:nvlink[").all()
-        assert s["stall_s"]["link:nvlink"] == pytest.approx(s["exposed_comm_s"])
-        links = {k: v for k, v in s["bytes_per_link"].items() if k.startswith("nvlink[")}
-        assert sum(v["total"] for v in links.values()) > 0 and all(v["busy_s"] >= 0 for v in links.values())
+        assert s.stall_s["link:nvlink"] == pytest.approx(s.exposed_comm_s)
+        links = {k: v for k, v in s.bytes_per_link.items() if k.startswith("nvlink[")}
+        assert sum(v.total for v in links.values()) > 0 and all(v.busy_s >= 0 for v in links.values())
 
 
 def test_kv_heads_are_replicated_when_tp_exceeds_them():
@@ -103,7 +103,7 @@ def test_pipeline_stages_show_their_boundaries_and_sends():
     assert set(zip(sends.src, sends.dst)) == {("chip0", "chip1"), ("chip1", "chip2"), ("chip2", "chip3")}
     layer_chip = tl[tl.op == "L31.qkv"].chip.unique()
     assert list(layer_chip) == ["chip3"]
-    assert r.summary["step_time_s"] > simulate("h100-sxm", "llama-2-7b", context=256).summary["step_time_s"]
+    assert r.summary.step_time_s > simulate("h100-sxm", "llama-2-7b", context=256).summary.step_time_s
 
 
 def test_system_yaml_overrides_topology(tmp_path):
@@ -111,7 +111,7 @@ def test_system_yaml_overrides_topology(tmp_path):
     path.write_text("topology: ring\ncollective: ring\nstep_latency: 5 us\n")
     r = simulate("h100-sxm", "llama-2-7b", context=128, tp=4, system=str(path))
     assert r.chip.system.step_latency_ps == 5_000_000  # any field of the system section
-    names = {k for k, v in r.summary["bytes_per_link"].items() if k.startswith("nvlink[") and v["total"]}
+    names = {k for k, v in r.summary.bytes_per_link.items() if k.startswith("nvlink[") and v.total}
     # The ring's two channels go round both ways, over both directions of each of the ring's cables.
     cables = {(0, 1), (1, 2), (2, 3), (3, 0)}
     assert names == {f"nvlink[{a}>{b}]" for a, b in cables} | {f"nvlink[{b}>{a}]" for a, b in cables}

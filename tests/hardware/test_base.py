@@ -23,8 +23,8 @@ def test_two_lines_give_exactly_what_set_gives_on_the_preset(tmp_path):
     path = _write(tmp_path, "base: h100-sxm\nhbm.bandwidth: 1.675 TB/s\n")
     derived = api.simulate(str(path), "llama-2-7b")
     preset = api.simulate("h100-sxm", "llama-2-7b", set={"hbm.bandwidth": "1.675 TB/s"})
-    assert derived.summary["step_time_s"] == preset.summary["step_time_s"]
-    assert derived.summary["energy_j"] == preset.summary["energy_j"]
+    assert derived.summary.step_time_s == preset.summary.step_time_s
+    assert derived.summary.energy_j == preset.summary.energy_j
     assert hardware.load(str(path)) == hardware.load("h100-sxm", [("hbm.bandwidth", "1.675 TB/s")])
     # and the change is the only one: everything else is the preset's
     assert hardware.load(str(path)) != hardware.load("h100-sxm")

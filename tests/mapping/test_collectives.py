@@ -158,7 +158,7 @@ def test_a_registered_algorithm_is_chosen_by_auto_and_accepted_by_name():
     try:
         assert "direct" in collectives.algorithms()
         r = simulate("h100-sxm", "llama-2-7b", context=64, tp=2, set={"system.collective": "direct"})
-        assert r.summary["exposed_comm_s"] > 0
+        assert r.summary.exposed_comm_s > 0
         assert fabric(hardware.load("h100-sxm"), 2).allreduce(range(2), 64, "direct")[0].name == "direct"
     finally:
         ALLREDUCE.unregister("direct")
@@ -254,14 +254,14 @@ def test_the_engine_runs_an_all_reduce_in_the_time_it_costs(preset, algorithm, n
     r = simulate_graph(preset, one_collective("allreduce", nbytes), set={"system.collective": algorithm},
                        stack="ideal")
     expected = system.allreduce_seconds(hardware.load(preset), 8, nbytes, algorithm)
-    assert r.summary["chips"] == 8
-    assert r.summary["step_time_s"] == pytest.approx(expected, rel=0.01)
+    assert r.summary.chips == 8
+    assert r.summary.step_time_s == pytest.approx(expected, rel=0.01)
 
 
 def test_the_engine_reproduces_the_measured_all_gather():
     """Row 58: 8 x H200 all-gather of 16 GiB over rings, busbw = algbw x (n-1)/n."""
     nbytes = 16 * GiB
-    t = simulate_graph("h200-sxm", one_collective("allgather", nbytes)).summary["step_time_s"]
+    t = simulate_graph("h200-sxm", one_collective("allgather", nbytes)).summary.step_time_s
     got = nbytes / t * 7 / 8 / 1e9
     assert got == pytest.approx(measured(58), rel=0.10)
     in_docs(table_line(58, "h200-sxm", "all-gather busbw, 16 GiB, through the engine", got, "GB/s"))

@@ -42,6 +42,6 @@ def test_a_traced_decode_pays_each_extra_program_at_the_chips_op_overhead():
     per_layer = sum(1 for op in graph if op.layer == 0)
     layers = len({op.layer for op in graph if op.layer >= 0})
     overhead = hardware.load("wormhole-n150").execution.op_overhead_ps / PS_PER_S
-    grown = runs[40].summary["step_time_s"] - runs[0].summary["step_time_s"]
+    grown = runs[40].summary.step_time_s - runs[0].summary.step_time_s
     assert grown == pytest.approx((40 - per_layer) * layers * overhead, rel=0.02)
-    assert runs[40].summary["stall_s"]["overhead"] > runs[0].summary["stall_s"]["overhead"]
+    assert runs[40].summary.stall_s["overhead"] > runs[0].summary.stall_s["overhead"]

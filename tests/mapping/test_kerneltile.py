@@ -74,7 +74,7 @@ def test_more_l2_bandwidth_or_more_units_never_slow_a_gemm(m, n, k, faster, unit
 def _gemm_s(m: int, n: int, k: int, tiles: str) -> float:
     r = api.simulate_graph("h200-sxm", gemm_graph(m, n, k, "bf16"),
                            set={"stack.kernels.gemm_tiles": tiles}, stack="ideal")
-    return r.summary["step_time_s"]
+    return r.summary.step_time_s
 
 
 def test_the_field_switches_a_gpu_gemm_and_leaves_large_ones_alone():
@@ -110,4 +110,4 @@ def test_a_library_rule_never_beats_the_roofline(m, n, k):
     r = api.simulate_graph("h100-sxm", gemm_graph(m, n, k, "fp8"),
                            set={"stack.kernels.gemm_tiles": "deepgemm", "compute.kernel_efficiency": "1"},
                            stack="ideal")
-    assert r.summary["step_time_s"] >= max(2 * m * n * k / 1979e12, (m * k + k * n) / 3.35e12)
+    assert r.summary.step_time_s >= max(2 * m * n * k / 1979e12, (m * k + k * n) / 3.35e12)

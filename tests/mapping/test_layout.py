@@ -9,21 +9,21 @@ from memsim import CapacityError, ConfigError, simulate, workload
 def test_each_pipeline_stage_holds_only_its_layers():
     r = simulate("a100-80gb-sxm", "llama-2-70b", context=2048, pp=2)
     s = r.summary
-    assert s["bytes_per_level"]["ddr"]["total"] == 0  # nothing offloaded to the host
+    assert s.bytes_per_level["ddr"].total == 0  # nothing offloaded to the host
     tl = r.timeline
     hbm = {c: tl[(tl.chip == c) & (tl.resource == "hbm")].bytes.sum() for c in ("chip0", "chip1")}
-    total = s["bytes_per_level"]["hbm"]["total"]
+    total = s.bytes_per_level["hbm"].total
     assert all(0.4 * total < b < 0.6 * total for b in hbm.values()), hbm
     # Each chip's compute rows tile the whole step; idle time has a cause (the bubble).
     for chip in ("chip0", "chip1"):
         rows = tl[(tl.chip == chip) & (tl.resource == "compute")].sort_values("start_s")
         assert rows.start_s.iloc[0] == 0
-        assert rows.end_s.max() == pytest.approx(s["step_time_s"], rel=1e-12)
-        assert (rows.end_s - rows.start_s).sum() == pytest.approx(s["step_time_s"], rel=1e-9)
+        assert rows.end_s.max() == pytest.approx(s.step_time_s, rel=1e-12)
+        assert (rows.end_s - rows.start_s).sum() == pytest.approx(s.step_time_s, rel=1e-9)
         assert (rows[rows.kind == "stall"].cause != "").all()
-    assert s["stall_s"]["bubble"] > 0
-    tp2 = simulate("a100-80gb-sxm", "llama-2-70b", context=2048, tp=2).summary["step_time_s"]
-    assert s["step_time_s"] < 3 * tp2  # no host offload: same order as tensor parallelism
+    assert s.stall_s["bubble"] > 0
+    tp2 = simulate("a100-80gb-sxm", "llama-2-70b", context=2048, tp=2).summary.step_time_s
+    assert s.step_time_s < 3 * tp2  # no host offload: same order as tensor parallelism
 
 
 def test_a_stage_too_small_for_its_layers_names_the_stage(tmp_path):
@@ -37,11 +37,11 @@ def test_the_pipeline_law(parts):
     """P stages and M micro-batches take (M + P - 1) stage times (the stages are nearly equal)."""
     stages = 4
     one = simulate("h100-sxm", "llama-2-7b", phase="prefill", prompt=256, batch=1, pp=stages)
-    t_stage = one.summary["step_time_s"] / stages
+    t_stage = one.summary.step_time_s / stages
     many = simulate("h100-sxm", "llama-2-7b", phase="prefill", prompt=256, batch=parts, pp=stages,
                     microbatches=parts).summary
-    assert many["step_time_s"] == pytest.approx((parts + stages - 1) * t_stage, rel=0.03)
-    assert many["workload"]["batch"] == parts and many["workload"]["microbatches"] == parts
+    assert many.step_time_s == pytest.approx((parts + stages - 1) * t_stage, rel=0.03)
+    assert many.workload["batch"] == parts and many.workload["microbatches"] == parts
 
 
 def test_a_prefill_splits_into_chunks_that_attend_to_the_ones_before():
@@ -65,7 +65,7 @@ def test_a_layer_pipelined_prefill_chunks_its_prompt_whatever_the_batch():
     step = workload.StepSpec.make("prefill", batch=2, prompt=2)
     assert [(c.batch, c.tokens) for c in workload.split(step, 2)] == [(1, 2), (1, 2)]  # --microbatches 2
     assert [(c.batch, c.tokens) for c in workload.split(step, 2, prompt_chunks=True)] == [(2, 1), (2, 1)]
-    two, three = (simulate("wse-3", "gpt2", phase="prefill", prompt=2, batch=b).summary["step_time_s"] for b in (2, 3))
+    two, three = (simulate("wse-3", "gpt2", phase="prefill", prompt=2, batch=b).summary.step_time_s for b in (2, 3))
     assert three >= two
 
 

@@ -41,7 +41,7 @@ def _decode_ms(weight_dtype: str, kernel: str, **kw) -> float:
 
     r = simulate("a100-80gb-sxm", "llama-2-7b", context=105, weight_dtype=weight_dtype,
                  set={"stack.kernels.dequant_kernel": kernel}, **kw)
-    return r.summary["step_time_s"] * 1e3
+    return r.summary.step_time_s * 1e3
 
 
 def test_fused_dequantisation_reaches_most_of_the_byte_ratio():
@@ -74,7 +74,7 @@ def test_flash_decoding_split_keeps_the_units_busy_at_long_context():
     from memsim import simulate
 
     def step(ctx: int, split: str) -> float:
-        return simulate("h100-sxm", "llama-3.1-8b", context=ctx, set={"execution.kv_split": split}).summary["step_time_s"]
+        return simulate("h100-sxm", "llama-3.1-8b", context=ctx, set={"execution.kv_split": split}).summary.step_time_s
 
     # 8 KV heads at batch 1 leave 124 of 132 SMs idle without a split: the KV stream crawls
     assert step(32768, "1") > 3 * step(32768, "0")
@@ -95,7 +95,7 @@ def test_a_decode_kernel_that_serves_part_of_a_gqa_group_reads_its_kv_head_once_
         from memsim import simulate
         r = simulate("a100-80gb-sxm", "llama-2-70b", batch=batch, context=ctx, tp=4,
                      set={"stack.kernels.decode_group_heads": heads})
-        return r.summary["step_time_s"]
+        return r.summary.step_time_s
 
     # two reads of every KV head cost the KV cache's stream once more; never less
     extra = step("4", 3072) - step("0", 3072)
@@ -110,7 +110,7 @@ def test_fastertransformers_context_attention_writes_its_scores_in_fp32_and_deco
 
     def moved(attention: str, **kw) -> int:
         r = simulate("a100-80gb-sxm", "gpt-3-6.7b", set={"stack.kernels.attention": attention}, **kw)
-        return sum(level["total"] for level in r.summary["bytes_per_level"].values())
+        return sum(level.total for level in r.summary.bytes_per_level.values())
 
     # a prefill's QK^T writes 4 B a score and its softmax reads them back: 2 B more each way
     # than plain unfused, over 32 layers of 2 x 32 heads x 512^2 scores
@@ -163,7 +163,7 @@ def test_a_native_weight_format_computes_at_its_own_peak_without_unpacking():
     unpacked = simulate("groq-lpu", "gpt2", context=64, weight_dtype="int8", set={**uncapped, "compute.native": ""})
     assert not (native.timeline.resource == "dequant").any()
     assert (unpacked.timeline.resource == "dequant").any()
-    assert native.summary["step_time_s"] < unpacked.summary["step_time_s"]
+    assert native.summary.step_time_s < unpacked.summary.step_time_s
     def gemm_ps(result) -> int:
         """Compute time of the GEMMs with int8 weights (a tied LM head keeps the activation dtype)."""
         g = result.graph
@@ -253,7 +253,7 @@ def test_a_starved_run_names_the_sram_and_keeps_its_accounts():
     small = simulate("h100-sxm", "llama-2-7b", phase="prefill", prompt=512, set={"sram.capacity": "256KiB"})
     whole = simulate("h100-sxm", "llama-2-7b", phase="prefill", prompt=512)
     s, w = small.summary, whole.summary
-    assert s["stall_s"]["sram"] > s["step_time_s"] / 4
-    assert s["compute_busy_s"] == pytest.approx(w["compute_busy_s"], rel=1e-3)
-    assert s["compute_busy_s"] + s["stall_total_s"] == pytest.approx(s["step_time_s"], rel=1e-9)
-    assert s["step_time_s"] > w["step_time_s"]
+    assert s.stall_s["sram"] > s.step_time_s / 4
+    assert s.compute_busy_s == pytest.approx(w.compute_busy_s, rel=1e-3)
+    assert s.compute_busy_s + s.stall_total_s == pytest.approx(s.step_time_s, rel=1e-9)
+    assert s.step_time_s > w.step_time_s

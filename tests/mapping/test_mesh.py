@@ -120,10 +120,10 @@ def test_an_operator_on_its_part_is_slower_than_on_the_whole_region_but_a_prefil
 
 
 def test_a_faster_fabric_never_slows_a_wafer_and_a_longer_sync_never_speeds_it():
-    base = simulate("wse-3", "gpt2", context=128).summary["step_time_s"]
-    wide = simulate("wse-3", "gpt2", context=128, set={"execution.fabric_width": "64 B"}).summary["step_time_s"]
-    near = simulate("wse-3", "gpt2", context=128, set={"fabric.latency": "0.5 ns"}).summary["step_time_s"]
-    slow = simulate("wse-3", "gpt2", context=128, set={"execution.fabric_sync": "2 us"}).summary["step_time_s"]
+    base = simulate("wse-3", "gpt2", context=128).summary.step_time_s
+    wide = simulate("wse-3", "gpt2", context=128, set={"execution.fabric_width": "64 B"}).summary.step_time_s
+    near = simulate("wse-3", "gpt2", context=128, set={"fabric.latency": "0.5 ns"}).summary.step_time_s
+    slow = simulate("wse-3", "gpt2", context=128, set={"execution.fabric_sync": "2 us"}).summary.step_time_s
     assert wide <= base and near < base < slow
 
 

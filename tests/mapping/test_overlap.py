@@ -85,13 +85,13 @@ def test_a_gemm_and_its_all_reduce_are_cut_into_chunks_that_pipeline(tiny_chip_p
 def test_overlap_hides_communication_behind_the_gemm(tiny_chip_path, tiny_model_path):
     off, on = run(tiny_chip_path, tiny_model_path, 1), run(tiny_chip_path, tiny_model_path, 4)
     s_off, s_on = off.summary, on.summary
-    assert s_on["step_time_s"] < s_off["step_time_s"]
-    assert s_on["exposed_comm_s"] < s_off["exposed_comm_s"]
-    assert s_on["step_time_s"] >= s_on["roofline_s"] == s_off["roofline_s"]  # the roofline counts uncut collectives
+    assert s_on.step_time_s < s_off.step_time_s
+    assert s_on.exposed_comm_s < s_off.exposed_comm_s
+    assert s_on.step_time_s >= s_on.roofline_s == s_off.roofline_s  # the roofline counts uncut collectives
     # No more is saved than the cut GEMMs took: only they run while the chunks are sent.
     cut = {t.graph_op for t in on.plan.tasks if t.graph_op and t.op != t.graph_op and t.stream == COMPUTE}
     gemm_s = off.ops[off.ops.op.isin(cut)].duration_s.sum()
-    assert 0 < s_off["step_time_s"] - s_on["step_time_s"] < gemm_s
+    assert 0 < s_off.step_time_s - s_on.step_time_s < gemm_s
     # The timeline shows chunks on the links while the compute stream works on the GEMM's later parts.
     tl = on.timeline
     sends = tl[(tl.stream == "comm") & (tl.kind == "transfer") & (tl.op == "L0.mlp_allreduce/0")]
@@ -104,11 +104,11 @@ def test_overlap_hides_communication_behind_the_gemm(tiny_chip_path, tiny_model_
 
 def test_cutting_moves_the_same_bytes_everywhere(tiny_chip_path, tiny_model_path):
     off, on = run(tiny_chip_path, tiny_model_path, 1).summary, run(tiny_chip_path, tiny_model_path, 4).summary
-    assert on["bytes_per_level"] == off["bytes_per_level"]
-    assert {k: v["total"] for k, v in on["bytes_per_link"].items()} == \
-        {k: v["total"] for k, v in off["bytes_per_link"].items()}
-    assert on["flops_total"] == off["flops_total"]
-    assert on["ops"] > off["ops"]
+    assert on.bytes_per_level == off.bytes_per_level
+    assert {k: v.total for k, v in on.bytes_per_link.items()} == \
+        {k: v.total for k, v in off.bytes_per_link.items()}
+    assert on.flops_total == off.flops_total
+    assert on.ops > off.ops
 
 
 def test_one_chunk_or_one_rank_leaves_the_plan_as_it_was(tiny_chip_path, tiny_model_path):
@@ -129,9 +129,9 @@ def test_a_latency_bound_decode_all_reduce_stays_whole(tiny_chip_path, tiny_mode
 def test_shortcuts_stay_exact_with_chunks(tiny_chip_path, tiny_model_path):
     fast = run(tiny_chip_path, tiny_model_path, 4)
     full = run(tiny_chip_path, tiny_model_path, 4, fast_forward=False)
-    assert fast.summary["step_time_s"] == full.summary["step_time_s"]
-    assert fast.summary["stall_s"] == pytest.approx(full.summary["stall_s"], rel=1e-12, abs=1e-15)
-    assert fast.summary["bytes_per_level"] == full.summary["bytes_per_level"]
+    assert fast.summary.step_time_s == full.summary.step_time_s
+    assert fast.summary.stall_s == pytest.approx(full.summary.stall_s, rel=1e-12, abs=1e-15)
+    assert fast.summary.bytes_per_level == full.summary.bytes_per_level
 
 
 def test_family_defaults_follow_real_machines():
@@ -147,7 +147,7 @@ def test_a_real_prefill_gains_from_overlap():
     kw = dict(phase="prefill", prompt=2048, tp=2)
     off = simulate("h100-sxm", "llama-3.2-1b", **kw).summary
     on = simulate("h100-sxm", "llama-3.2-1b", **kw, set={"execution.comm_overlap": "4"}).summary
-    assert on["step_time_s"] < 0.97 * off["step_time_s"]
-    assert on["exposed_comm_s"] < 0.75 * off["exposed_comm_s"]
-    assert on["step_time_s"] >= on["roofline_s"]
-    assert on["bytes_per_level"] == off["bytes_per_level"]
+    assert on.step_time_s < 0.97 * off.step_time_s
+    assert on.exposed_comm_s < 0.75 * off.exposed_comm_s
+    assert on.step_time_s >= on.roofline_s
+    assert on.bytes_per_level == off.bytes_per_level

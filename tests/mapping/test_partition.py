@@ -14,6 +14,7 @@ from memsim.mapping import lookup_shards
 from memsim.mapping.layout import Layout, lay_out
 from memsim.mapping.partition import ALL, FAST, FLOPS, TIME, Block, _runs, cut
 from memsim.mapping.regions import fill
+from memsim.report.summary_fields import Grid
 
 GROQ = hardware.load("groq-lpu")
 
@@ -81,8 +82,8 @@ def test_an_8b_model_on_64_lpus_holds_every_weight_in_sram():
     bf16 embedding shard (240 MB of 230 MB); cut by bytes, every stage fits."""
     r = simulate("groq-lpu", "llama-3.1-8b", weight_dtype="int8", tp=8, pp=8, context=2048)
     assert set(dict(r.plan.homes).values()) == {"sram"}
-    assert r.summary["grid"] == {"tp": 8, "pp": 8}
-    assert r.summary["step_over_roofline"] >= 1
+    assert r.summary.grid == Grid(tp=8, pp=8)
+    assert r.summary.step_over_roofline >= 1
 
 
 def test_an_embedding_too_big_for_a_chip_is_split_over_stages_of_its_own():
@@ -96,7 +97,7 @@ def test_an_embedding_too_big_for_a_chip_is_split_over_stages_of_its_own():
     assert lookup_shards(graph, chip, 1) == 1  # no stage to spare
     r = simulate("groq-lpu", "llama-3.1-70b", weight_dtype="int8", tp=8, pp=72, context=1024)
     assert set(dict(r.plan.homes).values()) == {"sram"}
-    assert r.summary["embedding_placement"]["embedding"] == "own stage (split over 2 stages)"
+    assert r.summary.embedding_placement["embedding"] == "own stage (split over 2 stages)"
     shards = [t for t in r.plan.tasks if t.graph_op.startswith("embed.shard")]
     assert len({t.chip for t in shards}) == 2
 
@@ -110,7 +111,7 @@ def test_a_table_that_only_lookups_read_stays_in_host_memory_first():
     homes = dict(r.plan.homes)
     assert homes["embed.weight"] == "ddr"
     assert {homes[n] for n, t in r.graph.tensors.items() if t.klass == "weight" and n != "embed.weight"} == {"hbm"}
-    assert r.summary["embedding_placement"] == {"embedding": "host", "lm_head": "with layers"}
+    assert r.summary.embedding_placement == {"embedding": "host", "lm_head": "with layers"}
 
 
 def _region_bytes(r) -> dict[int, int]:
@@ -153,8 +154,8 @@ def test_a_wafer_too_small_for_its_regions_streams_within_its_sram():
     assert plan.regions == 1 and plan.staging[0] > 0
     held = _region_bytes(r)[0]
     assert held + plan.staging[0] <= r.chip.chip_capacity(r.chip.sram)
-    assert r.summary["bytes_per_level"]["memoryx"]["read"] > 0
-    assert r.summary["embedding_placement"]["embedding"] == "host"  # MemoryX holds the table
+    assert r.summary.bytes_per_level["memoryx"].read > 0
+    assert r.summary.embedding_placement["embedding"] == "host"  # MemoryX holds the table
 
 
 def test_a_stage_that_does_not_fit_is_one_error():

@@ -306,14 +306,14 @@ def test_a_chip_whose_memory_is_its_sram_keeps_the_weights_there_without_a_holds
     path = tmp_path / "chip.yaml"
     path.write_text(SRAM_CHIP.format(family=family, holds=""))
     r = simulate(str(path), "llama-3.1-8b", context=2048)
-    assert set(r.summary["placement"]["weight"]) == {"sram"} and set(r.summary["placement"]["kv"]) == {"sram"}
-    assert r.summary["placement"]["weight"]["sram"] == r.summary["weight_bytes_stored"]
+    assert set(r.summary.placement["weight"]) == {"sram"} and set(r.summary.placement["kv"]) == {"sram"}
+    assert r.summary.placement["weight"]["sram"] == r.summary.weight_bytes_stored
     staged = tmp_path / "staged.yaml"  # the same chip told that its SRAM only stages tiles
     staged.write_text(SRAM_CHIP.format(family=family, holds=", holds: []"))
     with pytest.warns(MemsimWarning, match=r"sram \(32.00 GB\) is a home for nothing while 16.06 GB of weights live in"):
         slow = simulate(str(staged), "llama-3.1-8b", context=2048)
-    assert set(slow.summary["placement"]["weight"]) == {"ddr"}
-    assert slow.summary["step_time_s"] > 10 * r.summary["step_time_s"]
+    assert set(slow.summary.placement["weight"]) == {"ddr"}
+    assert slow.summary.step_time_s > 10 * r.summary.step_time_s
 
 
 def test_a_gpu_with_device_memory_keeps_its_shared_memory_for_tiles(tmp_path):
@@ -321,7 +321,7 @@ def test_a_gpu_with_device_memory_keeps_its_shared_memory_for_tiles(tmp_path):
     from memsim import simulate
 
     r = simulate("h100-sxm", "llama-2-7b", context=16, set={"sram.capacity": "64GB"})
-    assert set(r.summary["placement"]["weight"]) == {"hbm"}
+    assert set(r.summary.placement["weight"]) == {"hbm"}
 
 
 def test_a_scratchpad_kept_for_activations_by_design_is_not_warned_about():
@@ -333,4 +333,4 @@ def test_a_scratchpad_kept_for_activations_by_design_is_not_warned_about():
     with warnings.catch_warnings():
         warnings.simplefilter("error", MemsimWarning)
         r = simulate("sn40l", "gpt2", context=64)
-    assert set(r.summary["placement"]["weight"]) == {"hbm"}
+    assert set(r.summary.placement["weight"]) == {"hbm"}

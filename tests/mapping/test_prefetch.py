@@ -138,7 +138,7 @@ def test_the_70b_decode_on_small_or_large_sram_is_hbm_bound_alike():
         return simulate("sn40l", "llama-3.1-70b", tp=16, context=1024, set={**UNCAPPED, "sram.capacity": sram}).summary
 
     small, large = step("32MiB"), step("128MiB")
-    assert small["bytes_per_level"]["hbm"] == large["bytes_per_level"]["hbm"]
+    assert small.bytes_per_level["hbm"] == large.bytes_per_level["hbm"]
     for s in (small, large):
-        assert max(s["stall_s"], key=s["stall_s"].get) == "hbm" and s["roofline_bound"] == "hbm"
-    assert 0 <= small["step_time_s"] - large["step_time_s"] <= 0.02 * large["step_time_s"]
+        assert max(s.stall_s, key=s.stall_s.get) == "hbm" and s.roofline_bound == "hbm"
+    assert 0 <= small.step_time_s - large.step_time_s <= 0.02 * large.step_time_s

@@ -48,7 +48,7 @@ def test_more_keys_never_take_less_time_and_never_run_slower_per_key(per_key, fi
 def _rate(seq: int, fill: str) -> float:
     g = attention_graph(16384 // seq, 16, seq, 128, "bf16", causal=False)
     r = api.simulate_graph("h100-sxm", g, set={"execution.attention_fill": fill}, stack="ideal")
-    return g.total_flops() / r.summary["step_time_s"]
+    return g.total_flops() / r.summary.step_time_s
 
 
 def test_attention_rate_rises_with_sequence_length_on_a_gpu():

@@ -44,7 +44,7 @@ def test_perfetto_has_a_track_per_resource_and_counters(run, tmp_path):
     assert {"hbm bandwidth", "sram occupancy"} <= counters
     busy = sum(e["dur"] for e in trace["traceEvents"] if e["ph"] == "X" and e["cat"] in ("compute", "stall")
                and e["tid"] == 0)
-    assert busy == pytest.approx(run.summary["step_time_s"] * 1e6)
+    assert busy == pytest.approx(run.summary.step_time_s * 1e6)
     assert trace["metadata"]["aggregated"] is False
 
 
@@ -81,7 +81,7 @@ def test_merged_dequant_and_link_rows_reach_the_trace_and_the_figures(tiny_model
     assert {e["cat"] for e in xs} == {"compute", "dequant", "stall", "transfer"}
     assert all(e["args"].get("count", 1) > 1 for e in xs if e["cat"] == "compute")
     moved = sum(e["args"]["bytes"] for e in xs if e["cat"] == "transfer" and e["tid"] == _tid(trace, "link:pcie"))
-    assert moved == run.summary["bytes_per_link"]["pcie"]["total"] > 0
+    assert moved == run.summary.bytes_per_link["pcie"].total > 0
     if importlib.util.find_spec("matplotlib") is not None:
         from memsim.report.run_plots import plot_run
 

@@ -18,18 +18,18 @@ def result(tiny_chip_path, tiny_model_path):
 
 def test_summary_is_consistent_with_the_timeline(result):
     s, tl = result.summary, result.timeline
-    assert s["step_time_s"] == pytest.approx(tl["end_s"].max())
+    assert s.step_time_s == pytest.approx(tl["end_s"].max())
     compute = tl[tl.resource == "compute"]
     stalls = compute[compute.kind == "stall"].groupby("cause")["end_s"].sum() - \
         compute[compute.kind == "stall"].groupby("cause")["start_s"].sum()
-    assert s["stall_s"] == pytest.approx(stalls.to_dict())
-    assert s["compute_busy_s"] + s["stall_total_s"] == pytest.approx(s["step_time_s"])
-    assert s["flops_total"] == compute[compute.kind == "compute"]["flops"].sum() == result.graph.total_flops()
+    assert s.stall_s == pytest.approx(stalls.to_dict())
+    assert s.compute_busy_s + s.stall_total_s == pytest.approx(s.step_time_s)
+    assert s.flops_total == compute[compute.kind == "compute"]["flops"].sum() == result.graph.total_flops()
     hbm = tl[(tl.kind == "transfer") & (tl.resource == "hbm")]
-    assert s["bytes_per_level"]["hbm"]["read"] == hbm[hbm.src == "hbm"]["bytes"].sum()
-    assert s["bytes_per_level"]["hbm"]["written"] == hbm[hbm.dst == "hbm"]["bytes"].sum()
-    assert s["step_time_s"] >= s["roofline_s"]
-    assert 0 < s["compute_utilization"] < 1
+    assert s.bytes_per_level["hbm"].read == hbm[hbm.src == "hbm"]["bytes"].sum()
+    assert s.bytes_per_level["hbm"].written == hbm[hbm.dst == "hbm"]["bytes"].sum()
+    assert s.step_time_s >= s.roofline_s
+    assert 0 < s.compute_utilization < 1
 
 
 def test_tables_have_the_documented_columns(result):
@@ -67,7 +67,7 @@ def test_outputs_are_written_and_reload(result, tmp_path):
     written = result.write(out)
     assert sorted(p.name for p in written) == ["hardware.yaml", "ops.csv", "summary.json", "timeline.csv"]
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["step_time_s"] == result.summary["step_time_s"]
+    assert summary["step_time_s"] == result.summary.step_time_s
     assert len(pd.read_csv(out / "timeline.csv")) == len(result.timeline)
     # The resolved configuration saved next to the result loads back to the same chip.
     chip, _ = hardware.load_chip(out / "hardware.yaml")
@@ -84,18 +84,18 @@ def test_overrides_reach_the_saved_config(tiny_chip_path, tiny_model_path, tmp_p
 
 def _adds_up(s: dict) -> None:
     """``per_chip`` adds up to the totals per level and link, and nothing was held longer than the step."""
-    step = s["step_time_s"]
+    step = s.step_time_s
     totals: dict[str, list] = {}
-    for who, resources in s["per_chip"].items():
+    for who, resources in s.per_chip.items():
         for name, v in resources.items():
-            assert v["total"] == v["read"] + v["written"]
-            assert 0.0 <= v["busy_s"] <= step * (1 + 1e-12), (who, name)
-            assert s["utilization"][who][name] == pytest.approx(v["busy_s"] / step) and s["utilization"][who][name] <= 1
+            assert v.total == v.read + v.written
+            assert 0.0 <= v.busy_s <= step * (1 + 1e-12), (who, name)
+            assert s.utilization[who][name] == pytest.approx(v.busy_s / step) and s.utilization[who][name] <= 1
             t = totals.setdefault(name.removeprefix("link:"), [0, 0, 0.0])
-            t[0], t[1], t[2] = t[0] + v["read"], t[1] + v["written"], t[2] + v["busy_s"]
-    for name, v in {**s["bytes_per_level"], **s["bytes_per_link"]}.items():
+            t[0], t[1], t[2] = t[0] + v.read, t[1] + v.written, t[2] + v.busy_s
+    for name, v in {**s.bytes_per_level, **s.bytes_per_link}.items():
         read, written, busy = totals.pop(name)
-        assert (read, written) == (v["read"], v["written"]) and busy == pytest.approx(v["busy_s"], abs=1e-15)
+        assert (read, written) == (v.read, v.written) and busy == pytest.approx(v.busy_s, abs=1e-15)
     assert not totals
 
 
@@ -104,19 +104,19 @@ def test_a_two_stage_pipeline_reports_each_chips_levels_and_links():
     stages split the weights, so each chip's HBM reads about half, and the send between them
     crosses the switch's link directions."""
     s = simulate("h100-sxm", "llama-2-7b", context=256, pp=2, sensitivity=0).summary
-    assert set(s["per_chip"]) == {"chip0", "chip1", "system"}
+    assert set(s.per_chip) == {"chip0", "chip1", "system"}
     _adds_up(s)
-    hbm = [s["per_chip"][c]["hbm"] for c in ("chip0", "chip1")]
-    assert all(0.4 < h["read"] / s["bytes_per_level"]["hbm"]["read"] < 0.6 and h["busy_s"] > 0 for h in hbm)
-    assert s["per_chip"]["system"]["link:nvlink[0>sw]"]["read"] > 0
+    hbm = [s.per_chip[c]["hbm"] for c in ("chip0", "chip1")]
+    assert all(0.4 < h.read / s.bytes_per_level["hbm"].read < 0.6 and h.busy_s > 0 for h in hbm)
+    assert s.per_chip["system"]["link:nvlink[0>sw]"].read > 0
 
 
 def test_a_layer_pipelined_chip_reports_each_regions_own_resources_and_the_shared_ones_once():
     s = simulate("wse-3", "llama-3.2-1b", phase="prefill", prompt=4, sensitivity=0).summary
     _adds_up(s)
-    regions = [w for w in s["per_chip"] if ".region" in w]
-    assert len(regions) > 1 and all("sram" in s["per_chip"][w] for w in regions)
-    assert "sram" not in s["per_chip"].get("chip0", {})  # each region's own
+    regions = [w for w in s.per_chip if ".region" in w]
+    assert len(regions) > 1 and all("sram" in s.per_chip[w] for w in regions)
+    assert "sram" not in s.per_chip.get("chip0", {})  # each region's own
 
 
 @pytest.mark.parametrize("name", ["overhead", "bubble", "compute", "link:x"])
@@ -131,7 +131,7 @@ def test_a_level_named_like_a_cause_keeps_its_stalls_and_bytes_apart(tmp_path, t
     kw = dict(phase="decode", batch=2, context=32, sensitivity=0)
     want, got = (simulate(str(p), str(tiny_model_path), **kw).summary for p in (plain, path))
     written = f"level:{name}"
-    assert got["step_time_s"] == want["step_time_s"]
-    assert got["stall_s"][written] == want["stall_s"]["hbm"] and got["stall_s"]["overhead"] == want["stall_s"]["overhead"]
-    assert got["bytes_per_level"][name] == want["bytes_per_level"]["hbm"]
-    assert got["per_chip"]["chip0"][written] == want["per_chip"]["chip0"]["hbm"]
+    assert got.step_time_s == want.step_time_s
+    assert got.stall_s[written] == want.stall_s["hbm"] and got.stall_s["overhead"] == want.stall_s["overhead"]
+    assert got.bytes_per_level[name] == want.bytes_per_level["hbm"]
+    assert got.per_chip["chip0"][written] == want.per_chip["chip0"]["hbm"]

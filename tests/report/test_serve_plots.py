@@ -83,13 +83,13 @@ def test_the_latency_figure_draws_each_cdf_its_slo_and_percentiles(figures, tmp_
     requests = _requests()
     serve_plots.latency_cdfs(requests, SUMMARY, tmp_path / "l.png")
     ttft, tpot, e2e = figures[0].axes
-    x, y = cdf(requests["ttft_s"])
+    x, y = cdf(requests.ttft_s)
     curve = ttft.lines[0]
     assert np.allclose(curve.get_xdata()[1:], x * 1e3) and np.allclose(curve.get_ydata()[1:], y)  # in ms
     assert curve.get_ydata()[0] == 0.0 and curve.get_ydata()[-1] == 1.0
     assert np.allclose(curve.get_xdata()[1:], np.sort(curve.get_xdata()[1:]))
     marks = ttft.lines[1]
-    assert np.allclose(marks.get_xdata(), np.percentile(requests["ttft_s"], [50, 90, 99]) * 1e3)
+    assert np.allclose(marks.get_xdata(), np.percentile(requests.ttft_s, [50, 90, 99]) * 1e3)
     slo = [line for line in ttft.lines if line.get_linestyle() == "--"]
     assert len(slo) == 1 and slo[0].get_xdata()[0] == pytest.approx(200)  # 0.2 s in ms
     # 32 of the 40 TTFTs (5 ms to 500 ms, evenly in log) are at most 200 ms

@@ -7,7 +7,23 @@ from pathlib import Path
 import pytest
 
 from memsim import simulate
-from memsim.report.summary_fields import ABSENT, COMBINE, FIELDS, ONCE, RECOMPUTED, SUMMED, checked, reference
+from memsim.report.summary_fields import (
+    ABSENT,
+    COMBINE,
+    FIELDS,
+    ONCE,
+    RECOMPUTED,
+    SUMMED,
+    Energy,
+    EngineCounts,
+    Grid,
+    StackUsed,
+    Summary,
+    Traffic,
+    plain,
+    present,
+    reference,
+)
 from memsim.run import table as console_table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,19 +42,50 @@ def test_every_field_declares_unit_help_and_rule():
 
 def test_a_run_writes_its_keys_in_the_declared_order(tiny_chip_path, tiny_model_path):
     s = simulate(str(tiny_chip_path), str(tiny_model_path), context=16).summary
-    declared = [name for name in FIELDS if name in s]
-    assert list(s) == declared
+    written = s.as_dict()
+    declared = [name for name in FIELDS if name in written]
+    assert list(written) == declared
     required = [name for name, f in FIELDS.items() if f.default is not ABSENT]
-    assert set(required) <= set(s)
-    assert "ttft_s" not in s and "estimates" in s  # a generation's key is absent from a step; api.run adds estimates
+    assert set(required) <= set(written)
+    assert "ttft_s" not in written and "estimates" in written  # a generation's key is absent from a step; api.run adds estimates
+    assert s.ttft_s is ABSENT and list(present(s)) == declared
+
+
+def test_a_summary_stays_an_object_with_typed_parts_until_it_is_written(tiny_chip_path, tiny_model_path):
+    s = simulate(str(tiny_chip_path), str(tiny_model_path), context=16).summary
+    assert isinstance(s, Summary) and isinstance(s.stack, StackUsed) and isinstance(s.grid, Grid)
+    assert isinstance(s.engine, EngineCounts) and isinstance(s.energy_j, Energy)
+    assert all(isinstance(v, Traffic) for v in (*s.bytes_per_level.values(), *s.bytes_per_link.values()))
+    assert all(isinstance(v, Traffic) for chip in s.per_chip.values() for v in chip.values())
+    with pytest.raises(TypeError):
+        s["step_time_s"]  # not a dict: read its fields
+    # As written: a level's traffic in its declared order, a link's without the level's split.
+    level = next(iter(s.as_dict()["bytes_per_level"].values()))
+    assert list(level) == ["read", "written", "total", "compulsory", "capacity", "busy_s"]
+    assert all(list(v) == ["read", "written", "total", "busy_s"] for v in s.as_dict()["bytes_per_link"].values())
+    assert s.as_dict()["energy_j"] == plain(s.energy_j) == {
+        "total": s.energy_j.total, "dynamic": s.energy_j.dynamic, "static": s.energy_j.static,
+        "compute": s.energy_j.compute, "levels": s.energy_j.levels, "links": s.energy_j.links}
+
+
+def test_a_generation_combines_records_into_records_written_as_a_step_is(tiny_chip_path, tiny_model_path):
+    step = simulate(str(tiny_chip_path), str(tiny_model_path), context=16).summary.as_dict()
+    gen = simulate(str(tiny_chip_path), str(tiny_model_path), phase="generate", prompt=16, generate=3).summary
+    assert isinstance(gen.energy_j, Energy) and isinstance(gen.engine, EngineCounts)
+    assert all(isinstance(v, Traffic) for v in gen.bytes_per_level.values())
+    written = gen.as_dict()
+    for key in ("bytes_per_level", "bytes_per_link", "energy_j", "engine", "stack", "grid"):
+        first = next(iter(step[key].values())) if key.startswith("bytes") else step[key]
+        again = next(iter(written[key].values())) if key.startswith("bytes") else written[key]
+        assert list(again) == list(first), key  # the same nested keys in the same order as a step's
 
 
 def test_an_undeclared_or_missing_key_is_a_bug_caught_where_the_summary_is_built(tiny_chip_path, tiny_model_path):
     s = simulate(str(tiny_chip_path), str(tiny_model_path), context=16).summary
     with pytest.raises(TypeError, match="new_key"):
-        checked({**s, "new_key": 1})
+        Summary(**present(s), new_key=1)
     with pytest.raises(TypeError, match="step_time_s"):
-        checked({k: v for k, v in s.items() if k != "step_time_s"})
+        Summary(**{k: v for k, v in present(s).items() if k != "step_time_s"})
 
 
 def test_the_console_table_renders_declared_keys_in_their_order(tiny_chip_path, tiny_model_path):
@@ -48,4 +95,4 @@ def test_the_console_table_renders_declared_keys_in_their_order(tiny_chip_path, 
     marks = ["step time", "roofline", "FLOPs", "compute busy", "generation", "stall", "energy", "power"]
     at = [text.index(m) for m in marks]
     assert at == sorted(at)
-    assert text.splitlines()[0].startswith(s["hardware"])
+    assert text.splitlines()[0].startswith(s.hardware)

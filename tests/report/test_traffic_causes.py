@@ -22,7 +22,7 @@ def run(hw: str, model: str, phase: str, kib: int, **dims: int):
 
 
 def split(result) -> dict[str, tuple[int, int, int]]:
-    return {name: (v["compulsory"], v["capacity"], v["total"]) for name, v in result.summary["bytes_per_level"].items()}
+    return {name: (v.compulsory, v.capacity, v.total) for name, v in result.summary.bytes_per_level.items()}
 
 
 @st.composite
@@ -65,9 +65,9 @@ def test_every_family_splits_each_level_whole(hw, model, kw):
     for level, (compulsory, capacity, total) in split(r).items():
         assert compulsory >= 0 and capacity >= 0 and compulsory + capacity == total, level
     ops = r.ops
-    for level, v in r.summary["bytes_per_level"].items():
+    for level, v in r.summary.bytes_per_level.items():
         if f"{level}_capacity_bytes" in ops:  # (a level no operator touches has no columns)
-            assert ops[f"{level}_capacity_bytes"].sum() == v["capacity"], level
+            assert ops[f"{level}_capacity_bytes"].sum() == v.capacity, level
             assert (ops[f"{level}_compulsory_bytes"] + ops[f"{level}_capacity_bytes"]
                     == ops[f"{level}_read_bytes"] + ops[f"{level}_written_bytes"]).all()
 
@@ -78,8 +78,8 @@ def test_a_small_sram_shows_as_capacity_bytes_and_a_large_one_does_not():
     step streams the weights once, which no tile changes). The HBM stall splits in proportion."""
     result = run("h100-sxm", "llama-2-7b", "prefill", 256, prompt=2048)
     summary = result.summary
-    small = summary["bytes_per_level"]["hbm"]
-    assert small["capacity"] >= small["total"] / 2
+    small = summary.bytes_per_level["hbm"]
+    assert small.capacity >= small.total / 2
     # each wait on HBM splits as the traffic it waited for: the holder's, or the waiting operator's own
     ops = result.ops.set_index("op")
     share = ops["hbm_capacity_bytes"] / (ops["hbm_compulsory_bytes"] + ops["hbm_capacity_bytes"])
@@ -87,14 +87,14 @@ def test_a_small_sram_shows_as_capacity_bytes_and_a_large_one_does_not():
     waits = tl[(tl["kind"] == "stall") & (tl["stream"] == "compute") & (tl["cause"] == "hbm")]
     whose = waits["holder"].where(waits["holder"] != "", waits["op"])
     expected = ((waits["end_s"] - waits["start_s"]) * whose.map(share).fillna(0.0)).sum()
-    assert summary["capacity_stall_s"]["hbm"] == pytest.approx(expected, rel=1e-6)
-    assert 0 < summary["capacity_stall_s"]["hbm"] < summary["stall_s"]["hbm"]
+    assert summary.capacity_stall_s["hbm"] == pytest.approx(expected, rel=1e-6)
+    assert 0 < summary.capacity_stall_s["hbm"] < summary.stall_s["hbm"]
     hbm_line = next(line for line in console_table.table(summary).splitlines() if line.strip().startswith("hbm"))
-    assert f"{small['capacity'] / small['total']:.0%} re-fetched" in hbm_line
-    large = run("h100-sxm", "llama-2-7b", "prefill", 64 * 1024, prompt=2048).summary["bytes_per_level"]["hbm"]
-    assert large["capacity"] < large["total"] / 10
+    assert f"{small.capacity / small.total:.0%} re-fetched" in hbm_line
+    large = run("h100-sxm", "llama-2-7b", "prefill", 64 * 1024, prompt=2048).summary.bytes_per_level["hbm"]
+    assert large.capacity < large.total / 10
     summary = simulate("h100-sxm", "llama-2-7b", context=2048, sensitivity=0).summary
-    decode = summary["bytes_per_level"]["hbm"]
-    assert decode["capacity"] == 0 and decode["compulsory"] == decode["total"]
-    assert summary["stall_s"]["hbm"] > 0 and summary["capacity_stall_s"]["hbm"] == 0
+    decode = summary.bytes_per_level["hbm"]
+    assert decode.capacity == 0 and decode.compulsory == decode.total
+    assert summary.stall_s["hbm"] > 0 and summary.capacity_stall_s["hbm"] == 0
     assert "re-fetched" not in console_table.table(summary)

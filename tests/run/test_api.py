@@ -22,8 +22,8 @@ def test_a_wrong_argument_is_a_memsim_error_naming_it(call, field, needle):
 
 
 def test_no_overrides_is_none_as_well_as_empty():
-    none = memsim.simulate("h100-sxm", "gpt2", context=8, set=None).summary["step_time_s"]
-    assert none == memsim.simulate("h100-sxm", "gpt2", context=8, set={}).summary["step_time_s"]
+    none = memsim.simulate("h100-sxm", "gpt2", context=8, set=None).summary.step_time_s
+    assert none == memsim.simulate("h100-sxm", "gpt2", context=8, set={}).summary.step_time_s
 
 
 def test_a_python_caller_is_told_keyword_arguments_and_the_command_line_its_flags(monkeypatch, capsys):
@@ -62,12 +62,12 @@ def test_a_result_in_a_notebook_is_one_line_with_its_tables_a_call_away():
     r = memsim.simulate("h100-sxm", "gpt2", context=64)
     text = repr(r)
     assert text.startswith("Result(h100-sxm, gpt2 decode, batch 1, step ") and text.endswith(" ms)")
-    assert len(text) < 100 and f"{r.summary['step_time_s'] * 1e3:.4g} ms" in text
-    assert r.stalls.index[0] == max(r.summary["stall_s"], key=r.summary["stall_s"].get)
-    assert r.stalls.sum() == pytest.approx(r.summary["stall_total_s"])
+    assert len(text) < 100 and f"{r.summary.step_time_s * 1e3:.4g} ms" in text
+    assert r.stalls.index[0] == max(r.summary.stall_s, key=r.summary.stall_s.get)
+    assert r.stalls.sum() == pytest.approx(r.summary.stall_total_s)
     row = r.summary_frame()
-    assert len(row) == 1 and row["step_time_s"][0] == r.summary["step_time_s"]
-    assert row["bytes_per_level.hbm.total"][0] == r.summary["bytes_per_level"]["hbm"]["total"]
+    assert len(row) == 1 and row["step_time_s"][0] == r.summary.step_time_s
+    assert row["bytes_per_level.hbm.total"][0] == r.summary.bytes_per_level["hbm"].total
 
 
 def test_simulate_takes_a_chipspec_a_dict_and_numbers_for_quantities():
@@ -75,13 +75,13 @@ def test_simulate_takes_a_chipspec_a_dict_and_numbers_for_quantities():
     from memsim.hardware import load_chip, resolve
 
     chip, _ = load_chip(resolve("h100-sxm", "hardware", (".yaml",)))
-    base = memsim.simulate("h100-sxm", "gpt2", context=64, set={"hbm.bandwidth": "1TB/s"}).summary["step_time_s"]
-    as_text = memsim.simulate(chip, "gpt2", context=64, set={"hbm.bandwidth": "1TB/s"}).summary["step_time_s"]
+    base = memsim.simulate("h100-sxm", "gpt2", context=64, set={"hbm.bandwidth": "1TB/s"}).summary.step_time_s
+    as_text = memsim.simulate(chip, "gpt2", context=64, set={"hbm.bandwidth": "1TB/s"}).summary.step_time_s
     as_dict = memsim.simulate({"base": "h100-sxm", "hbm.bandwidth": "1TB/s"}, "gpt2", context=64)
     as_number = memsim.simulate("h100-sxm", "gpt2", context=64, set={"hbm.bandwidth": 1e12, "hbm.latency": 600e-9})
-    assert base == as_text == as_dict.summary["step_time_s"] == as_number.summary["step_time_s"]
-    assert memsim.simulate("h100-sxm", "gpt2", context=64, set={"sram.capacity": 64 * 2**20}).summary["step_time_s"] == \
-        memsim.simulate("h100-sxm", "gpt2", context=64, set={"sram.capacity": "64MiB"}).summary["step_time_s"]
+    assert base == as_text == as_dict.summary.step_time_s == as_number.summary.step_time_s
+    assert memsim.simulate("h100-sxm", "gpt2", context=64, set={"sram.capacity": 64 * 2**20}).summary.step_time_s == \
+        memsim.simulate("h100-sxm", "gpt2", context=64, set={"sram.capacity": "64MiB"}).summary.step_time_s
     with pytest.raises(memsim.ConfigError) as info:
         memsim.simulate(42, "gpt2")
     assert info.value.field == "hw" and "--" not in str(info.value)

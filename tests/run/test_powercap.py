@@ -25,11 +25,11 @@ def test_a_cap_at_or_below_static_power_is_refused_naming_the_field():
 @pytest.mark.parametrize("preset", GPUS)
 def test_a_bandwidth_bound_decode_runs_at_full_clock_at_the_tdp(preset):
     at_tdp = simulate(preset, "llama-2-7b", phase="decode", batch=1, context=2048).summary
-    assert "power" not in at_tdp["stall_s"] and not at_tdp["power_limited"] and at_tdp["clock"] == 1
-    assert at_tdp["chip_power_w"] < at_tdp["power_cap_w"]
+    assert "power" not in at_tdp.stall_s and not at_tdp.power_limited and at_tdp.clock == 1
+    assert at_tdp.chip_power_w < at_tdp.power_cap_w
     free = simulate(preset, "llama-2-7b", phase="decode", batch=1, context=2048,
                     set={"execution.power_cap": "1 MW"}).summary
-    assert free["step_time_s"] == at_tdp["step_time_s"]
+    assert free.step_time_s == at_tdp.step_time_s
 
 
 def _counted(chip, graph):
@@ -78,12 +78,12 @@ def test_a_higher_cap_never_lowers_the_clock_nor_slows_a_step(case, fractions):
         cap = static + 1 + f * (tdp - static)
         s = simulate(preset, model, phase=phase, batch=kw.get("batch", 1), prompt=256, context=256,
                      set={"execution.power_cap": f"{cap:.3f} W"}, **{k: v for k, v in kw.items() if k != "batch"}).summary
-        if s["clock"] > power_floor(chip):  # a clock that fits was found: the chip is within its cap
-            assert s["chip_power_w"] <= cap
-        assert s["power_limited"] == (s["clock"] < 1) and s["power_cap_w"] == pytest.approx(cap, abs=1e-3)
+        if s.clock > power_floor(chip):  # a clock that fits was found: the chip is within its cap
+            assert s.chip_power_w <= cap
+        assert s.power_limited == (s.clock < 1) and s.power_cap_w == pytest.approx(cap, abs=1e-3)
         runs.append(s)
-    assert [s["clock"] for s in runs] == sorted(s["clock"] for s in runs)
-    times = [s["step_time_s"] for s in runs]
+    assert [s.clock for s in runs] == sorted(s.clock for s in runs)
+    times = [s.step_time_s for s in runs]
     assert times == sorted(times, reverse=True), times
 
 
@@ -98,14 +98,14 @@ def test_a_capped_prefill_lowers_its_clock_and_voltage_and_says_so():
     full = simulate("h100-sxm", "llama-2-7b", phase="prefill", batch=1, prompt=2048).summary
     capped = simulate("h100-sxm", "llama-2-7b", phase="prefill", batch=1, prompt=2048,
                       set={"execution.power_cap": "400 W"}).summary
-    assert full["clock"] == 1 and not full["power_limited"] and full["clock_mhz"] == 1830
-    assert capped["power_limited"] and capped["clock"] < 1
-    assert capped["clock_mhz"] == pytest.approx(capped["clock"] * 1830)
-    assert capped["stall_s"]["power"] > 0 and capped["chip_power_w"] <= 400
-    assert full["step_time_s"] < capped["step_time_s"] <= 1.3 * full["step_time_s"]
-    assert capped["energy_j"]["compute"] < full["energy_j"]["compute"]
+    assert full.clock == 1 and not full.power_limited and full.clock_mhz == 1830
+    assert capped.power_limited and capped.clock < 1
+    assert capped.clock_mhz == pytest.approx(capped.clock * 1830)
+    assert capped.stall_s["power"] > 0 and capped.chip_power_w <= 400
+    assert full.step_time_s < capped.step_time_s <= 1.3 * full.step_time_s
+    assert capped.energy_j.compute < full.energy_j.compute
     # the compute rows are the work at full clock; what the lower clock added is the power stall
-    assert capped["compute_busy_s"] == pytest.approx(full["compute_busy_s"], rel=1e-3)
+    assert capped.compute_busy_s == pytest.approx(full.compute_busy_s, rel=1e-3)
 
 
 def test_a_generation_reports_its_lowest_clock():
@@ -113,5 +113,5 @@ def test_a_generation_reports_its_lowest_clock():
                  set={"execution.power_cap": "150 W"}).summary
     prefill = simulate("a100-80gb-sxm", "gpt2", phase="prefill", batch=8, prompt=256,
                        set={"execution.power_cap": "150 W"}).summary
-    assert g["clock"] <= prefill["clock"] < 1 and g["power_limited"]
-    assert g["chip_power_w"] >= prefill["chip_power_w"]
+    assert g.clock <= prefill.clock < 1 and g.power_limited
+    assert g.chip_power_w >= prefill.chip_power_w

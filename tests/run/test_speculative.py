@@ -52,22 +52,22 @@ def test_llama_70b_with_a_1b_draft_is_its_steps_combined_by_the_expected_tokens(
     context, k, a = 2048, 4, 0.8
     s = simulate("h100-sxm", "llama-3.1-70b", tp=4, context=context, draft="llama-3.2-1b", draft_k=k,
                  accept=a).summary
-    drafts = [simulate("h100-sxm", "llama-3.2-1b", tp=4, context=c).summary["step_time_s"]
+    drafts = [simulate("h100-sxm", "llama-3.2-1b", tp=4, context=c).summary.step_time_s
               for c in range(context, context + k)]
     verify = simulate_graph("h100-sxm", workload.build_step(target, workload.StepSpec.make(
-        "decode", context=context, tokens=k + 1, tp=4))).summary["step_time_s"]
+        "decode", context=context, tokens=k + 1, tp=4))).summary.step_time_s
     e = (1 - a ** (k + 1)) / (1 - a)
-    sp = s["speculative"]
-    assert sp["tokens_per_step"] == pytest.approx(e, rel=1e-12)
-    assert sp["verify_step_s"] == pytest.approx(verify, rel=1e-12)
-    assert sp["draft_step_s"] == pytest.approx(sum(drafts) / k, rel=1e-12)
-    assert sp["time_per_token_s"] == pytest.approx((sum(drafts) + verify) / e, rel=1e-12)
-    assert s["step_time_s"] == pytest.approx(sum(drafts) + verify, rel=1e-12)
-    assert sp["tokens_per_s_per_sequence"] == pytest.approx(e / (sum(drafts) + verify), rel=1e-12)
+    sp = s.speculative
+    assert sp.tokens_per_step == pytest.approx(e, rel=1e-12)
+    assert sp.verify_step_s == pytest.approx(verify, rel=1e-12)
+    assert sp.draft_step_s == pytest.approx(sum(drafts) / k, rel=1e-12)
+    assert sp.time_per_token_s == pytest.approx((sum(drafts) + verify) / e, rel=1e-12)
+    assert s.step_time_s == pytest.approx(sum(drafts) + verify, rel=1e-12)
+    assert sp.tokens_per_s_per_sequence == pytest.approx(e / (sum(drafts) + verify), rel=1e-12)
     # Faster per token than plain decoding here, and never faster than its own roofline.
-    plain = simulate("h100-sxm", "llama-3.1-70b", tp=4, context=context).summary["step_time_s"]
-    assert sp["time_per_token_s"] < plain < verify
-    assert s["step_time_s"] >= s["roofline_s"]
+    plain = simulate("h100-sxm", "llama-3.1-70b", tp=4, context=context).summary.step_time_s
+    assert sp.time_per_token_s < plain < verify
+    assert s.step_time_s >= s.roofline_s
 
 
 def test_a_speculative_step_adds_the_drafts_and_the_verify_step(tiny_chip_path, tiny_model_path, draft_path):
@@ -78,21 +78,21 @@ def test_a_speculative_step_adds_the_drafts_and_the_verify_step(tiny_chip_path, 
     verify = simulate_graph(chip, workload.build_step(workload.load_model(tiny_model_path), workload.StepSpec.make(
         "decode", batch=2, context=16, tokens=4))).summary
     for key in ("step_time_s", "roofline_s", "flops_total", "weight_bytes", "kv_cache_bytes"):
-        assert s[key] == pytest.approx(verify[key] + sum(d[key] for d in drafts), rel=1e-9), key
-    assert s["energy_j"]["total"] == pytest.approx(verify["energy_j"]["total"] + sum(d["energy_j"]["total"]
+        assert getattr(s, key) == pytest.approx(getattr(verify, key) + sum(getattr(d, key) for d in drafts), rel=1e-9), key
+    assert s.energy_j.total == pytest.approx(verify.energy_j.total + sum(d.energy_j.total
                                                                                      for d in drafts))
-    assert s["weight_bytes_stored"] == verify["weight_bytes_stored"] + drafts[0]["weight_bytes_stored"]
-    assert s["energy_per_token_j"] == pytest.approx(s["energy_j"]["total"] / (2 * expected_tokens(0.5, 3)))
-    assert s["workload"]["tokens"] == 4 and s["workload"]["context"] == 16
+    assert s.weight_bytes_stored == verify.weight_bytes_stored + drafts[0].weight_bytes_stored
+    assert s.energy_per_token_j == pytest.approx(s.energy_j.total / (2 * expected_tokens(0.5, 3)))
+    assert s.workload["tokens"] == 4 and s.workload["context"] == 16
     # The timeline: the three draft steps one after another, then the verify step.
     t = r.timeline
     for i, _d in enumerate(drafts, start=1):
         rows = t[t.op.str.startswith(f"draft{i}/")]
-        assert rows.start_s.min() >= sum(x["step_time_s"] for x in drafts[:i - 1]) - 1e-15
-        assert rows.end_s.max() <= sum(x["step_time_s"] for x in drafts[:i]) + 1e-15
+        assert rows.start_s.min() >= sum(x.step_time_s for x in drafts[:i - 1]) - 1e-15
+        assert rows.end_s.max() <= sum(x.step_time_s for x in drafts[:i]) + 1e-15
     target = t[~t.op.str.startswith("draft")]
-    assert target.start_s.min() >= sum(d["step_time_s"] for d in drafts) - 1e-15
-    assert t.end_s.max() == pytest.approx(s["step_time_s"])
+    assert target.start_s.min() >= sum(d.step_time_s for d in drafts) - 1e-15
+    assert t.end_s.max() == pytest.approx(s.step_time_s)
     assert set(r.ops.op.str.extract(r"^(draft\d)/")[0].dropna()) == {"draft1", "draft2", "draft3"}
 
 
@@ -101,13 +101,13 @@ def test_self_drafting_costs_a_share_of_the_targets_decode_step(tiny_chip_path, 
     decode = simulate(chip, model, context=16).summary
     free = simulate(chip, model, context=16, draft="self", draft_k=4, accept=0.6, draft_cost=0).summary
     paid = simulate(chip, model, context=16, draft="self", draft_k=4, accept=0.6, draft_cost=0.25).summary
-    verify = free["speculative"]["verify_step_s"]
-    assert free["step_time_s"] == pytest.approx(verify)
-    assert paid["step_time_s"] == pytest.approx(verify + 4 * 0.25 * decode["step_time_s"])
-    assert paid["speculative"]["draft_step_s"] == pytest.approx(0.25 * decode["step_time_s"])
-    assert paid["bytes_per_level"]["hbm"]["read"] == pytest.approx(
-        free["bytes_per_level"]["hbm"]["read"] + decode["bytes_per_level"]["hbm"]["read"], abs=4)
-    assert free["speculative"]["time_per_token_s"] == pytest.approx(verify / expected_tokens(0.6, 4))
+    verify = free.speculative.verify_step_s
+    assert free.step_time_s == pytest.approx(verify)
+    assert paid.step_time_s == pytest.approx(verify + 4 * 0.25 * decode.step_time_s)
+    assert paid.speculative.draft_step_s == pytest.approx(0.25 * decode.step_time_s)
+    assert paid.bytes_per_level["hbm"].read == pytest.approx(
+        free.bytes_per_level["hbm"].read + decode.bytes_per_level["hbm"].read, abs=4)
+    assert free.speculative.time_per_token_s == pytest.approx(verify / expected_tokens(0.6, 4))
 
 
 @pytest.mark.slow
@@ -117,16 +117,16 @@ def test_a_speculative_generation_advances_the_context_by_the_expected_tokens(ti
     opts = dict(draft=draft_path, draft_k=2, accept=0.7)
     g = simulate(chip, model, phase="generate", prompt=16, generate=12, samples=12, **opts).summary
     prefill = simulate(chip, model, phase="prefill", prompt=16).summary
-    steps = [simulate(chip, model, context=c, **opts).summary["step_time_s"] for c in range(16, 28)]
+    steps = [simulate(chip, model, context=c, **opts).summary.step_time_s for c in range(16, 28)]
     e = expected_tokens(0.7, 2)
     # Each of the 12 tokens costs 1/E of the speculative step at its context.
-    assert g["total_s"] == pytest.approx(prefill["step_time_s"] + sum(steps) / e, rel=1e-9)
-    assert g["tpot_s"] == pytest.approx(sum(steps) / e / 12, rel=1e-9)
-    assert g["speculative"]["time_per_token_s"] == g["tpot_s"]
-    assert g["speculative"]["step_s"] == pytest.approx(sum(steps) / 12, rel=1e-9)
-    assert g["tokens_per_s"] == pytest.approx(13 / g["total_s"])
-    assert [d["step_time_s"] for d in g["decode_samples"]] == pytest.approx(steps)
-    assert g["compute_busy_s"] + g["stall_total_s"] == pytest.approx(g["total_s"])
+    assert g.total_s == pytest.approx(prefill.step_time_s + sum(steps) / e, rel=1e-9)
+    assert g.tpot_s == pytest.approx(sum(steps) / e / 12, rel=1e-9)
+    assert g.speculative.time_per_token_s == g.tpot_s
+    assert g.speculative.step_s == pytest.approx(sum(steps) / 12, rel=1e-9)
+    assert g.tokens_per_s == pytest.approx(13 / g.total_s)
+    assert [d.step_time_s for d in g.decode_samples] == pytest.approx(steps)
+    assert g.compute_busy_s + g.stall_total_s == pytest.approx(g.total_s)
 
 
 @pytest.mark.parametrize(("kwargs", "field"), [
@@ -161,8 +161,8 @@ def test_a_dense_draft_for_a_mixture_of_experts_spreads_no_experts(tiny_chip_pat
     draft.write_text(json.dumps({**TINY_MODEL, "num_hidden_layers": 1, "num_attention_heads": 2}))
     s = simulate(str(tiny_chip_path), str(moe), context=16, tp=2, ep=True, draft=str(draft), draft_k=2,
                  accept=0.5).summary
-    dense = [simulate(str(tiny_chip_path), str(draft), context=c, tp=2).summary["step_time_s"] for c in (16, 17)]
-    assert s["speculative"]["draft_step_s"] == pytest.approx(sum(dense) / 2, rel=1e-9)
+    dense = [simulate(str(tiny_chip_path), str(draft), context=c, tp=2).summary.step_time_s for c in (16, 17)]
+    assert s.speculative.draft_step_s == pytest.approx(sum(dense) / 2, rel=1e-9)
     with pytest.raises(ConfigError) as info:  # errors in the draft's steps say they are the draft's
         simulate(str(tiny_chip_path), str(moe), context=16, tp=4, ep=True, draft=str(draft), draft_k=2, accept=0.5)
     assert info.value.field == "tp" and info.value.message.startswith("the draft ")
@@ -208,11 +208,11 @@ def test_both_models_must_fit_on_the_chip_together(tiny_chip_path, tmp_path):
 def test_the_draft_runs_on_every_family(hw, family):
     """GPT-2 drafting for GPT-2 Medium (one vocabulary) on a chip of each family."""
     s = simulate(hw, "gpt2-medium", context=64, draft="gpt2", draft_k=2, accept=0.5).summary
-    sp = s["speculative"]
-    assert s["family"] == family and sp["tokens_per_step"] == 1.75
-    assert s["step_time_s"] == pytest.approx(2 * sp["draft_step_s"] + sp["verify_step_s"])
-    assert sp["time_per_token_s"] == pytest.approx(s["step_time_s"] / 1.75)
-    assert s["step_time_s"] >= s["roofline_s"]
+    sp = s.speculative
+    assert s.family == family and sp.tokens_per_step == 1.75
+    assert s.step_time_s == pytest.approx(2 * sp.draft_step_s + sp.verify_step_s)
+    assert sp.time_per_token_s == pytest.approx(s.step_time_s / 1.75)
+    assert s.step_time_s >= s.roofline_s
 
 
 def test_the_cli_prints_the_speculative_step(monkeypatch, capsys, tmp_path, tiny_chip_path, tiny_model_path,
@@ -240,6 +240,6 @@ def test_draft_steps_beyond_samples_are_interpolated(tiny_chip_path, tiny_model_
     opts = dict(context=16, draft=draft_path, draft_k=12, accept=0.9)
     every = simulate(chip, model, samples=12, **opts)
     sampled = simulate(chip, model, samples=3, **opts)
-    assert sampled.summary["step_time_s"] == pytest.approx(every.summary["step_time_s"], rel=0.01)
+    assert sampled.summary.step_time_s == pytest.approx(every.summary.step_time_s, rel=0.01)
     drafted = lambda r: set(r.timeline.op.str.extract(r"^(draft\d+)/")[0].dropna())
     assert len(drafted(every)) == 12 and drafted(sampled) == {"draft1", "draft7", "draft12"}

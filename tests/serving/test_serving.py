@@ -23,8 +23,8 @@ def test_under_light_load_ttft_is_the_prefill_step_and_tpot_the_decode_step():
     decode = simulate(HW, MODEL, phase="decode", batch=1, context=512 + 16, sensitivity=0, stack="ideal").summary
     assert (r.requests.queue_s == 0).all()
     for ttft, tpot in zip(r.requests.ttft_s, r.requests.tpot_s):
-        assert ttft == pytest.approx(prefill["step_time_s"], rel=0.02)
-        assert tpot == pytest.approx(decode["step_time_s"], rel=0.02)
+        assert ttft == pytest.approx(prefill.step_time_s, rel=0.02)
+        assert tpot == pytest.approx(decode.step_time_s, rel=0.02)
 
 
 def test_a_stacks_front_end_and_step_work_add_to_every_request_as_declared():
@@ -192,8 +192,8 @@ def test_a_plain_step_built_as_a_mixed_step_is_the_step_memsim_run_simulates(hw,
         want = simulate(hw, MODEL, phase=phase, batch=batch, tp=tp, weight_dtype=dtype, sensitivity=0,
                         stack="ideal", **{key: length}).summary
         got = model.plain(phase, batch, length)
-        assert (got.seconds, got.joules, got.bound) == (want["step_time_s"], want["energy_j"]["total"],
-                                                         want["roofline_bound"])
+        assert (got.seconds, got.joules, got.bound) == (want.step_time_s, want.energy_j.total,
+                                                         want.roofline_bound)
 
 
 def test_a_layer_pipelined_prefill_step_leaves_the_hosts_step_work_to_the_serving_loop():
@@ -203,7 +203,7 @@ def test_a_layer_pipelined_prefill_step_leaves_the_hosts_step_work_to_the_servin
     alone = simulate("wse-3", "llama-3.1-8b", phase="prefill", prompt=512, sensitivity=0, stack="vllm-v0").summary
     before = host_work(model.stack, 1).before(Batch(prefills=((0, 512, 0),)))
     assert before > 0
-    assert model.plain("prefill", 1, 512).seconds == pytest.approx(alone["step_time_s"] - before, rel=1e-6)
+    assert model.plain("prefill", 1, 512).seconds == pytest.approx(alone.step_time_s - before, rel=1e-6)
 
 
 @pytest.mark.parametrize(("args", "flag"), [(("--prompt", "-5"), "--prompt"), (("--prompt", "0"), "--prompt"),

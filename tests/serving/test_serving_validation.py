@@ -33,5 +33,5 @@ def test_a_small_offline_run_is_bounded_by_its_decode_steps():
 
     got = serving.predict("h100-sxm", 128, 32, 64, "fp8")
     step = simulate("h100-sxm", "llama-3.1-8b", phase="decode", batch=64, context=128, weight_dtype="fp8",
-                    kv_dtype="fp8", sensitivity=0).summary["step_time_s"]
+                    kv_dtype="fp8", sensitivity=0).summary.step_time_s
     assert 0 < got <= 64 / step

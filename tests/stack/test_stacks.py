@@ -70,10 +70,10 @@ def test_a_set_path_under_stack_changes_one_field_of_the_stack_and_errors_name_i
 def test_the_default_stack_is_the_vendors_then_the_familys():
     assert default_for("gpu") == "vllm" and default_for("cpu") == "pytorch-cpu" and default_for("wafer") == IDEAL.name
     assert hardware.load("wormhole-n150").stack == "tt-metal-traced"
-    assert api.simulate("wormhole-n150", "gpt2", context=16, sensitivity=0).summary["stack"]["name"] == "tt-metal-traced"
-    s = api.simulate("h100-sxm", "gpt2", context=16, sensitivity=0).summary["stack"]
-    assert s["name"] == "vllm" and s["default"] is True and s["launch"] == "graph"
-    assert api.simulate("h100-sxm", "gpt2", context=16, sensitivity=0, stack="ideal").summary["stack"]["default"] is False
+    assert api.simulate("wormhole-n150", "gpt2", context=16, sensitivity=0).summary.stack.name == "tt-metal-traced"
+    s = api.simulate("h100-sxm", "gpt2", context=16, sensitivity=0).summary.stack
+    assert s.name == "vllm" and s.default is True and s.launch == "graph"
+    assert api.simulate("h100-sxm", "gpt2", context=16, sensitivity=0, stack="ideal").summary.stack.default is False
 
 
 def test_the_field_reference_is_current():

@@ -58,8 +58,8 @@ def test_chakra_trace_round_trips(tmp_path):
     back = read_trace(tmp_path / "t.json")
     assert back.ops == graph.ops and back.tensors == graph.tensors
     s = simulate_graph("h100-sxm", back).summary
-    assert s["chips"] == 4 and s["exposed_comm_s"] > 0 and s["flops_total"] == graph.total_flops()
-    assert s["bytes_per_level"]["hbm"]["total"] >= 64 << 20
+    assert s.chips == 4 and s.exposed_comm_s > 0 and s.flops_total == graph.total_flops()
+    assert s.bytes_per_level["hbm"].total >= 64 << 20
 
 
 def test_bad_chakra_files(tmp_path):

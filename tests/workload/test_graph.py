@@ -98,7 +98,7 @@ def test_simulate_graph_refuses_an_empty_graph():
 
 def test_a_hand_built_graph_that_passes_simulates(tmp_path):
     write_trace(two_ops(), tmp_path / "t.json")
-    assert simulate_graph("h100-sxm", read_trace(tmp_path / "t.json")).summary["flops_total"] == 272
+    assert simulate_graph("h100-sxm", read_trace(tmp_path / "t.json")).summary.flops_total == 272
 
 
 @pytest.mark.parametrize(("mutate", "field", "needle"), [

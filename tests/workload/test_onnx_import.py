@@ -79,7 +79,7 @@ def test_gpt2_like_onnx_imports_and_simulates(tmp_path):
     weights = sum(t.bytes for t in graph.tensors.values() if t.klass == "weight")
     assert weights > 2 * LAYERS * 12 * H * H
     s = simulate_graph("h100-sxm", graph).summary
-    assert s["flops_total"] == graph.total_flops() and s["step_time_s"] >= s["roofline_s"] > 0
+    assert s.flops_total == graph.total_flops() and s.step_time_s >= s.roofline_s > 0
 
 
 def test_unknown_ops_are_reported_and_bad_files_are_errors(tmp_path):

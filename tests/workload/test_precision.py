@@ -42,6 +42,6 @@ def test_a_bad_recipe_is_one_line_naming_the_option():
 
 def test_fewer_bytes_a_weight_never_make_a_memory_bound_decode_slower_on_a_chip_that_multiplies_them():
     """On a Wormhole, whose matrix engine takes bfloat8_b and bfloat4_b tiles directly."""
-    times = [simulate("wormhole-n150", "llama-3.2-1b", context=512, sensitivity=0, precision=r).summary["step_time_s"]
+    times = [simulate("wormhole-n150", "llama-3.2-1b", context=512, sensitivity=0, precision=r).summary.step_time_s
              for r in ("mlp=bf16,attention=bf16", "mlp=bfp8,attention=bfp8", "mlp=bfp4,attention=bfp8")]
     assert times[0] > times[1] > times[2]

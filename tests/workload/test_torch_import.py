@@ -26,7 +26,7 @@ def test_full_size_export_matches_memsim_dag(name, monkeypatch):
     if name == "mixtral-8x7b":
         assert report.mapped.get("_grouped_mm", 0) == 2 * 32  # the experts' grouped GEMMs
     s = simulate_graph("h100-sxm", graph).summary  # q, k and v may be slices of one tensor (GPT-2)
-    assert s["step_time_s"] >= s["roofline_s"] > 0
+    assert s.step_time_s >= s.roofline_s > 0
 
 
 def test_gqa_expansion_moves_no_bytes_and_the_graph_simulates():
@@ -36,7 +36,7 @@ def test_gqa_expansion_moves_no_bytes_and_the_graph_simulates():
     q, k, _v = attn.inputs
     assert k.bytes == q.bytes // 4  # K is read as stored: 8 heads, not expanded to 32
     s = simulate_graph("h100-sxm", graph).summary
-    assert s["step_time_s"] >= s["roofline_s"] > 0
+    assert s.step_time_s >= s.roofline_s > 0
 
 
 def test_an_imported_llama_runs_within_5_percent_of_the_native_one():
@@ -47,8 +47,8 @@ def test_an_imported_llama_runs_within_5_percent_of_the_native_one():
     assert report.fused[0] > 3 * report.fused[1] and len(graph.ops) == report.fused[1]
     native = workload.build_step(workload.model_config("llama-3.2-1b"), workload.StepSpec.make("prefill", prompt=128))
     assert len(graph.ops) <= len(native.ops)
-    mine = simulate_graph("h100-sxm", graph).summary["step_time_s"]
-    theirs = simulate_graph("h100-sxm", native).summary["step_time_s"]
+    mine = simulate_graph("h100-sxm", graph).summary.step_time_s
+    theirs = simulate_graph("h100-sxm", native).summary.step_time_s
     # the native model runs its 33 RMSNorms as kernels of their own, which the import's fusion folds into
     # their neighbours: without the device's cost per kernel of those, the two steps agree (the default
     # stack's faster GEMM tiles make the step short, and the same 0.1 ms a larger share of it)
@@ -72,6 +72,6 @@ def test_a_decode_step_exports_with_its_kv_cache_and_runs_within_5_percent_of_th
     attn = next(op for op in graph if op.kind == "attention")
     assert attn.dim("kv_len") == 257 and attn.dim("q_len") == 1
     native = workload.build_step(workload.model_config("llama-3.2-1b"), workload.StepSpec.make("decode", context=256))
-    mine = simulate_graph("h100-sxm", graph).summary["step_time_s"]
-    theirs = simulate_graph("h100-sxm", native).summary["step_time_s"]
+    mine = simulate_graph("h100-sxm", graph).summary.step_time_s
+    theirs = simulate_graph("h100-sxm", native).summary.step_time_s
     assert mine == pytest.approx(theirs, rel=0.05)

@@ -56,8 +56,8 @@ def test_tied_lm_head_reads_the_same_shard():
 
 
 def test_weight_bytes_stored_per_rank_shrink_with_the_table():
-    one = simulate("h100-sxm", "llama-3.1-8b", context=64).summary["weight_bytes_stored"]
-    eight = simulate("h100-sxm", "llama-3.1-8b", context=64, tp=8).summary["weight_bytes_stored"]
+    one = simulate("h100-sxm", "llama-3.1-8b", context=64).summary.weight_bytes_stored
+    eight = simulate("h100-sxm", "llama-3.1-8b", context=64, tp=8).summary.weight_bytes_stored
     # Every weight but the 65 RMSNorm vectors (replicated) is split eight ways, the embedding too.
     norms = 65 * 4096 * 2
     assert eight == (one - norms) // 8 + norms
