@@ -11,7 +11,7 @@ from typing import Any
 __version__ = "0.1.0"
 
 _HOME = {"Result": "memsim.run.api", "simulate": "memsim.run.api", "simulate_graph": "memsim.run.api",
-         "explain": "memsim.run.explain",
+         "explain": "memsim.sweep.explaining",
          "sweep_frame": "memsim.sweep.runner", "serve": "memsim.serving.serve",
          "RunSpec": "memsim.run.runspec", "ServeSpec": "memsim.serving.spec", "CapacityError": "memsim.core.errors",
          "ConfigError": "memsim.core.errors", "MemsimError": "memsim.core.errors", "TraceError": "memsim.core.errors"}

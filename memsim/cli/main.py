@@ -24,6 +24,7 @@ from memsim.run import explain as whatif
 from memsim.run import table as console_table
 from memsim.run.runspec import RunSpec
 from memsim.stack import presets as stack_presets
+from memsim.sweep import explaining
 from memsim.sweep import runner as sweeping
 from memsim.sweep import serve as serve_sweep
 from memsim.workload.importers import IMPORTERS, OUTPUT, Importer
@@ -141,19 +142,24 @@ def sweep(sets, sweep_file, out, workers, scheduler, keep, no_progress, serve, *
 @click.option("--factor", "factors", multiple=True, type=float,
               help="scale each quantity by this factor; repeatable (default: 0.5 and 2)")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="also write the table as this CSV (explain.csv)")
+@click.option("--out", type=click.Path(file_okay=False),
+              help="experiment folder: explain.csv and each rerun as it finishes; run again to resume")
 @click.option("--workers", type=int, help="local worker processes (default: every core)")
 @click.option("--scheduler", help="Dask scheduler address (tcp://host:8786): run the reruns on that cluster")
-def explain(factors, output, workers, scheduler, **kwargs):
+@click.option("--keep", is_flag=True, help="also write each rerun's full outputs under OUT/points/")
+def explain(factors, output, out, workers, scheduler, keep, **kwargs):
     """Rank the hardware changes that would speed a run up: each quantity scaled down and up."""
     whatif.check_factors(tuple(factors) or whatif.FACTORS, "--factor")
     spec = api.resolve(**_spec_values(kwargs))
     if output:
         check_output_file(Path(output), "--output", inputs.files(spec))
-    frame = whatif.explain_run(spec, tuple(factors) or whatif.FACTORS, workers, scheduler)
+    frame = explaining.explain_run(spec, tuple(factors) or whatif.FACTORS, workers, scheduler, out, keep)
     click.echo(whatif.table(frame))
     if output:
         _writing("--output", output, lambda: atomic_write_text(Path(output), frame.to_csv(index=False)))
         click.echo(f"wrote {output}")
+    if out:
+        click.echo(f"wrote {Path(out) / explaining.TABLE}")
 
 
 @main.group()

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
 
 from memsim.core import limits, pools, units
-from memsim.core.errors import ConfigError, MemsimError
+from memsim.core.errors import MemsimError
 from memsim.report.summary_fields import ABSENT, Summary
 from memsim.run import api, sensitivity
 from memsim.run import table as console_table
@@ -52,11 +53,14 @@ COLUMNS = {
 }
 
 
-def outcome(spec: RunSpec) -> dict[str, Any]:
+def outcome(spec: RunSpec, keep: str | None = None) -> dict[str, Any]:
     """What a rerun gives: its step time, energy, stalls and homes, or the error that stopped it.
-    (A pool's job: the summary's few keys travel back, not the run.)"""
+    (A pool's job: the summary's few fields travel back, not the run.) ``keep``: a folder to write
+    the rerun's own outputs to."""
     try:
         result = api.run(spec)
+        if keep is not None:
+            result.write(keep)
     except MemsimError as exc:
         return {"error": _why(exc)}
     s = result.summary
@@ -112,14 +116,20 @@ def _moves(base: dict[str, Any], new: dict[str, Any]) -> str:
     return ", ".join(f"{n} {klass} {a}>{b}" for (klass, a, b), n in sorted(counts.items()))
 
 
+Reruns = Callable[[list[RunSpec]], list[dict[str, Any]]]  # the reruns' outcomes, in order
+
+
 def explain_spec(spec: RunSpec, factors: tuple[float, ...] = FACTORS, workers: int | None = None,
-                 scheduler: Any = None) -> pd.DataFrame:
+                 scheduler: Any = None, reruns: Reruns | None = None) -> pd.DataFrame:
     """The rows of explain.csv (``COLUMNS``) for a resolved ``spec``, ranked; the frame's
     ``attrs`` hold the run's own step time and energy (``step_time_s``, ``energy_j``) and what
-    bounds it (``bound``, a sentence)."""
+    bounds it (``bound``, a sentence). ``reruns`` runs the changed runs (default: on the runner,
+    ``workers`` or ``scheduler``; ``memsim.sweep.explaining`` passes its folder's, which resumes)."""
     check_factors(factors, "factors")
     factors = tuple(dict.fromkeys(factors))
-    client = pools.connect(scheduler) if scheduler is not None else None  # refused before the run
+    if reruns is None:
+        client = pools.connect(scheduler) if scheduler is not None else None  # refused before the run
+        reruns = lambda specs: _run_all(specs, workers, client)
     spec = dataclasses.replace(spec, sensitivity=0)  # the estimates' reruns are not explain's
     result = api.run(spec)
     if result.summary.grid_search is not ABSENT:  # the changes keep the grid the search chose
@@ -152,7 +162,7 @@ def explain_spec(spec: RunSpec, factors: tuple[float, ...] = FACTORS, workers: i
                     todo = dataclasses.replace(spec, set=(*spec.set, (e.set_path, text)))
                     jobs.setdefault(todo)
                     ends.append((e, end, text, todo))
-    outcomes = dict(zip(jobs, _run_all(list(jobs), workers, client)))
+    outcomes = dict(zip(jobs, reruns(list(jobs))))
     t0 = base["step_time_s"]
     rows = [_row(base, job if isinstance(job, dict) else outcomes[job], q.kind == "capacity", value / q.value,
                  quantity=q.name, kind=q.kind, value=q.written(q.value), factor=f, new_value=q.written(value),
@@ -202,9 +212,9 @@ def _run_all(specs: list[RunSpec], workers: int | None, client: Any = None) -> l
     return [got[i] for i in range(len(specs))]
 
 
-def numbered_outcome(i: int, spec: RunSpec) -> tuple[int, dict[str, Any]]:
+def numbered_outcome(i: int, spec: RunSpec, keep: str | None = None) -> tuple[int, dict[str, Any]]:
     """A rerun's ``outcome`` with its place, as the runner hands results back in any order."""
-    return i, outcome(spec)
+    return i, outcome(spec, keep)
 
 
 def bound_sentence(summary: Summary) -> str:
@@ -266,24 +276,12 @@ def reference() -> str:
             f"do not edit -->\n\n{head}\n\n`memsim explain` takes `memsim run`'s options (but `--sensitivity`), "
             f"`--factor F` (repeatable; default {' and '.join(f'{f:g}' for f in FACTORS)}), `--workers N` (or "
             f"`--scheduler tcp://host:8786`: the reruns on a Dask cluster, on the runner sweeps use) and "
-            f"`-o FILE` to write the table as CSV; `memsim plot explain FILE` draws it as a tornado plot. In "
-            f"Python, `memsim.explain(hw, model, **options)` returns the table as a DataFrame.\n\n"
+            f"`-o FILE` to write the table as CSV; `memsim plot explain FILE` draws it as a tornado plot. With "
+            f"`--out DIR` it is an experiment folder, as a sweep's (`memsim.sweep.explaining`): `explain.csv`, "
+            f"`explain.json` (the experiment: the run's every field, its files' contents, the factors, the memsim "
+            f"version) and `points.jsonl` (each rerun's outcome as it finishes, fsynced), so a run killed part way "
+            f"resumes where it stopped; `--keep` also writes each rerun's outputs under `DIR/points/`. A folder "
+            f"holding another experiment (another run, other factors, a sweep) or anyone else's files is refused. "
+            f"In Python, `memsim.explain(hw, model, **options)` (with `out=`, `keep=`) returns the table as a "
+            f"DataFrame.\n\n"
             f"| column | meaning |\n|---|---|\n{rows}\n")
-
-
-def explain(hw: str = RunSpec.hw, model: str | None = None, *, factors: tuple[float, ...] = (0.5, 2.0),
-            workers: int | None = None, scheduler: Any = None, **options: Any) -> pd.DataFrame:
-    """What would fix a run (``memsim.run.explain``): every hardware quantity it depends on scaled by
-    each of ``factors``, one row each (explain.csv's columns), ranked by the best speed-up of each
-    quantity. The run is described as for ``simulate``; ``workers``: local processes for the
-    reruns (default: every core); ``scheduler``: a Dask scheduler's address (or a client) to run
-    them on instead, as ``memsim sweep`` does."""
-    return explain_run(api.resolve(hw, model, **options), factors, workers, scheduler)
-
-
-def explain_run(spec: RunSpec, factors: tuple[float, ...] = (0.5, 2.0), workers: int | None = None,
-                scheduler: Any = None) -> pd.DataFrame:
-    """``explain`` for a resolved ``RunSpec`` (see ``resolve``)."""
-    if not isinstance(spec, RunSpec):
-        raise ConfigError(f"expected a RunSpec (memsim.resolve), got {units.shown(spec)}", field="spec")
-    return explain_spec(spec, factors, workers, scheduler)

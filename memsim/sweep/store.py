@@ -1,4 +1,5 @@
-"""A sweep's results folder: which experiment it holds, which points are done, and who writes it.
+"""An experiment's folder (a sweep's, or ``memsim explain --out``'s): which experiment it holds,
+which points are done, and who writes it.
 
 A point is keyed by everything its result depends on: the resolved run (every ``RunSpec``
 field, hardware overrides included), the content of the files it names (hardware, system,
@@ -25,7 +26,7 @@ import json
 import os
 import shutil
 from collections.abc import Iterable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -36,8 +37,23 @@ from memsim.core.errors import ConfigError, run_field
 from memsim.run.inputs import FILE_FIELDS, path_of
 from memsim.sweep.values import NUMERIC
 
-MANIFEST = "sweep.json"
-OWN = frozenset({".lock", MANIFEST, "points.jsonl", "results.csv", "results.png", "points"})
+
+@dataclass(frozen=True, kw_only=True)
+class Folder:
+    """A kind of experiment folder: the ``manifest`` that records its experiment, the entries it
+    writes (``own``) and what it is called in a refusal (``what``, ``noun``)."""
+    manifest: str
+    own: frozenset[str]
+    what: str
+    noun: str
+
+
+SWEEP = Folder(manifest="sweep.json", own=frozenset({".lock", "sweep.json", "points.jsonl", "results.csv", "results.png",
+                                                    "points"}), what="a sweep's", noun="sweep")
+EXPLAIN = Folder(manifest="explain.json", own=frozenset({".lock", "explain.json", "points.jsonl", "explain.csv", "points"}),
+                 what="memsim explain's", noun="explain run")
+FOLDERS = (SWEEP, EXPLAIN)
+MANIFEST, OWN = SWEEP.manifest, SWEEP.own
 SWEPT_FILES = "swept_files"  # the manifest's record of the swept files' contents
 
 
@@ -103,7 +119,7 @@ class Lock:
             self.fh.close()
 
 
-def discard(out: Path, existed: bool) -> None:
+def discard(out: Path, existed: bool) -> None:  # a sweep's
     """Remove what a sweep wrote in ``out`` (its own entries only), and ``out`` itself where the
     sweep made it and nothing else is left."""
     for name in OWN:
@@ -122,23 +138,29 @@ def files_read(first: Any, sweeps: dict[str, list[str]]) -> list[Path]:
     return [p for p in named if p is not None]
 
 
-def check_folder(out: Path, inputs: Iterable[Path] = ()) -> None:
-    """Refuse an ``--out`` that is a link, not a folder, a folder holding files of something
-    other than a sweep, or one holding a file the sweep reads (``inputs``); nothing is created."""
+def check_folder(out: Path, inputs: Iterable[Path] = (), kind: Folder = SWEEP) -> None:
+    """Refuse an ``--out`` that is a link, not a folder, a folder holding another kind's experiment
+    or files of something other than this ``kind`` of experiment, or one holding a file the
+    experiment reads (``inputs``); nothing is created."""
     held = folder_entries(out, run_field("out"))
-    foreign = [n for n in held if n not in OWN and not n.startswith((".results.csv.", f".{MANIFEST}."))]
-    if foreign and MANIFEST not in held:
-        raise ConfigError(f"holds {units.shown(foreign[0])}, which no sweep writes: give a new or empty folder",
+    other = next((k for k in FOLDERS if k is not kind and k.manifest in held and kind.manifest not in held), None)
+    if other is not None:
+        raise ConfigError(f"holds {other.what} results ({other.manifest}), another experiment; use another "
+                          f"{run_field('out')}", file=str(out), field=run_field("out"))
+    temporary = tuple(f".{name}." for name in kind.own)  # an atomic write's, cut short by a kill
+    foreign = [n for n in held if n not in kind.own and not n.startswith(temporary)]
+    if foreign and kind.manifest not in held:
+        raise ConfigError(f"holds {units.shown(foreign[0])}, which no {kind.noun} writes: give a new or empty folder",
                           file=str(out), field=run_field("out"))
     check_apart(Path(out), run_field("out"), inputs, "folder")
     check_writable_parent(Path(out) / MANIFEST, run_field("out"))
 
 
-def claim(out: Path, experiment: dict[str, Any]) -> None:
+def claim(out: Path, experiment: dict[str, Any], kind: Folder = SWEEP) -> None:
     """Record ``experiment`` as the folder's, or refuse if the folder holds another one. Its
     ``swept_files`` (``field=value`` -> content hash) may grow, as values are added to a sweep,
     but a file whose content changed is refused."""
-    manifest = Path(out) / MANIFEST
+    manifest = Path(out) / kind.manifest
     files = dict(experiment.get(SWEPT_FILES, {}))
     if manifest.exists():
         try:
@@ -146,12 +168,13 @@ def claim(out: Path, experiment: dict[str, Any]) -> None:
         except (OSError, ValueError):
             raise ConfigError(f"unreadable; remove the folder or use another {run_field('out')}", file=str(manifest)) from None
         if not isinstance(held, dict):
-            raise ConfigError(f"not a sweep's record; remove the folder or use another {run_field('out')}", file=str(manifest))
+            raise ConfigError(f"not {kind.what} record; remove the folder or use another {run_field('out')}",
+                              file=str(manifest))
         held_files = held.pop(SWEPT_FILES, {})
         rest = {k: v for k, v in experiment.items() if k != SWEPT_FILES}
         if bool(held.get("serve")) != bool(rest.get("serve")):
-            kind = "serving sweep's" if held.get("serve") else "sweep of runs'"
-            raise ConfigError(f"holds a {kind} results, another experiment; use another {run_field('out')}",
+            which = "serving sweep's" if held.get("serve") else "sweep of runs'"
+            raise ConfigError(f"holds a {which} results, another experiment; use another {run_field('out')}",
                               file=str(out), field=run_field("out"))
         if held != rest:
             differ = sorted(k for k in {*held, *rest} if held.get(k) != rest.get(k))
@@ -164,50 +187,62 @@ def claim(out: Path, experiment: dict[str, Any]) -> None:
         if all(k in held_files for k in files):
             return
         experiment = {**rest, SWEPT_FILES: {**held_files, **files}}
-    elif (Path(out) / "points.jsonl").exists() or (Path(out) / "results.csv").exists():
+    elif any((Path(out) / name).exists() for name in kind.own - {".lock", "points"}):
         raise ConfigError(f"holds results of an unknown experiment; use another {run_field('out')}", file=str(out),
                           field=run_field("out"))
     atomic_write_text(manifest, json.dumps(experiment, indent=2, sort_keys=True, default=str) + "\n")
 
 
+class Log:
+    """points.jsonl: one finished point a line, appended and fsynced, so a killed experiment resumes
+    from it; a line a kill cut short is left out (that point runs again)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.rows: list[dict[str, Any]] = []
+        if self.path.exists():
+            for line in self.path.read_text().splitlines():
+                if line.strip():
+                    try:
+                        row = json.loads(line)
+                    except json.JSONDecodeError:
+                        continue
+                    if isinstance(row, dict) and "run_key" in row:
+                        self.rows.append(row)
+
+    def append(self, row: dict[str, Any]) -> None:
+        torn = False  # a kill can leave a last line without its newline
+        if self.path.exists() and self.path.stat().st_size:
+            with self.path.open("rb") as fh:
+                fh.seek(-1, os.SEEK_END)
+                torn = fh.read(1) != b"\n"
+        with self.path.open("a") as fh:
+            fh.write(("\n" if torn else "") + json.dumps(row) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        self.rows.append(row)
+
+
 class Results:
-    """points.jsonl (append-only, fsynced) and results.csv (appended; see the module) in ``out``."""
+    """points.jsonl (``Log``) and results.csv (appended; see the module) in ``out``."""
 
     def __init__(self, out: Path, fields: list[str], order: dict[str, int] | None = None) -> None:
         self.order = order if order is not None else {}  # run key -> position in the sweep, for the CSV's order
         self.out = Path(out)
         self.out.mkdir(parents=True, exist_ok=True)
-        self.log = self.out / "points.jsonl"
+        self.log = Log(self.out / "points.jsonl")
+        self.rows = self.log.rows
         self.csv = self.out / "results.csv"
         self.fields = fields
-        self.rows: list[dict[str, Any]] = []
         self.columns: list[str] | None = None  # results.csv's header as written
         self.skipped = 0  # points already done when this run started
         self.repeats = 0  # points that are another point's run
-        if self.log.exists():
-            for line in self.log.read_text().splitlines():
-                if line.strip():
-                    try:
-                        row = json.loads(line)
-                    except json.JSONDecodeError:
-                        continue  # a line cut short by a kill: that point is simply run again
-                    if isinstance(row, dict) and "run_key" in row:
-                        self.rows.append(row)
 
     def done(self) -> set[str]:
         return {r["run_key"] for r in self.rows}
 
     def add(self, row: dict[str, Any]) -> None:
-        torn = False  # a kill can leave a last line without its newline
-        if self.log.exists() and self.log.stat().st_size:
-            with self.log.open("rb") as fh:
-                fh.seek(-1, os.SEEK_END)
-                torn = fh.read(1) != b"\n"
-        with self.log.open("a") as fh:
-            fh.write(("\n" if torn else "") + json.dumps(row) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        self.rows.append(row)
+        self.log.append(row)
         cells = [c for c in row if c != "run_key"]
         if self.columns is None or not self.csv.exists() or any(c not in self.columns for c in cells):
             self.write_csv()
