@@ -41,6 +41,12 @@ def _available_memory() -> int:
         return 2**62  # unknown: cores alone cap the pool
 
 
+def check_workers(workers: Any) -> None:
+    """Refuse a ``workers`` that is not a whole number of at least 1 (None: every core)."""
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise ConfigError(f"must be a whole number of at least 1, got {units.shown(workers)}", field=run_field("workers"))
+
+
 def pool_size(requested: int | None, total: int) -> int:
     cap = worker_cap()
     if requested is not None and requested > cap:

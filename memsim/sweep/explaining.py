@@ -50,8 +50,7 @@ def explain_run(spec: RunSpec, factors: tuple[float, ...] = (0.5, 2.0), workers:
     if not isinstance(spec, RunSpec):
         raise ConfigError(f"expected a RunSpec (memsim.resolve), got {units.shown(spec)}", field="spec")
     whatif.check_factors(tuple(factors), "factors")
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
-        raise ConfigError(f"{units.shown(workers)}: must be a whole number of at least 1", field=run_field("workers"))
+    pools.check_workers(workers)
     if keep and out is None:
         raise ConfigError(f"keeps the reruns' outputs in an experiment folder: give {run_field('out')} too",
                           field=run_field("keep"))
@@ -62,22 +61,23 @@ def explain_run(spec: RunSpec, factors: tuple[float, ...] = (0.5, 2.0), workers:
     store.check_folder(folder, inputs.files(spec), EXPLAIN)
     client = pools.connect(scheduler) if scheduler is not None else None  # refused before anything is written
     announce()
-    experiment = {"run": store.identity(spec), "factors": sorted(set(float(f) for f in factors))}
+    digests: dict = {}  # each file's content hashed once, for the experiment and every rerun's key
+    experiment = {"run": store.identity(spec, memo=digests), "factors": sorted(set(float(f) for f in factors))}
     folder.mkdir(parents=True, exist_ok=True)
     with store.Lock(folder):
         store.claim(folder, experiment, EXPLAIN)
         log = store.Log(folder / "points.jsonl")
         frame = whatif.explain_spec(spec, tuple(factors), reruns=lambda specs: _reruns(specs, log, folder, keep,
-                                                                                        workers, client))
+                                                                                        workers, client, digests))
         atomic_write_text(folder / TABLE, frame.to_csv(index=False))
     return frame
 
 
 def _reruns(specs: list[RunSpec], log: store.Log, folder: Path, keep: bool, workers: int | None,
-            client: Any) -> list[dict[str, Any]]:
+            client: Any, digests: dict) -> list[dict[str, Any]]:
     """Each spec's outcome, in order: read back from the folder's log where it finished before,
     else run on the runner and appended to the log as it finishes."""
-    keys = [store.run_key(s) for s in specs]
+    keys = [store.run_key(s, digests) for s in specs]
     done = {row["run_key"]: row["outcome"] for row in log.rows if isinstance(row.get("outcome"), dict)}
     todo = [(i, s, str(folder / "points" / k[:16]) if keep else None)
             for i, (s, k) in enumerate(zip(specs, keys)) if k not in done]

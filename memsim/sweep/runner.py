@@ -132,8 +132,7 @@ def run_sweep(base: dict[str, Any], sweeps: dict[str, list[str]], out: Path, wor
     read: the points' and ``read``); ``announce`` is called once every value, chip, file and the folder
     passed their checks."""
     kind = kind or RUNS
-    if workers is not None and workers < 1:
-        raise ConfigError("must be at least 1", field=run_field("workers"))
+    pools.check_workers(workers)
     out, fields, total = Path(out), list(sweeps), size(sweeps)
     limits.check(total, limits.MAX_POINTS, "points", run_field("set"))
     positions: dict[str, int] = {}

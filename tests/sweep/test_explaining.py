@@ -131,3 +131,12 @@ def test_the_api_resumes_in_a_folder_as_the_cli_does(tmp_path, tiny_chip_path, t
     again = memsim.explain(str(tiny_chip_path), str(tiny_model_path), context=16, workers=1, out=out)
     assert total > 0 and counted == []
     pd.testing.assert_frame_equal(first, again)
+
+
+@pytest.mark.parametrize("workers", [0, -1, 1.5, True])
+def test_a_worker_count_that_is_not_a_whole_number_of_at_least_one_is_refused(tiny_chip_path, tiny_model_path,
+                                                                              workers):
+    with pytest.raises(memsim.ConfigError, match="whole number of at least 1"):
+        memsim.explain(str(tiny_chip_path), str(tiny_model_path), context=16, workers=workers)
+    with pytest.raises(memsim.ConfigError, match="whole number of at least 1"):
+        memsim.sweep_frame(str(tiny_chip_path), str(tiny_model_path), sweeps={"batch": ["1"]}, workers=workers)
