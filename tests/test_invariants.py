@@ -131,7 +131,7 @@ def test_summaries_add_up(models, name, shortcuts):
     transfers = tl[tl.kind == "transfer"]
     assert (transfers.bytes > 0).all(), "a transfer row without bytes"
     assert (tl["count"] >= 1).all()
-    if s.workload["phase"] != "generate":
+    if s.workload.phase != "generate":
         _check_step(r)
         return
     hw, kw = CASES[name]

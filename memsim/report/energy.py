@@ -25,7 +25,7 @@ from memsim.core.units import PS_PER_S
 from memsim.engine import EngineResult
 from memsim.hardware.resource import COMPUTE, DEQUANT, LEVEL, LINK, SYSTEM
 from memsim.mapping import Plan
-from memsim.report.summary_fields import Energy
+from memsim.report.summary_records import Energy
 
 FJ_PER_J = 10**15
 

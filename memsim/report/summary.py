@@ -1,8 +1,6 @@
 """The run summary: a pure function of the plan, the graph and the engine's records."""
 from __future__ import annotations
 
-from typing import Any
-
 from memsim.core.units import PS_PER_S
 from memsim.engine import EngineResult
 from memsim.engine.records import WAIT, Usage
@@ -12,7 +10,8 @@ from memsim.mapping.dispatch import launch_of
 from memsim.mapping.plan import COMPUTE as COMPUTE_STREAM
 from memsim.mapping.roofline import op_dtype
 from memsim.report import energy, spill
-from memsim.report.summary_fields import EngineCounts, Grid, StackUsed, Summary, Traffic
+from memsim.report.summary_fields import Summary
+from memsim.report.summary_records import EngineCounts, Grid, StackUsed, Traffic, Workload
 from memsim.workload import OpGraph
 
 
@@ -108,16 +107,15 @@ def _read(graph: OpGraph, klass: str) -> int:
     return sum(r.bytes for op in graph for r in op.inputs if graph.tensors[r.tensor].klass == klass)
 
 
-def _workload(graphs: tuple[OpGraph, ...]) -> dict[str, Any]:
+def _workload(graphs: tuple[OpGraph, ...]) -> Workload:
     """The step's description; with micro-batches, the whole step's batch and tokens."""
-    meta = graphs[0].meta.as_dict()
-    if len(graphs) > 1:
-        meta["microbatches"] = len(graphs)
-        if all(g.meta.context == graphs[0].meta.context for g in graphs):
-            meta["batch"] = sum(g.meta.batch or 0 for g in graphs)
-        else:  # a prefill in chunks of its prompt
-            meta["tokens"] = sum(g.meta.tokens or 0 for g in graphs)
-    return meta
+    meta = graphs[0].meta
+    if len(graphs) == 1:
+        return Workload.of(meta)
+    if all(g.meta.context == meta.context for g in graphs):
+        return Workload.of(meta, microbatches=len(graphs), batch=sum(g.meta.batch or 0 for g in graphs))
+    # a prefill in chunks of its prompt
+    return Workload.of(meta, microbatches=len(graphs), tokens=sum(g.meta.tokens or 0 for g in graphs))
 
 
 def summarize(graph: OpGraph, plan: Plan, result: EngineResult, micro: tuple[OpGraph, ...] = ()) -> Summary:
@@ -227,6 +225,6 @@ def table_placement(graph: OpGraph, plan: Plan) -> dict[str, str]:
     return out
 
 
-def tokens(workload: dict[str, Any]) -> int:
+def tokens(workload: Workload) -> int:
     """Tokens a step produces (a decode: one per sequence) or takes in (a prefill: its prompts); 0: unknown."""
-    return int(workload.get("batch", 0) or 0) * int(workload.get("tokens", 0) or 0)
+    return (workload.batch or 0) * (workload.tokens or 0)

@@ -1,10 +1,9 @@
 """What ``summary.json`` holds, declared once: every key of a run's summary is a field of
 ``Summary``, with its unit, what it means and how it combines over the steps of a generation.
 
-``summarize`` builds a ``Summary`` by keyword; its nested parts are records too (``Traffic``,
-``StackUsed``, ``Grid``, ``EngineCounts``, ``Energy``, ``Speculated``, ``DecodeSample``,
-``GridTried``) or lists and mappings of them by
-level, link or chip. It stays an object until a writer asks for ``Summary.as_dict``, the keys in
+``summarize`` builds a ``Summary`` by keyword; its nested parts are records too
+(``memsim.report.summary_records``: ``Workload``, ``Traffic``, ``Energy``, ``Estimates``, ...) or
+lists and mappings of them by level, link or chip. It stays an object until a writer asks for ``Summary.as_dict``, the keys in
 the declared order (``plain``). The generation's combine rules (``COMBINE``), the console table
 (``memsim.run.table``) and the outputs reference (``docs/summary.md``, ``reference``) are
 read from these fields, so a key is added in one place. A key that only some runs have (a
@@ -17,20 +16,25 @@ the same for every step, or describes the system), or RECOMPUTED from the combin
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field, fields
 from typing import Any
 
+from memsim.report.summary_records import (
+    ABSENT,
+    DecodeSample,
+    Energy,
+    EngineCounts,
+    Estimates,
+    Grid,
+    GridTried,
+    Speculated,
+    StackUsed,
+    Traffic,
+    Workload,
+    plain,
+)
+
 SUMMED, ONCE, RECOMPUTED = "summed", "once", "recomputed"
-
-
-class _Absent:
-    """A key this run's summary does not have."""
-
-    def __repr__(self) -> str:
-        return "ABSENT"
-
-
-ABSENT: Any = _Absent()
 
 
 def summary_field(unit: str, combine: str, help: str, *, optional: bool = False) -> Any:
@@ -39,111 +43,6 @@ def summary_field(unit: str, combine: str, help: str, *, optional: bool = False)
     ``optional``: only some runs have it."""
     meta = {"unit": unit, "help": help, "combine": combine}
     return field(default=ABSENT, metadata=meta) if optional else field(metadata=meta)
-
-
-def plain(value: Any) -> Any:
-    """``value`` as JSON holds it: a record (a dataclass) as a mapping of its fields in their
-    declared order, absent ones left out; mappings and lists item by item."""
-    if is_dataclass(value) and not isinstance(value, type):
-        return {f.name: plain(v) for f in fields(value) if (v := getattr(value, f.name)) is not ABSENT}
-    if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    return value
-
-
-def present(record: Any) -> dict[str, Any]:
-    """A record's fields that it has (not ``ABSENT``), by name, in their declared order; the
-    values as they are (records stay records)."""
-    return {f.name: v for f in fields(record) if (v := getattr(record, f.name)) is not ABSENT}
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Traffic:
-    """The bytes a level or link moved in a step and the time it was held. A level's ``total``
-    splits into ``compulsory`` and ``capacity`` bytes; a link's and a chip's rows do not split."""
-    read: int
-    written: int
-    total: int
-    compulsory: int = ABSENT
-    capacity: int = ABSENT
-    busy_s: float
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class StackUsed:
-    """The runtime stack a run is on (``Summary.stack``)."""
-    name: str
-    description: str
-    launch: str
-    default: bool
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Grid:
-    """The tensor-parallel ranks and pipeline stages the chips form."""
-    tp: int
-    pp: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class EngineCounts:
-    """What the engine did (``Summary.engine``)."""
-    events: int
-    simulated_ops: int
-    replayed_ops: int
-    records: int
-    transfers: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Energy:
-    """Joules of all the run's chips (``Summary.energy_j``): ``total`` = ``dynamic`` + ``static``, the
-    dynamic part split into ``compute``, each level's and each link's."""
-    total: float
-    dynamic: float
-    static: float
-    compute: float
-    levels: dict[str, float]
-    links: dict[str, float]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Speculated:
-    """A speculative step's (or generation's) figures (``Summary.speculative``)."""
-    draft: str
-    draft_k: int
-    accept: float
-    draft_cost: float | None
-    tokens_per_step: float
-    draft_step_s: float
-    verify_step_s: float
-    step_s: float
-    time_per_token_s: float
-    tokens_per_s_per_sequence: float
-    tokens_per_s: float
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DecodeSample:
-    """A decode step a generation simulated (``Summary.decode_samples``)."""
-    context: int
-    step_time_s: float
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class GridTried:
-    """A grid a ``--chips N`` search considered (``Summary.grid_search``): its roofline where it fits,
-    its time where it was simulated, else why it was ``skipped``."""
-    tp: int
-    pp: int
-    roofline_s: float = ABSENT
-    simulated_s: float = ABSENT
-    skipped: str = ABSENT
-
-
-RECORDS = (Traffic, StackUsed, Grid, EngineCounts, Energy, Speculated, DecodeSample, GridTried)  # the summary's nested records
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -160,7 +59,7 @@ class Summary:
         "the device: graph or eager), and `default` (true where the run named none and got the one its chip's "
         "vendor ships or its family's, docs/stacks.md). Its host's launches and work a step are the stall `host`, "
         "its collective library's fixed cost a call the stall `collective_library`")
-    workload: dict[str, Any] = summary_field(
+    workload: Workload = summary_field(
         "object", RECOMPUTED,
         "model, arch, phase, batch, tokens (per sequence in this step), context, weight and KV dtypes; with "
         "micro-batches, `microbatches` and the whole step's batch (or prompt)")
@@ -334,7 +233,7 @@ class Summary:
         "`energy_j.total` per token: a decode step's batch (one token per sequence; a speculative step's batch × "
         "E), a prefill's batch × prompt tokens, a generation's generated tokens (batch × (generate + 1), as "
         "`tokens_per_s` counts them)")
-    estimates: dict[str, Any] = summary_field(
+    estimates: Estimates = summary_field(
         "object", ONCE,
         "the estimated preset values the result rests on (`used`: their YAML paths; `count`: how many the chip "
         "has) and, with `--sensitivity N`, the N it is most sensitive to (`sensitive`: each `field`, `value`, "

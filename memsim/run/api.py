@@ -17,7 +17,7 @@ from memsim.hardware.estimates import set_path as estimates_set_path
 from memsim.hardware.loader import dump_chip, estimates_of, one_reading
 from memsim.hardware.resource import Ref
 from memsim.report import spill
-from memsim.report.summary_fields import ABSENT
+from memsim.report.summary_records import ABSENT, plain
 from memsim.run import generation, grid, inputs, powercap, runspec, sensitivity, speculative
 from memsim.run.chipfile import chip_path
 from memsim.run.machine import (  # noqa: F401  (the loaders, as callers know them here)
@@ -59,8 +59,8 @@ class Result:
 
     def __repr__(self) -> str:  # a notebook shows this, not the tables
         w = self.summary.workload
-        return (f"Result({self.summary.hardware}, {w.get('model') or w.get('source', 'trace')} "
-                f"{w.get('phase', '')}, batch {w.get('batch', 1)}, step {self.summary.step_time_s * 1e3:.4g} ms)")
+        return (f"Result({self.summary.hardware}, {w.model or w.source or 'trace'} "
+                f"{w.phase or ''}, batch {1 if w.batch is None else w.batch}, step {self.summary.step_time_s * 1e3:.4g} ms)")
 
     @property
     def stalls(self) -> pd.Series:
@@ -74,7 +74,7 @@ class Result:
     def write(self, out: str | Path, perfetto: bool = False) -> list[Path]:
         extra = {}
         if perfetto:
-            meta = {"hardware": self.chip.name, "workload": self.summary.workload}
+            meta = {"hardware": self.chip.name, "workload": plain(self.summary.workload)}
             extra["trace.perfetto.json"] = report.perfetto_json(self.plan, self.engine, meta)
         return report.write_outputs(Path(out), self.summary.as_dict(), self.ops, self.timeline, dump_chip(self.chip), extra,
                                     self.inputs)
@@ -169,9 +169,9 @@ def _run_reading_once(spec: RunSpec) -> Result:
     defaults = [p for p in family_defaults(spec.hw)  # a level's field may be set by its short path (hbm.efficiency)
                 if not {estimates_set_path(p), estimates_set_path(p).removeprefix("levels.")} & overridden]
     if defaults:
-        shown["defaults"] = defaults
+        shown = dataclasses.replace(shown, defaults=tuple(defaults))
     if spec.sensitivity is None and not top:
-        shown["not_rerun"] = sensitivity.work(result.summary)
+        shown = dataclasses.replace(shown, not_rerun=sensitivity.work(result.summary))
     stack_used = dataclasses.replace(result.summary.stack, default=spec.stack in (None, stack_mod.AUTO))
     return dataclasses.replace(result, summary=dataclasses.replace(result.summary, estimates=shown, stack=stack_used),
                                inputs=inputs.files(spec))

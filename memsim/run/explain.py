@@ -20,7 +20,8 @@ import pandas as pd
 
 from memsim.core import limits, pools, units
 from memsim.core.errors import MemsimError
-from memsim.report.summary_fields import ABSENT, Summary
+from memsim.report.summary_fields import Summary
+from memsim.report.summary_records import ABSENT
 from memsim.run import api, sensitivity
 from memsim.run import table as console_table
 from memsim.run.quantities import Quantity, changed, dtypes_of, quantities, runtime_quantities

@@ -20,18 +20,8 @@ from typing import Any
 import numpy as np
 
 from memsim.report.summary import utilization
-from memsim.report.summary_fields import (
-    ABSENT,
-    COMBINE,
-    ONCE,
-    RECORDS,
-    SUMMED,
-    DecodeSample,
-    EngineCounts,
-    Speculated,
-    Summary,
-    present,
-)
+from memsim.report.summary_fields import COMBINE, ONCE, SUMMED, Summary
+from memsim.report.summary_records import ABSENT, RECORDS, DecodeSample, EngineCounts, Speculated, present
 
 
 def sample_contexts(prompt: int, steps: int, samples: int) -> list[int]:
@@ -148,11 +138,11 @@ def combine(prefill: Summary, decodes: dict[int, Summary], prompt: int, steps: i
         elif COMBINE[key] == ONCE:
             out[key] = value
     decode_s, total = decoded["step_time_s"], out["step_time_s"]
-    out["workload"] = {**prefill.workload, "phase": "generate", "prompt": prompt, "generate": steps}
+    out["workload"] = dataclasses.replace(prefill.workload, phase="generate", prompt=prompt, generate=steps)
     widest = max(decodes.values(), key=lambda d: d.roofline_s)
     out["roofline_bound"] = prefill.roofline_bound if prefill.roofline_s >= decoded["roofline_s"] \
         else widest.roofline_bound
-    batch = prefill.workload["batch"]
+    batch = prefill.workload.batch or 0
     # every generated token, the prefill's first included
     out.update(recomputed(out, [prefill, *decodes.values()], batch * (steps + 1)))
     out.update({
@@ -175,7 +165,7 @@ def _speculative(decodes: dict[int, Summary], contexts: np.ndarray, tpot_s: floa
     return dataclasses.replace(decodes[xs[0]].speculative, draft_step_s=mean("draft_step_s"),
                                verify_step_s=mean("verify_step_s"), step_s=mean("step_s"), time_per_token_s=tpot_s,
                                tokens_per_s_per_sequence=1 / tpot_s if tpot_s else 0.0,
-                               tokens_per_s=decodes[xs[0]].workload["batch"] / tpot_s if tpot_s else 0.0)
+                               tokens_per_s=(decodes[xs[0]].workload.batch or 0) / tpot_s if tpot_s else 0.0)
 
 
 def generate(run_step: Callable[[str, int], Any], prompt: int, steps: int,

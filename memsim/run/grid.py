@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from memsim.core.errors import CapacityError, ConfigError, run_field
-from memsim.report.summary_fields import GridTried
+from memsim.report.summary_records import GridTried
 from memsim.run.runspec import RunSpec
 
 GRID_FIELDS = (run_field("tp"), run_field("pp"))  # the errors that rule a candidate out rather than the run

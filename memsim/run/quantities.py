@@ -60,7 +60,7 @@ def runtime_quantities(stack: StackSpec, summary: Summary) -> list[Quantity]:
     eager = launch == "eager" or chips > 1
     pairs = [("dispatch.launch", d.launch_ps, eager), ("dispatch.op", d.op_ps, eager),
              ("dispatch.graph", d.graph_ps, launch == "graph"), ("dispatch.node", d.node_ps, launch == "graph")]
-    if summary.workload.get("phase") in ("decode", "prefill", "generate"):
+    if summary.workload.phase in ("decode", "prefill", "generate"):
         pairs += [("step.fixed", step.fixed_ps, True), ("step.per_sequence", step.per_sequence_ps, True),
                   ("step.output", step.output_ps, True), ("step.per_rank", step.per_rank_ps, chips > 1)]
     if chips > 1:

@@ -27,12 +27,13 @@ An end of a range equal to the value is the run itself and is not rerun.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
-from typing import Any
 
 from memsim.hardware.estimates import Estimate
 from memsim.hardware.resource import Ref
 from memsim.report.summary_fields import Summary
+from memsim.report.summary_records import ABSENT, Estimates, Sensitive
 
 Moved = frozenset[Ref] | None  # the levels and links a run moved bytes through (None: not known)
 
@@ -75,7 +76,7 @@ def _unused_by_stack(e: Estimate, summary: Summary) -> bool:
     if not e.path.startswith("stack."):
         return False
     path = e.path.removeprefix("stack.")
-    launch, phase, chips = summary.stack.launch, summary.workload.get("phase"), summary.chips
+    launch, phase, chips = summary.stack.launch, summary.workload.phase, summary.chips
     return (path.startswith("serving.")
             or (path.startswith("step.") and phase not in ("decode", "prefill", "generate"))
             or (path.startswith("collectives") and chips <= 1)
@@ -120,8 +121,6 @@ def energy_at(e: Estimate, summary: Summary, moved: Moved = None) -> tuple[float
     return tuple(total + part * (end / e.value - 1) for end in (e.low, e.high))
 
 
-def shown(e: Estimate) -> dict[str, Any]:
-    return {"field": e.path, "value": e.written[0], "range": [e.written[1], e.written[2]]}
 
 
 AUTO_TOP = 3  # estimates the console names by default
@@ -146,13 +145,13 @@ def auto(summary: Summary) -> int:
 
 
 def report(summary: Summary, found: tuple[Estimate, ...], moved: Moved, top: int = 0,
-           rerun: Callable[[str, str], Summary] | None = None) -> dict[str, Any]:
+           rerun: Callable[[str, str], Summary] | None = None) -> Estimates:
     """The ``estimates`` key of a run's summary: every estimate the result rests on and, with
     ``top`` > 0, the ``top`` it is most sensitive to with the step time and energy at both ends
     of their ranges. ``rerun(path, value)`` gives the summary of the same run with one more
     ``--set`` (two reruns for each estimate that can change the step time)."""
     used = [e for e in found if affects_time(e, summary, moved) or energy_at(e, summary, moved) is not None]
-    out: dict[str, Any] = {"count": len(found), "used": [e.path for e in used], "sensitive": []}
+    out = Estimates(count=len(found), used=tuple(e.path for e in used))
     if top <= 0 or not used or rerun is None:
         return out
     base_s, base_j = summary.step_time_s, summary.energy_j.total
@@ -168,40 +167,40 @@ def report(summary: Summary, found: tuple[Estimate, ...], moved: Moved, top: int
             times, energy = (low.step_time_s, high.step_time_s), (low.energy_j.total, high.energy_j.total)
         swing_s = max(abs(t - base_s) for t in times) / base_s if base_s else 0.0
         swing_j = max(abs(j - base_j) for j in energy) / base_j if base_j else 0.0
-        rows.append(((swing_s, swing_j), {**shown(e), "step_time_s": list(times), "energy_j": list(energy),
-                                          "step_swing": swing_s, "energy_swing": swing_j}))
+        rows.append(((swing_s, swing_j), Sensitive(field=e.path, value=e.written[0], range=e.written[1:],
+                                                   step_time_s=times, energy_j=energy, step_swing=swing_s,
+                                                   energy_swing=swing_j)))
     rows.sort(key=lambda r: r[0], reverse=True)
-    out["sensitive"] = [row for _, row in rows[:top]]
-    every = [base_s, *(t for _, row in rows for t in row["step_time_s"])]
-    out["band_s"] = [min(every), max(every)]  # over every estimate used, each alone at the ends of its range
-    return out
+    every = [base_s, *(t for _, row in rows for t in row.step_time_s)]
+    # the band: over every estimate used, each alone at the ends of its range
+    return dataclasses.replace(out, sensitive=tuple(row for _, row in rows[:top]), band_s=(min(every), max(every)))
 
 
 BAND_SHOWN = 0.1  # the console names the band of the estimates when it is wider than this share of the step
 
 
-def lines(estimates: dict[str, Any], step_s: float = 0.0) -> list[str]:
-    """The console lines for a summary's ``estimates`` key (``step_s``: the run's step time)."""
-    if not estimates or not estimates.get("used"):
+def lines(estimates: Estimates, step_s: float = 0.0) -> list[str]:
+    """The console lines for a summary's ``estimates`` (``step_s``: the run's step time)."""
+    if estimates is ABSENT or not estimates.used:
         return []
-    out = [f"  estimates        the result rests on {len(estimates['used'])} estimated preset values "
-           f"(of {estimates['count']}){'; most sensitive:' if estimates['sensitive'] else ''}"]
-    for row in estimates["sensitive"]:
-        lo, hi = row["step_time_s"]
-        span = f"{lo * 1e3:.4g} to {hi * 1e3:.4g} ms" if row["step_swing"] else "step time unchanged"
-        out.append(f"    {row['field']:<28} {row['value']} [{row['range'][0]} .. {row['range'][1]}]: {span}, "
-                   f"energy {row['energy_j'][0]:.4g} to {row['energy_j'][1]:.4g} J")
-    if estimates.get("defaults"):
-        out.append(f"    left out of the chip's file, its family's: {', '.join(estimates['defaults'])} (estimates, "
+    out = [f"  estimates        the result rests on {len(estimates.used)} estimated preset values "
+           f"(of {estimates.count}){'; most sensitive:' if estimates.sensitive else ''}"]
+    for row in estimates.sensitive:
+        lo, hi = row.step_time_s
+        span = f"{lo * 1e3:.4g} to {hi * 1e3:.4g} ms" if row.step_swing else "step time unchanged"
+        out.append(f"    {row.field:<28} {row.value} [{row.range[0]} .. {row.range[1]}]: {span}, "
+                   f"energy {row.energy_j[0]:.4g} to {row.energy_j[1]:.4g} J")
+    if estimates.defaults is not ABSENT:
+        out.append(f"    left out of the chip's file, its family's: {', '.join(estimates.defaults)} (estimates, "
                    "never the ideal 1.0; set them or start from a preset with base:)")
-    low, high = estimates.get("band_s", (0.0, 0.0))
+    low, high = (0.0, 0.0) if estimates.band_s is ABSENT else estimates.band_s
     if step_s > 0 and high - low > BAND_SHOWN * step_s:
         out.append(f"    the step time lies between {low * 1e3:.4g} and {high * 1e3:.4g} ms across these ranges (each "
                    f"estimate alone): {(high - low) / step_s:.0%} of the step rests on estimates")
-    if estimates.get("not_rerun"):
-        out.append(f"    (not rerun by default: the run took {estimates['not_rerun']:,} engine events, records and "
+    if estimates.not_rerun is not ABSENT:
+        out.append(f"    (not rerun by default: the run took {estimates.not_rerun:,} engine events, records and "
                    f"transfers, over {AUTO_WORK:,}; --sensitivity N reruns it at the ends of their ranges)")
-    elif not estimates["sensitive"]:
+    elif not estimates.sensitive:
         out.append("    (--sensitivity N reruns the step at the ends of their ranges)")
     return out
 

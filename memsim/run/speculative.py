@@ -30,7 +30,8 @@ import pandas as pd
 
 from memsim import workload
 from memsim.core.errors import CapacityError, ConfigError, MemsimError, run_field
-from memsim.report.summary_fields import COMBINE, ONCE, SUMMED, Speculated, Summary, present
+from memsim.report.summary_fields import COMBINE, ONCE, SUMMED, Summary
+from memsim.report.summary_records import Speculated, present
 from memsim.run import generation
 from memsim.run.runspec import SELF_DRAFT as SELF
 from memsim.run.runspec import RunSpec, Speculation
@@ -137,7 +138,7 @@ def _draft(run: Callable[[RunSpec], Any], spec: RunSpec, context: int, draft: wo
 
 def _held(result: Any) -> dict[int, int]:
     """Bytes of weights and KV cache each chip of a step holds (a KV cache per micro-batch)."""
-    graph, copies = result.graph, int(result.summary.workload.get("microbatches", 1))
+    graph, copies = result.graph, result.summary.workload.microbatches or 1
     used: dict[int, set[str]] = {}
     for task in result.plan.tasks:
         op = graph.ops.get(task.graph_op)
@@ -175,7 +176,7 @@ def _combine(options: Speculation, verify: Summary, drafted: dict[str, Any], run
     out["weight_bytes_stored"] = verify.weight_bytes_stored + stored  # both models are held
     out["roofline_bound"] = verify.roofline_bound if verify.roofline_s >= drafted["roofline_s"] \
         else widest.roofline_bound
-    k, batch = options.k, verify.workload["batch"]
+    k, batch = options.k, verify.workload.batch or 0
     tokens = expected_tokens(options.accept, k)
     out.update(generation.recomputed(out, [verify, *runs], batch * tokens))
     step_s = out["step_time_s"]

@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from memsim.core.units import human_bytes
-from memsim.report.summary_fields import ABSENT, FIELDS, Summary
+from memsim.report.summary_fields import FIELDS, Summary
+from memsim.report.summary_records import ABSENT
 from memsim.run import sensitivity
 
 Lines = list[str]
@@ -15,13 +16,13 @@ Lines = list[str]
 
 def _header(s: Summary) -> Lines:
     w = s.workload
-    if w.get("phase") == "generate":
-        shape = f"prompt={w.get('prompt')} generate={w.get('generate')}"
-    elif "tokens" in w:
-        shape = f"tokens={w.get('tokens')} context={w.get('context')}"
+    if w.phase == "generate":
+        shape = f"prompt={w.prompt} generate={w.generate}"
+    elif w.tokens is not None:
+        shape = f"tokens={w.tokens} context={w.context}"
     else:
-        shape = f"source={w.get('source', 'trace')}"
-    return [f"{s.hardware}  {w.get('model', '?')}  {w.get('phase', '?')}  batch={w.get('batch', 1)} {shape}"]
+        shape = f"source={w.source or 'trace'}"
+    return [f"{s.hardware}  {w.model or '?'}  {w.phase or '?'}  batch={1 if w.batch is None else w.batch} {shape}"]
 
 
 def _stack(s: Summary) -> Lines:

@@ -42,7 +42,7 @@ def test_a_wafer_pipelines_its_layers_over_a_prefill():
     # traversals of each chunk's activations across each projection's part (memsim.mapping.mesh).
     assert s.compute_utilization >= 0.08
     assert s.step_time_s >= s.roofline_s
-    assert s.workload["microbatches"] == 32 and s.workload["tokens"] == 2048
+    assert s.workload.microbatches == 32 and s.workload.tokens == 2048
     assert s.bytes_per_level["memoryx"].total == 0
 
 

@@ -12,6 +12,7 @@ from memsim.core.errors import ConfigError
 from memsim.core.presets import config_dir
 from memsim.hardware import ChipSpec, dump_chip, load_chip
 from memsim.hardware.spec import LinkSpec
+from memsim.report.summary_records import ABSENT
 
 PRESETS = sorted(p.stem for p in config_dir("hardware").glob("*.yaml"))
 
@@ -473,10 +474,10 @@ def test_an_efficiency_left_out_takes_the_familys_estimate_and_the_run_says_so(t
     assert chip.level("hbm").efficiency == MEMORY_EFFICIENCY["gpu"][0] < 1
     assert chip.sram.efficiency == 1.0  # a scratchpad's is not a device memory's
     r = simulate(str(path), "gpt2", context=64)
-    assert r.summary.estimates["defaults"] == ["compute.efficiency", "levels[hbm].efficiency"]
-    assert "compute.efficiency" in r.summary.estimates["used"]
+    assert r.summary.estimates.defaults == ("compute.efficiency", "levels[hbm].efficiency")
+    assert "compute.efficiency" in r.summary.estimates.used
     ideal = simulate(str(path), "gpt2", context=64, set={"compute.efficiency": "1", "hbm.efficiency": "1"})
-    assert "defaults" not in ideal.summary.estimates  # set by the user: theirs, not the family's
+    assert ideal.summary.estimates.defaults is ABSENT  # set by the user: theirs, not the family's
     assert ideal.summary.step_time_s < r.summary.step_time_s
     # a file that starts from a preset inherits the preset's measured values, not the family's
     derived = tmp_path / "derived.yaml"

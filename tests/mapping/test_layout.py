@@ -41,7 +41,7 @@ def test_the_pipeline_law(parts):
     many = simulate("h100-sxm", "llama-2-7b", phase="prefill", prompt=256, batch=parts, pp=stages,
                     microbatches=parts).summary
     assert many.step_time_s == pytest.approx((parts + stages - 1) * t_stage, rel=0.03)
-    assert many.workload["batch"] == parts and many.workload["microbatches"] == parts
+    assert many.workload.batch == parts and many.workload.microbatches == parts
 
 
 def test_a_prefill_splits_into_chunks_that_attend_to_the_ones_before():

@@ -14,7 +14,7 @@ from memsim.mapping import lookup_shards
 from memsim.mapping.layout import Layout, lay_out
 from memsim.mapping.partition import ALL, FAST, FLOPS, TIME, Block, _runs, cut
 from memsim.mapping.regions import fill
-from memsim.report.summary_fields import Grid
+from memsim.report.summary_records import Grid
 
 GROQ = hardware.load("groq-lpu")
 

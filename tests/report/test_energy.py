@@ -51,7 +51,7 @@ def test_energy_adds_up_on_every_preset(preset):
 def test_no_run_costs_less_than_its_compulsory_bytes_and_flops(preset, model, phase, tp):
     r = simulate(preset, model, phase=phase, batch=1, context=512, prompt=256, tp=tp)
     s, chip = r.summary, r.chip
-    dtype = s.workload["weight_dtype"]
+    dtype = s.workload.weight_dtype
     least_flop = min(chip.compute.flop_energy(dtype), chip.compute.vector_energy_fj_per_flop)
     floor = sum(b * 8 * bit_energy(chip, Ref.level(lvl)) for lvl, b in s.compulsory_bytes.items()) / 1e15
     floor += s.flops_total * least_flop / 1e15 + static_w(r.plan) * s.step_time_s

@@ -7,22 +7,19 @@ from pathlib import Path
 import pytest
 
 from memsim import simulate
-from memsim.report.summary_fields import (
+from memsim.report.summary_fields import COMBINE, FIELDS, ONCE, RECOMPUTED, SUMMED, Summary, reference
+from memsim.report.summary_records import (
     ABSENT,
-    COMBINE,
-    FIELDS,
-    ONCE,
-    RECOMPUTED,
-    SUMMED,
     Energy,
     EngineCounts,
+    Estimates,
     Grid,
+    Sensitive,
     StackUsed,
-    Summary,
     Traffic,
+    Workload,
     plain,
     present,
-    reference,
 )
 from memsim.run import table as console_table
 
@@ -66,6 +63,26 @@ def test_a_summary_stays_an_object_with_typed_parts_until_it_is_written(tiny_chi
     assert s.as_dict()["energy_j"] == plain(s.energy_j) == {
         "total": s.energy_j.total, "dynamic": s.energy_j.dynamic, "static": s.energy_j.static,
         "compute": s.energy_j.compute, "levels": s.energy_j.levels, "links": s.energy_j.links}
+
+
+def test_the_workload_and_the_estimates_are_records_written_without_what_they_lack(tiny_chip_path, tiny_model_path):
+    s = simulate("h100-sxm", str(tiny_model_path), context=16, sensitivity=1).summary  # a preset: estimates
+    assert isinstance(s.workload, Workload) and s.workload.context == 16 and s.workload.prompt is None
+    written = s.as_dict()
+    # a step's workload names what its graph's meta sets: no generation's prompt, no importer's source
+    assert written["workload"] == s.workload.as_dict() and {"prompt", "source", "microbatches"}.isdisjoint(
+        written["workload"])
+    assert isinstance(s.estimates, Estimates) and all(isinstance(r, Sensitive) for r in s.estimates.sensitive)
+    assert len(s.estimates.sensitive) == 1 and s.estimates.defaults is ABSENT
+    assert list(written["estimates"]) == ["count", "used", "sensitive", "band_s"]  # declared order, absent left out
+    row = written["estimates"]["sensitive"][0]
+    assert list(row) == ["field", "value", "range", "step_time_s", "energy_j", "step_swing", "energy_swing"]
+    assert row["range"] == list(s.estimates.sensitive[0].range) and len(row["step_time_s"]) == 2
+    gen = simulate(str(tiny_chip_path), str(tiny_model_path), phase="generate", prompt=16, generate=3,
+                   sensitivity=0).summary
+    assert isinstance(gen.workload, Workload) and (gen.workload.phase, gen.workload.prompt,
+                                                   gen.workload.generate) == ("generate", 16, 3)
+    assert list(gen.as_dict()["workload"])[-2:] == ["prompt", "generate"]
 
 
 def test_a_generation_combines_records_into_records_written_as_a_step_is(tiny_chip_path, tiny_model_path):

@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 
 from memsim import ConfigError, simulate
-from memsim.report.summary_fields import COMBINE, ONCE, RECOMPUTED, SUMMED, DecodeSample, present
+from memsim.report.summary_fields import COMBINE, ONCE, RECOMPUTED, SUMMED
+from memsim.report.summary_records import DecodeSample, present
 from memsim.run.generation import combine, sample_contexts
 
 
@@ -81,7 +82,7 @@ def test_a_generation_takes_once_what_every_step_shares(tiny_chip_path, tiny_mod
     assert s.engine.simulated_ops + s.engine.replayed_ops == prefill.ops + 4 * decode.ops
     assert s.step_over_roofline == pytest.approx(s.total_s / s.roofline_s)
     assert s.tokens_per_s == pytest.approx(2 * 21 / s.total_s)
-    assert s.workload["phase"] == "generate" and s.workload["generate"] == 20
+    assert s.workload.phase == "generate" and s.workload.generate == 20
 
 
 def test_a_generation_on_several_chips_counts_them_once(tiny_model_path):
@@ -97,7 +98,7 @@ def test_decode_samples_that_touch_different_levels_are_summed_level_by_level(ti
 
     import numpy as np
 
-    from memsim.report.summary_fields import Traffic
+    from memsim.report.summary_records import Traffic
     from memsim.run.generation import interpolated_sums
 
     def moved(read: int) -> Traffic:

@@ -6,7 +6,7 @@ from click.testing import CliRunner
 
 from memsim import CapacityError, ConfigError, simulate
 from memsim.cli.main import main
-from memsim.report.summary_fields import ABSENT
+from memsim.report.summary_records import ABSENT
 from memsim.run.grid import candidates
 
 

@@ -50,7 +50,7 @@ def test_the_api_and_the_cli_resolve_the_same_defaults(monkeypatch, capsys):
     assert api.resolve(model="llama-2-7b").context == 2048
     code, out, err = run_cli(monkeypatch, capsys, "run", "--model", "gpt2")
     assert code == 0 and "context=1023" in out and not err
-    assert api.simulate(model="gpt2").summary.workload["context"] == 1023
+    assert api.simulate(model="gpt2").summary.workload.context == 1023
     assert inspect.signature(api.simulate).parameters["hw"].default == RunSpec.hw
 
 

@@ -6,6 +6,7 @@ import dataclasses
 import pytest
 
 import memsim
+from memsim.report.summary_records import ABSENT
 from memsim.run import sensitivity
 from memsim.run.api import estimates
 from tests.conftest import TINY_CHIP
@@ -34,10 +35,10 @@ def _run(chip_path, model, **kw):
 
 def test_a_run_names_only_the_estimates_its_result_can_depend_on(chip_path, tiny_model_path):
     s = _run(chip_path, str(tiny_model_path)).summary.estimates
-    assert s["count"] == 5
+    assert s.count == 5
     # The PCIe link moved nothing and the system has one chip: their figures cannot matter.
-    assert set(s["used"]) == {"levels[hbm].latency", "execution.op_overhead", "levels[hbm].energy"}
-    assert s["sensitive"] == []  # reruns only when asked
+    assert set(s.used) == {"levels[hbm].latency", "execution.op_overhead", "levels[hbm].energy"}
+    assert s.sensitive == ()  # reruns only when asked
 
 
 def test_a_link_is_known_used_by_its_typed_identity_not_by_parsing_output_names(tmp_path, tiny_model_path):
@@ -50,29 +51,29 @@ def test_a_link_is_known_used_by_its_typed_identity_not_by_parsing_output_names(
     r = _run(chip_path, str(tiny_model_path), set={"hbm.capacity": "64 KiB"})
     from memsim.hardware.resource import Ref
     assert Ref.link("pcie") in r.moved and Ref.level("hbm") in r.moved
-    assert "links[pcie].latency" in r.summary.estimates["used"]
-    assert "links[pcie].latency" not in _run(chip_path, str(tiny_model_path)).summary.estimates["used"]
+    assert "links[pcie].latency" in r.summary.estimates.used
+    assert "links[pcie].latency" not in _run(chip_path, str(tiny_model_path)).summary.estimates.used
     found = {e.path: e.owner for e in estimates(chip_path)}
     assert found["links[pcie].latency"] == Ref.link("pcie") and found["execution.op_overhead"] is None
 
 
 def test_the_ends_of_a_range_are_the_runs_with_those_values(chip_path, tiny_model_path):
     base = _run(chip_path, str(tiny_model_path), sensitivity=3).summary
-    rows = {r["field"]: r for r in base.estimates["sensitive"]}
+    rows = {r.field: r for r in base.estimates.sensitive}
     over = rows["execution.op_overhead"]
-    for end, value in zip(over["step_time_s"], ("0.5 us", "4 us")):
+    for end, value in zip(over.step_time_s, ("0.5 us", "4 us")):
         alone = _run(chip_path, str(tiny_model_path), set={"execution.op_overhead": value}).summary
         assert end == pytest.approx(alone.step_time_s, rel=1e-12)
-    assert over["step_time_s"][0] < base.step_time_s < over["step_time_s"][1]
-    swings = [r["step_swing"] for r in base.estimates["sensitive"]]
+    assert over.step_time_s[0] < base.step_time_s < over.step_time_s[1]
+    swings = [r.step_swing for r in base.estimates.sensitive]
     assert swings == sorted(swings, reverse=True)
 
 
 def test_energy_at_the_ends_follows_without_a_rerun_where_time_cannot_change(chip_path, tiny_model_path):
     base = _run(chip_path, str(tiny_model_path), sensitivity=3).summary
-    row = next(r for r in base.estimates["sensitive"] if r["field"] == "levels[hbm].energy")
-    assert row["step_time_s"] == [base.step_time_s] * 2
-    for end, value in zip(row["energy_j"], ("4 pJ/bit", "10 pJ/bit")):
+    row = next(r for r in base.estimates.sensitive if r.field == "levels[hbm].energy")
+    assert row.step_time_s == (base.step_time_s,) * 2
+    for end, value in zip(row.energy_j, ("4 pJ/bit", "10 pJ/bit")):
         alone = _run(chip_path, str(tiny_model_path), set={"hbm.energy": value}).summary
         assert alone.step_time_s == base.step_time_s
         assert end == pytest.approx(alone.energy_j.total, rel=1e-9)
@@ -91,7 +92,7 @@ def test_the_console_names_the_sensitive_estimates(chip_path, tiny_model_path):
     s = _run(chip_path, str(tiny_model_path), sensitivity=1).summary
     text = "\n".join(sensitivity.lines(s.estimates))
     assert "rests on 3 estimated preset values (of 5)" in text
-    assert s.estimates["sensitive"][0]["field"] in text
+    assert s.estimates.sensitive[0].field in text
 
 
 CLOCKED = (CHIP + "  max_clock: 1 GHz\n"
@@ -110,12 +111,12 @@ def clocked_path(tmp_path):
 
 def test_the_clock_curve_and_the_window_matter_only_where_the_cap_can_bind(clocked_path, tiny_model_path):
     base = _run(clocked_path, str(tiny_model_path)).summary
-    assert base.clock == 1 and not set(base.estimates["used"]) & {*SHAPE, "power.window"}
+    assert base.clock == 1 and not set(base.estimates.used) & {*SHAPE, "power.window"}
     for path, end in (("power.ridge_clock", "550 MHz"), ("power.floor_voltage", "0.55"), ("power.window", "1 ms")):
         alone = _run(clocked_path, str(tiny_model_path), set={path: end}).summary  # what a rerun would give
         assert (alone.step_time_s, alone.energy_j.total) == (base.step_time_s, base.energy_j.total)
     capped = _run(clocked_path, str(tiny_model_path), set={"execution.power_cap": "10.25 W"}).summary
-    assert capped.clock < 1 and set(SHAPE) | {"power.window"} <= set(capped.estimates["used"])
+    assert capped.clock < 1 and set(SHAPE) | {"power.window"} <= set(capped.estimates.used)
 
 
 def test_an_end_of_a_range_at_the_value_is_the_run_itself(clocked_path, tiny_model_path):
@@ -129,8 +130,8 @@ def test_an_end_of_a_range_at_the_value_is_the_run_itself(clocked_path, tiny_mod
         asked.append(value)
         return _run(clocked_path, str(tiny_model_path), set={path: value}).summary
 
-    row = sensitivity.report(s, (at_low,), None, 1, rerun)["sensitive"][0]
-    assert asked == [at_low.written[2]] and row["step_time_s"][0] == s.step_time_s
+    row = sensitivity.report(s, (at_low,), None, 1, rerun).sensitive[0]
+    assert asked == [at_low.written[2]] and row.step_time_s[0] == s.step_time_s
 
 
 def test_left_to_derive_a_small_run_is_rerun_and_a_large_one_is_not(chip_path, tiny_model_path, monkeypatch):
@@ -138,14 +139,14 @@ def test_left_to_derive_a_small_run_is_rerun_and_a_large_one_is_not(chip_path, t
     records are at most ``AUTO_WORK``, and says so where they are not."""
     small = _run(chip_path, str(tiny_model_path), sensitivity=None).summary
     assert sensitivity.work(small) <= sensitivity.AUTO_WORK
-    assert len(small.estimates["sensitive"]) == sensitivity.AUTO_TOP and "not_rerun" not in small.estimates
+    assert len(small.estimates.sensitive) == sensitivity.AUTO_TOP and small.estimates.not_rerun is ABSENT
     monkeypatch.setattr(sensitivity, "AUTO_WORK", sensitivity.work(small) - 1)
     large = _run(chip_path, str(tiny_model_path), sensitivity=None).summary.estimates
-    assert large["sensitive"] == [] and large["not_rerun"] == sensitivity.work(small)
+    assert large.sensitive == () and large.not_rerun == sensitivity.work(small)
     text = "\n".join(sensitivity.lines(large))
     assert f"took {sensitivity.work(small):,} engine events" in text and "--sensitivity N reruns it" in text
     asked = _run(chip_path, str(tiny_model_path), sensitivity=2).summary.estimates  # asked: rerun whatever the size
-    assert len(asked["sensitive"]) == 2
+    assert len(asked.sensitive) == 2
 
 
 def test_the_work_of_a_multi_chip_run_counts_its_collectives_distinct_transfers():
@@ -168,12 +169,12 @@ def test_the_band_of_the_estimates_is_named_when_wider_than_a_tenth_of_the_step(
     from memsim.run import table as console_table
 
     wide = simulate("sn40l", "llama-3.1-8b", context=1024, sensitivity=3).summary
-    low, high = wide.estimates["band_s"]
-    ends = [t for row in wide.estimates["sensitive"] for t in row["step_time_s"]]
+    low, high = wide.estimates.band_s
+    ends = [t for row in wide.estimates.sensitive for t in row.step_time_s]
     assert low == min([*ends, wide.step_time_s]) and high >= max(ends)
     assert high - low > 0.1 * wide.step_time_s
     assert "rests on estimates" in console_table.table(wide)
     narrow = simulate("h100-sxm", "llama-2-7b", context=2048, sensitivity=3).summary
-    low, high = narrow.estimates["band_s"]
+    low, high = narrow.estimates.band_s
     assert 0 < high - low < 0.1 * narrow.step_time_s
     assert "rests on estimates" not in console_table.table(narrow)

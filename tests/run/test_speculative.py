@@ -83,7 +83,7 @@ def test_a_speculative_step_adds_the_drafts_and_the_verify_step(tiny_chip_path, 
                                                                                      for d in drafts))
     assert s.weight_bytes_stored == verify.weight_bytes_stored + drafts[0].weight_bytes_stored
     assert s.energy_per_token_j == pytest.approx(s.energy_j.total / (2 * expected_tokens(0.5, 3)))
-    assert s.workload["tokens"] == 4 and s.workload["context"] == 16
+    assert s.workload.tokens == 4 and s.workload.context == 16
     # The timeline: the three draft steps one after another, then the verify step.
     t = r.timeline
     for i, _d in enumerate(drafts, start=1):
