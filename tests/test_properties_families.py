@@ -46,7 +46,7 @@ def knobs(hw: str) -> list[tuple[str, str]]:
 def grown(hw: str, path: str, factor: float) -> str:
     chip = hardware.load(hw)
     if path == "sram.capacity":
-        return f"{int(chip.sram.capacity_bytes * factor)} B"
+        return f"{int(chip.scratchpad.capacity_bytes * factor)} B"
     if path == "execution.power_cap":
         return f"{chip.power_cap_mw * factor / 1000:g} W"
     kind, name, _ = path.split(".")

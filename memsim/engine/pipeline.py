@@ -78,9 +78,9 @@ class StepRun:
         self.load_servers = [p.server for p in self.loads]
         self.load_totals = [b for _, b in step.total_loads]
         self.store_totals = [b for _, b in step.total_stores]
-        # A direct copy (DMA staging) shows as level-to-level transfers; otherwise via SRAM.
-        self.load_dst = self.stores[0].name if step.direct and self.stores else "sram"
-        self.store_src = self.loads[0].name if step.direct and self.loads else "sram"
+        # A direct copy (DMA staging) shows as level-to-level transfers; otherwise via the scratchpad.
+        self.load_dst = self.stores[0].name if step.direct and self.stores else res.scratchpad
+        self.store_src = self.loads[0].name if step.direct and self.loads else res.scratchpad
         self.free_buffers = step.depth
         self.pending: deque[Chunk] = deque()  # issued chunks that compute has not taken yet
         self.outstanding: deque[Stores] = deque()  # stores not yet drained

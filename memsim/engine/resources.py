@@ -318,7 +318,8 @@ class ChipResources:
             via = self.ports.get(Ref.link(lvl.via)) if lvl.via else None
             self.ports[ref] = _level(env, lvl, chip.compute.units, index, via)
         # What the matrix units waiting for operands from SRAM (``Step.feed_ps``) is a stall on: once per chip.
-        self.feeding = self.ports[Ref.level(chip.sram.name)].waited()
+        self.scratchpad = chip.scratchpad.name  # what a transfer that is not a direct copy goes through
+        self.feeding = self.ports[Ref.level(self.scratchpad)].waited()
         # SRAM set aside for prefetched weights: a prefetch takes its bytes, their user gives them back.
         self.staging = simpy.Container(env, capacity=staging_bytes, init=staging_bytes) if staging_bytes else None
 

@@ -7,6 +7,8 @@ from dataclasses import MISSING, Field, fields
 from typing import Any
 
 from memsim.core import units
+from memsim.hardware.families import BY_FAMILY, FAMILIES, Efficiency
+from memsim.hardware.kinds import KINDS as MEMORY_KINDS
 from memsim.hardware.spec import ChipSpec
 
 KINDS = {"bytes": "size", "bandwidth": "bandwidth", "time": "time", "flops": "rate", "rates": "rates per dtype",
@@ -67,7 +69,46 @@ def reference() -> str:
         "Every field of a hardware YAML, generated from the field declarations in `memsim/hardware/spec.py` by "
         "`python scripts/reference.py --write`; `tests/hardware/test_reference.py` keeps it current. How to write "
         "a chip, start from a preset and override a field: [hardware.md](hardware.md). A default of *family's* "
-        "is filled in by the chip's family (memsim/hardware/families.py).", ""], "chip")
+        "is filled in by the chip's family (the families table below).", ""], "chip") + kinds_table() + families_table()
+
+
+def families_table() -> str:
+    """The families a chip's ``family`` names, from their declarations (``memsim/hardware/families/``)."""
+    rows = ["", "## Families", "",
+            "What a chip's `family` says about it, one file each in `memsim/hardware/families/` (adding a family is "
+            "adding a file). *Execution*: the `execution` values a chip of it leaves out (over "
+            f"{', '.join(f'`{k}`' for k in BY_FAMILY)} as every family shares them); *efficiencies*: what its "
+            "compute and a device memory reach where the chip's file gives none, estimates with their range; "
+            "*weights on chip*: whether its scratchpad keeps weights; *stack*: what its chips run by default.", "",
+            "| family | execution | compute efficiency | memory efficiency | weights on chip | stack | strategy | "
+            "meaning |", "|---|---|---|---|---|---|---|---|"]
+    for f in FAMILIES.values():
+        own = ", ".join(f"`{k}: {list(v) if isinstance(v, tuple) else v}`" for k, v in f.execution
+                        if BY_FAMILY[k] != (tuple(v) if isinstance(v, list) else v))
+        rows.append(f"| `{f.name}` | {own or 'as every family'} | {_estimate(f.compute_efficiency)} | "
+                    f"{_estimate(f.memory_efficiency)} | {f.weights_on_chip} | `{f.stack}` | `{f.strategy}` | "
+                    f"{f.help} |")
+    return "\n".join(rows) + "\n"
+
+
+def _estimate(e: Efficiency) -> str:
+    return f"{e.value:g} [{e.low:g} .. {e.high:g}]: {e.source}"
+
+
+def kinds_table() -> str:
+    """The memory kinds a level's ``kind`` names, from their declarations (``memsim/hardware/kinds/``)."""
+    rows = ["", "## Memory kinds", "",
+            "What a level's `kind` says about it, one file each in `memsim/hardware/kinds/` (adding a kind is "
+            "adding a file). *Where*: on the chip, on the device beside it, or on the host (over a link, or a "
+            "CPU's main memory); *holds*: what a level of the kind is a home for when its `holds` is left out; "
+            "*efficiency*: `memory` where a level left without one streams at its family's estimate (unless "
+            "reached over a link), `ideal` at peak; *clock*: `core` where a power cap that lowers the compute "
+            "clock slows it too.", "",
+            "| kind | where | scratchpad | holds | efficiency | clock | meaning |", "|---|---|---|---|---|---|---|"]
+    for k in MEMORY_KINDS.values():
+        rows.append(f"| `{k.name}` | {k.domain} | {'yes' if k.scratchpad else ''} | "
+                    f"{', '.join(k.holds) or 'nothing'} | {k.efficiency} | {k.clock} | {k.help} |")
+    return "\n".join(rows) + "\n"
 
 
 def fields_page(root: type, title: str, intro: list[str], name: str) -> str:

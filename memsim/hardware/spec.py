@@ -15,17 +15,14 @@ from typing import Any
 from memsim.core import units
 from memsim.core.dtypes import DTYPES
 from memsim.hardware.checks import check_fields, fail, least_rate
-from memsim.hardware.families import BY_FAMILY, family_values
+from memsim.hardware.families import BY_FAMILY, FAMILIES, Family, family_values
+from memsim.hardware.families import names as family_names
 from memsim.hardware.fields import spec_field
+from memsim.hardware.kinds import KINDS, TENSOR_CLASSES, LevelKind
+from memsim.hardware.kinds import names as kind_names
 from memsim.hardware.links import LinkSpec, SystemSpec
 from memsim.hardware.power import PowerSpec
 
-FAMILIES = ("gpu", "wafer", "rdu", "cpu")  # execution models, one mapping strategy each
-LEVEL_KINDS = ("sram", "l2", "l3", "hbm", "ddr", "gddr", "lpddr", "external")
-TENSOR_CLASSES = ("weight", "kv", "activation")
-# What a level holds when its YAML says nothing: scratchpads only stage tiles, caches keep
-# activations between operators, memories hold everything.
-DEFAULT_HOLDS = {"sram": (), "l2": ("activation",), "l3": ("activation",)}
 SCOPES = ("unit", "chip")
 # A chip's engines: compute units, a second compute stream for independent branches, the copy
 # (DMA) engine, communication.
@@ -133,8 +130,9 @@ class ComputeSpec:
 
 @dataclass(frozen=True, slots=True)
 class MemoryLevel:
-    name: str = spec_field("name", "name", "level name; the on-chip scratchpad is always `sram`")
-    kind: str = spec_field("kind", "choice", f"one of {', '.join(LEVEL_KINDS)}", choices=LEVEL_KINDS)
+    name: str = spec_field("name", "name", "level name")
+    kind: str = spec_field("kind", "choice", "its kind of memory (docs/hardware-fields.md, memory kinds): where it sits, "
+                           "whether it is the scratchpad, what it holds by default", choices=kind_names)
     capacity_bytes: int = spec_field("capacity", "bytes", "capacity (per unit when scope is `unit`)", least=1)
     bandwidth_bytes_per_s: int = spec_field(
         "bandwidth", "bandwidth", "peak bandwidth (per unit when scope is `unit`), reads and writes share it"
@@ -163,12 +161,17 @@ class MemoryLevel:
                    "bandwidth x efficiency")
 
     @property
+    def kind_of(self) -> LevelKind:
+        """What its kind of memory is (``memsim.hardware.kinds``)."""
+        return KINDS[self.kind]
+
+    @property
     def is_scratchpad(self) -> bool:
-        return self.kind == "sram"
+        return self.kind_of.scratchpad
 
     def home_for(self, klass: str) -> bool:
-        holds = self.holds if self.holds is not None else DEFAULT_HOLDS.get(self.kind, TENSOR_CLASSES)
-        return klass in holds
+        """Whether it is a home for tensors of ``klass``: as its ``holds`` says, else as its kind's default."""
+        return klass in (self.holds if self.holds is not None else self.kind_of.holds)
 
     def effective_bandwidth(self, units: int) -> int:
         scale = units if self.scope == "unit" else 1
@@ -298,7 +301,8 @@ class ExecutionSpec:
 @dataclass(frozen=True, slots=True)
 class ChipSpec:
     name: str = spec_field("name", "name", "preset name")
-    family: str = spec_field("family", "choice", f"execution model: {', '.join(FAMILIES)}", choices=FAMILIES)
+    family: str = spec_field("family", "choice", "execution model (docs/hardware-fields.md, families): the mapping "
+                             "strategy, the execution values and efficiencies it leaves out", choices=family_names)
     compute: ComputeSpec = spec_field("compute", "section", "compute units and peaks", of=ComputeSpec)
     levels: tuple[MemoryLevel, ...] = spec_field("levels", "list", "memory levels, fastest first", of=MemoryLevel)
     links: tuple[LinkSpec, ...] = spec_field("links", "list", "off-chip links", (), of=LinkSpec)
@@ -320,8 +324,11 @@ class ChipSpec:
             object.__setattr__(self, "execution", dataclasses.replace(ex, **unset))
         check_fields(self, "")
         levels, links = [lvl.name for lvl in self.levels], [lk.name for lk in self.links]
-        if "sram" not in levels:
-            fail("every chip needs a scratchpad level named `sram`", "levels")
+        pads = [lvl.name for lvl in self.levels if lvl.is_scratchpad]
+        if len(pads) != 1:
+            kinds = ", ".join(k.name for k in KINDS.values() if k.scratchpad)
+            fail(f"a chip has one scratchpad level (of kind {kinds}), not {len(pads)}"
+                 + (f": {', '.join(pads)}" if pads else ""), "levels")
         _check_named(self.system.link, "link", links, "system.link")
         for lvl in self.levels:
             _check_named(lvl.via, "link", links, f"levels[{lvl.name}].via")
@@ -338,8 +345,14 @@ class ChipSpec:
         return _named(self.levels, name)
 
     @property
-    def sram(self) -> MemoryLevel:
-        return self.level("sram")
+    def family_of(self) -> Family:
+        """What its family is (``memsim.hardware.families``)."""
+        return FAMILIES[self.family]
+
+    @property
+    def scratchpad(self) -> MemoryLevel:
+        """The compute units' scratchpad: the one level whose kind is one."""
+        return next(lvl for lvl in self.levels if lvl.is_scratchpad)
 
     def link(self, name: str) -> LinkSpec:
         return _named(self.links, name)

@@ -38,7 +38,7 @@ class Context:
         """The SRAM of the op's stage (chip or region) that its tiles and the staging area share."""
         if self.room_bytes >= 0:
             return self.room_bytes
-        return rates.shared(self.chip.chip_capacity(self.chip.sram), self.compute_share)
+        return rates.shared(self.chip.chip_capacity(self.chip.scratchpad), self.compute_share)
 
     @property
     def sram_bytes(self) -> int:

@@ -152,7 +152,7 @@ def l2_rate(cx: Context) -> int:
     """Bytes a second the op's share of the L2 delivers to the units' SRAM; 0 where the library
     keeps the units' own tile (the stack's ``kernels.gemm_tiles`` fixed) or no L2 sits between memory and a
     grid of units: nothing there makes a smaller tile cost more or less."""
-    l2 = next((level for level in cx.chip.levels if level.kind == "l2"), None)
+    l2 = next((level for level in cx.chip.levels if level.kind_of.cache), None)
     if not cx.grid or l2 is None or cx.stack.kernels.gemm_tiles == "fixed":
         return 0
     return rates.shared(rates.effective_bandwidth(cx.chip, Ref.level(l2.name)), cx.compute_share)

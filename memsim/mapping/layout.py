@@ -169,7 +169,7 @@ def place_stage(sub: OpGraph, chip: ChipSpec, kv_copies: int, where: str,
     prefetch on). One that does first keeps room for the stage's working set of activations;
     weights and KV cache then get what the reserve for tiles and staging leaves
     (``placement.sram_reserve``), and tiles and staging what they leave (``placement.sram_split``)."""
-    sram = chip.sram
+    sram = chip.scratchpad
     capacity = rates.shared_capacity(chip.chip_capacity(sram), share)
     if not (sram.home_for("weight") or sram.home_for("kv")):
         return place(sub, chip, kv_copies, where), capacity, staging_area(chip, share)

@@ -25,12 +25,16 @@ from memsim.workload.dtypes import BITS
 from memsim.workload.graph import Op, OpGraph
 
 SOFTMAX_FLOPS_PER_SCORE = 5
-STAGING = Ref.level("sram")  # where prefetched weights land: the scratchpad's staging area
 
 
 Lowering = Callable[[Op, Context], tuple[Step, ...]]
 LOWERINGS: Registry[Lowering] = Registry("lowering", field="kind")  # by op kind, all in this module
 register = LOWERINGS.register
+
+
+def staging(chip: ChipSpec) -> Ref:
+    """Where prefetched weights land: the scratchpad's staging area."""
+    return Ref.level(chip.scratchpad.name)
 
 
 def _add(acc: dict[Ref, int], where: Ref, nbytes: int) -> None:
@@ -43,7 +47,7 @@ def _add_read(acc: dict[Ref, int], cx: Context, tensor: str, read: int, moved: i
     prefetch staged comes from SRAM, the rest from the tensor's home."""
     staged = min(read, dict(cx.staged).get(tensor, 0))
     from_sram = moved * staged // read if read else 0
-    _add(acc, STAGING, from_sram)
+    _add(acc, staging(cx.chip), from_sram)
     _add(acc, cx.home(tensor), moved - from_sram)
 
 
@@ -88,7 +92,7 @@ def feeds_from_sram(chip: ChipSpec) -> bool:
     """Whether a GEMM's operands reach the matrix units in a read from SRAM that no load counts
     (``feed_ps``): units that compute output tiles, and weights that do not live in SRAM (where
     they do, as on Groq, their stream from it is the GEMM's load)."""
-    return chip.execution.unit_tile > 0 and not chip.sram.home_for("weight")
+    return chip.execution.unit_tile > 0 and not chip.scratchpad.home_for("weight")
 
 
 def feed_ps(op: Op, cx: Context) -> int:
@@ -111,7 +115,7 @@ def feed_ps(op: Op, cx: Context) -> int:
     a_bits, b_bits = cx.bits(op.inputs[0].tensor), cx.bits(op.inputs[1].tensor)  # as SRAM holds them
     edge = tiling.unit_edge(cx.sram_bytes // units, a_bits, b_bits, ex.accumulator_bytes, cx.depth, ex.unit_tile)
     nbytes = tiling.feed_bytes(op.flops, op.dim("m"), op.dim("n"), edge, a_bits, b_bits)
-    rate = rates.shared(rates.effective_bandwidth(cx.chip, Ref.level(cx.chip.sram.name)), cx.compute_share)
+    rate = rates.shared(rates.effective_bandwidth(cx.chip, Ref.level(cx.chip.scratchpad.name)), cx.compute_share)
     return max(from_l2, transfer_ps(nbytes, rate))
 
 

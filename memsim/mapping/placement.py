@@ -20,22 +20,21 @@ import dataclasses
 
 from memsim.core.errors import CapacityError, run_field
 from memsim.core.units import human_bytes
+from memsim.hardware.families import ALWAYS, WITHOUT_DEVICE_MEMORY
+from memsim.hardware.kinds import DEVICE
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping.lower import tile_floor
 from memsim.workload.graph import OpGraph, Tensor
 
-# Families whose machines keep weights in SRAM by design (a wafer's cores, an RDU's or LPU's on-chip memory):
-# a scratchpad whose YAML says nothing is a home for every class, weights spilling to slower levels.
-RESIDENT_FAMILIES = ("wafer", "rdu")
 EVERY_CLASS = ("weight", "kv", "activation")
-DEVICE_MEMORY = ("hbm", "gddr", "lpddr")
 
 
 def sram_may_hold(chip: ChipSpec) -> bool:
     """Whether the chip's scratchpad can keep weights from one operator to the next: on a family that keeps
-    them there, or on a GPU-family chip with no device memory (its SRAM is its memory)."""
-    return chip.family in RESIDENT_FAMILIES or (chip.family == "gpu" and
-                                                 not any(lvl.kind in DEVICE_MEMORY for lvl in chip.levels))
+    them there (``Family.weights_on_chip``), always or where the chip has no device memory (its SRAM is its memory)."""
+    keeps = chip.family_of.weights_on_chip
+    return keeps == ALWAYS or (keeps == WITHOUT_DEVICE_MEMORY and
+                               not any(lvl.kind_of.domain == DEVICE for lvl in chip.levels))
 
 
 def default_holds(graph: OpGraph, chip: ChipSpec, kv_copies: int = 1) -> ChipSpec:
@@ -45,10 +44,10 @@ def default_holds(graph: OpGraph, chip: ChipSpec, kv_copies: int = 1) -> ChipSpe
     cache fit in it beside its operators' tiles, so they live in the fastest level that holds them. Otherwise
     the kind's default: a GPU's shared memory and a CPU's caches belong to one kernel at a time and only stage
     tiles (a weight cannot stay in them from one kernel to the next)."""
-    sram = chip.sram
+    sram = chip.scratchpad
     if sram.holds is not None or not sram_may_hold(chip):
         return chip
-    if chip.family not in RESIDENT_FAMILIES:
+    if chip.family_of.weights_on_chip != ALWAYS:
         persistent = [t for t in graph.tensors.values() if t.klass in ("weight", "kv")]
         need = sum(t.bytes * (kv_copies if t.klass == "kv" else 1) for t in persistent)
         if not persistent or need + _needs(graph, chip)[0] > chip.chip_capacity(sram):
@@ -71,7 +70,7 @@ def place(graph: OpGraph, chip: ChipSpec, kv_copies: int = 1, where: str = "",
     size = {t.name: t.bytes * (kv_copies if t.klass == "kv" else 1) for t in persistent}
     free = {lvl.name: max(0, min(chip.chip_capacity(lvl), (room or {}).get(lvl.name, chip.chip_capacity(lvl))))
             for lvl in chip.levels}
-    sram = chip.sram.name
+    sram = chip.scratchpad.name
     homes, homeless = _fill(persistent, size, chip, free, sram_reserve(graph, chip, persistent, size, free[sram]))
     if homeless is not None:
         need = sum(size.values())
@@ -140,7 +139,7 @@ def sram_reserve(graph: OpGraph, chip: ChipSpec, persistent: list[Tensor], size:
     to prefetch and that is the reserve. Otherwise the weights left in a slower level are staged
     through the scratchpad: the staging area gets what it needs, but at most half of what the
     tiles leave, and resident weights the rest. Each of the three only grows with the capacity."""
-    sram = chip.sram
+    sram = chip.scratchpad
     if not any(sram.home_for(k) for k in ("weight", "kv")):
         return 0
     capacity = chip.chip_capacity(sram) if capacity is None else capacity
@@ -162,7 +161,7 @@ def _fill(tensors: list[Tensor], size: dict[str, int], chip: ChipSpec, room: dic
     does not fit: the most operators then read nothing from a slower level (each such read pays
     that level's latency), and a larger scratchpad holds a superset of what a smaller one holds."""
     free = dict(room)
-    sram = chip.sram.name
+    sram = chip.scratchpad.name
     last = {t.name: [lvl.name for lvl in chip.levels if lvl.home_for(t.klass)][-1:] == [sram] for t in tensors}
     homes: dict[str, str] = {}
 
@@ -178,7 +177,7 @@ def _fill(tensors: list[Tensor], size: dict[str, int], chip: ChipSpec, room: dic
         if last[t.name] and not put(t, 0):
             return homes, t
     keep = min(reserve, free[sram])
-    for t in sorted((t for t in tensors if not last[t.name] and chip.sram.home_for(t.klass)),
+    for t in sorted((t for t in tensors if not last[t.name] and chip.scratchpad.home_for(t.klass)),
                     key=lambda t: size[t.name]):
         if free[sram] - keep < size[t.name]:
             break
@@ -199,7 +198,7 @@ def sram_split(graph: OpGraph, chip: ChipSpec, homes: dict[str, str], kv_copies:
     prefetch on. One that does gives them what the tensors placed in it leave (while some live in
     a slower level, no more than the reserve, so that the room only grows with the capacity):
     tiles what they need first, staging the rest, none when every weight is resident."""
-    sram = chip.sram
+    sram = chip.scratchpad
     capacity = chip.chip_capacity(sram) if capacity is None else capacity
     prefetch = chip.execution.weight_prefetch
     persistent = [t for t in graph.tensors.values() if t.klass in ("weight", "kv") and sram.home_for(t.klass)]

@@ -30,11 +30,11 @@ import dataclasses
 import math
 from fractions import Fraction
 
+from memsim.hardware.kinds import CORE
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec, PowerSpec
 from memsim.mapping.plan import Plan, Step
 
-ON_CHIP = ("sram", "l2", "l3")  # level kinds in the core clock domain
 GRID_STEPS = 64  # clock steps of a chip that gives no clock step of its own
 
 
@@ -94,7 +94,7 @@ def at_clock(chip: ChipSpec, f: Fraction) -> ChipSpec:
         vector_energy_fj_per_flop=energy(c.vector_energy_fj_per_flop))
     levels = tuple(dataclasses.replace(lvl, bandwidth_bytes_per_s=rate(lvl.bandwidth_bytes_per_s),
                                        latency_ps=slower(lvl.latency_ps), energy_fj_per_bit=energy(lvl.energy_fj_per_bit))
-                   if lvl.kind in ON_CHIP else lvl for lvl in chip.levels)
+                   if lvl.kind_of.clock == CORE else lvl for lvl in chip.levels)
     links = tuple(dataclasses.replace(lk, bandwidth_bytes_per_s=rate(lk.bandwidth_bytes_per_s),
                                       latency_ps=slower(lk.latency_ps), energy_fj_per_bit=energy(lk.energy_fj_per_bit))
                   if lk.name == chip.execution.fabric else lk for lk in chip.links)

@@ -37,7 +37,7 @@ from memsim.hardware import rates
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping import tiling
-from memsim.mapping.lower import STAGING, Context, gemm_compute_ps
+from memsim.mapping.lower import Context, gemm_compute_ps, staging
 from memsim.mapping.plan import COPY, OpTask, Step
 from memsim.workload.graph import Op
 
@@ -71,7 +71,7 @@ def staging_area(chip: ChipSpec, share: rates.Share = rates.WHOLE) -> int:
     for prefetched weights: half of it (0 when prefetch is off)."""
     if not chip.execution.weight_prefetch:
         return 0
-    return rates.shared_capacity(chip.chip_capacity(chip.sram), share) // 2
+    return rates.shared_capacity(chip.chip_capacity(chip.scratchpad), share) // 2
 
 
 def part_bytes(cx: Context, nbytes: int, unit: int = GRAIN) -> int:
@@ -122,17 +122,18 @@ class Prefetcher:
         budget = cx.staging_bytes
         if not budget or op.kind != "matmul":
             return None, cx
+        pad = staging(cx.chip)
         weights = [(r.tensor, r.bytes) for r in op.inputs if cx.graph.tensors[r.tensor].klass == "weight"
-                   and cx.homes[r.tensor] != STAGING.name]
+                   and cx.homes[r.tensor] != pad.name]
         homes = {cx.homes[t] for t, _ in weights}
         if not weights or len(homes) != 1:
             return None, cx
         source = Ref.level(homes.pop())
         total = sum(b for _, b in weights)
-        later = cx.chip.level(source.name).latency_ps - cx.chip.level(STAGING.name).latency_ps
+        later = cx.chip.level(source.name).latency_ps - cx.chip.level(pad.name).latency_ps
         unit = grain(cx.chip, source, cx.compute_share)
         keep = kept(total, gemm_compute_ps(op, cx), rates.shared(rates.effective_bandwidth(cx.chip, source), cx.compute_share),
-                    rates.shared(rates.effective_bandwidth(cx.chip, STAGING), cx.compute_share), later, unit)
+                    rates.shared(rates.effective_bandwidth(cx.chip, pad), cx.compute_share), later, unit)
         room = part_bytes(cx, total - keep, unit)
         staged = []
         for tensor, nbytes in weights:  # the first part of the weights

@@ -50,7 +50,7 @@ def needs(chip: ChipSpec, graph: OpGraph, kv_copies: int) -> int:
     """SRAM bytes a region running ``graph`` needs: the weights and KV cache the SRAM can hold,
     the largest working set of activations, and the room its tiles need (the reserve placement
     keeps for them, ``placement.sram_reserve``)."""
-    sram = chip.sram
+    sram = chip.scratchpad
     resident = sum(t.bytes * (kv_copies if t.klass == "kv" else 1) for t in graph.tensors.values()
                    if t.klass in ("weight", "kv") and sram.home_for(t.klass))
     return resident + working_set(graph) + tile_room(graph, chip)
@@ -59,11 +59,11 @@ def needs(chip: ChipSpec, graph: OpGraph, kv_copies: int) -> int:
 def shares(chip: ChipSpec, graphs: list[OpGraph], kv_copies: int) -> list[Share] | None:
     """Each region's share of the chip (``graphs``: one chip's regions), or None when their bytes
     need more SRAM than the chip has."""
-    capacity = chip.chip_capacity(chip.sram)
+    capacity = chip.chip_capacity(chip.scratchpad)
     floor = [Share(needs(chip, g, kv_copies), capacity) for g in graphs]
     if sum(floor) > 1:
         return None
-    times = [Share(roofline(g, chip, {n: "sram" for n in g.tensors})[0]) for g in graphs]
+    times = [Share(roofline(g, chip, {n: chip.scratchpad.name for n in g.tensors})[0]) for g in graphs]
     return fill(floor, times)
 
 

@@ -183,7 +183,7 @@ def make_plan(graph: OpGraph, chip: ChipSpec, grid: Grid | None = None,
     (graphs with ``graph``'s ops) flows through the stages. ``step_work``: the host's work before
     and after the step is the plan's (a serving run adds it per step itself)."""
     grid = grid if grid is not None else Grid.of(graph)
-    strategy = STRATEGIES.get(chip.family)
+    strategy = STRATEGIES.get(chip.family_of.strategy)
     if grid.pp < 1:
         raise ConfigError("must be at least 1", field=run_field("pp"))
     if grid.tp != graph.meta.tp:

@@ -28,6 +28,6 @@ def ceilings(chip: ChipSpec) -> Ceilings:
                      key=lambda kv: -kv[1])
     memory = [(lvl.name, float(rates.peak_bandwidth(chip, Ref.level(lvl.name)))) for lvl in chip.levels]
     memory += [(f"link:{link.name}", float(link.peak_bandwidth)) for link in chip.links]
-    homes = [lvl.name for lvl in chip.levels if lvl.kind in ("hbm", "gddr", "lpddr", "ddr", "external")]
+    homes = [lvl.name for lvl in chip.levels if not lvl.kind_of.on_chip]
     return Ceilings(compute=tuple((k, float(v)) for k, v in compute),
-                    memory=tuple(sorted(memory, key=lambda kv: -kv[1])), main=(homes or [chip.sram.name])[0])
+                    memory=tuple(sorted(memory, key=lambda kv: -kv[1])), main=(homes or [chip.scratchpad.name])[0])

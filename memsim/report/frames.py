@@ -40,7 +40,8 @@ def ops(graph: OpGraph, plan: Plan, result: EngineResult) -> pd.DataFrame:
     chip = plan.chip
     spans = {op: (s, e) for op, s, e in result.spans}
     used = {ref for t in plan.tasks for ref in t.bytes_by_level()}
-    levels = [Ref.level(lvl.name) for lvl in chip.levels if Ref.level(lvl.name) in used or not lvl.is_scratchpad]
+    # a level whose kind is a home for nothing (a scratchpad, an L1) has columns only where it moved bytes
+    levels = [Ref.level(lvl.name) for lvl in chip.levels if Ref.level(lvl.name) in used or lvl.kind_of.holds]
     levels += sorted((ref for ref in used if ref.is_link), key=str)
     rows = []
     joules = per_op(plan, result)

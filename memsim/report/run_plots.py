@@ -17,13 +17,15 @@ import pandas as pd
 
 from memsim.core.errors import ConfigError
 from memsim.core.files import load_json
+from memsim.hardware.kinds import KINDS
 from memsim.hardware.loader import load_chip
 from memsim.report.ceilings import ceilings
 from memsim.report.output import DATA, FIGURES, read_table
 
-# tab10 and tab20b shades: compute green, transfers blue, every stall cause its own hue
-FIXED_COLORS = {"compute": "#2ca02c", "transfer": "#1f77b4", "hbm": "#ff7f0e", "l2": "#9467bd", "sram": "#8c564b",
-                "ddr": "#e377c2", "tile_buffer": "#d62728", "dequant": "#bcbd22", "overhead": "#7f7f7f",
+# tab10 and tab20b shades: compute green, transfers blue, every stall cause its own hue; a level's
+# stalls in its kind's colour (``memsim.hardware.kinds``: levels are named after their kinds in the presets)
+FIXED_COLORS = {"compute": "#2ca02c", "transfer": "#1f77b4", **{k.name: k.color for k in KINDS.values() if k.color},
+                "tile_buffer": "#d62728", "dequant": "#bcbd22", "overhead": "#7f7f7f",
                 "dependency": "#17becf", "bubble": "#c7c7c7", "power": "#393b79", "static": "#252525"}
 EXTRA_COLORS = ("#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#dbdb8d", "#9edae5",
                 "#637939", "#8c6d31", "#843c39", "#7b4173", "#e7ba52", "#6b6ecf", "#b5cf6b", "#de9ed6")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from memsim.core.errors import run_field
 from memsim.core.units import human_bytes
 from memsim.mapping import Plan
-from memsim.mapping.placement import DEVICE_MEMORY, sram_may_hold
+from memsim.mapping.placement import sram_may_hold
 from memsim.workload.graph import OpGraph
 
 NAMES = {"weight": "weights", "kv": "KV cache"}
@@ -53,7 +53,7 @@ def idle_warning(graph: OpGraph, plan: Plan) -> str | None:
     order = [lvl.name for lvl in chip.levels]
     for klass, levels in bytes_by_level(graph, plan).items():
         for lvl in chip.levels:
-            could = lvl.kind in (*DEVICE_MEMORY, "ddr") or (lvl.is_scratchpad and sram_may_hold(chip))
+            could = not lvl.kind_of.on_chip or (lvl.is_scratchpad and sram_may_hold(chip))  # a memory off the chip
             slower = sum(b for name, b in levels.items() if order.index(name) > order.index(lvl.name))
             idle = not any(lvl.home_for(k) for k in ("weight", "kv", "activation"))
             if could and idle and not lvl.via and slower and slower <= chip.chip_capacity(lvl):

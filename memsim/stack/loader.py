@@ -15,14 +15,13 @@ from typing import Any
 from memsim.core.errors import ConfigError, run_field
 from memsim.core.presets import available, resolve
 from memsim.hardware.estimates import Estimate
+from memsim.hardware.families import FAMILIES
 from memsim.hardware.loader import SUFFIXES, apply_override, build, dump, estimates_of, read_based
 from memsim.stack.spec import IDEAL, StackSpec
 
 KIND = "stacks"  # configs/stacks/NAME.yaml
 PREFIX = "stack."  # a --set path that starts with it changes the stack, not the chip
-AUTO = "auto"  # the chip family's stack (``FAMILY_STACKS``)
-# The stack a run uses where none is given, by the chip's family (docs/stacks.md says why).
-FAMILY_STACKS = {"gpu": "vllm", "rdu": IDEAL.name, "wafer": IDEAL.name, "cpu": "pytorch-cpu"}
+AUTO = "auto"  # the chip family's stack (``Family.stack``; docs/stacks.md says why)
 
 
 def presets() -> list[str]:
@@ -39,7 +38,7 @@ def stack_path(name_or_path: str) -> Path | None:
 def default_for(family: str, vendor: str = "") -> str:
     """The stack a run on a chip of ``family`` uses unless told otherwise: the one its vendor ships
     (the chip's ``stack``), else its family's."""
-    return vendor or FAMILY_STACKS.get(family, IDEAL.name)
+    return vendor or (FAMILIES[family].stack if family in FAMILIES else IDEAL.name)
 
 
 def split_sets(sets: tuple[tuple[str, str], ...]) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:

@@ -33,10 +33,10 @@ class HardwareField:
 
 @functools.cache
 def families() -> tuple[str, ...]:
-    """The families a mapping strategy is registered for (``family:``)."""
-    from memsim.mapping.strategy import STRATEGIES
+    """The families a chip may name (``family:``)."""
+    from memsim.hardware.families import FAMILIES
 
-    return tuple(STRATEGIES.names())
+    return FAMILIES.names()
 
 
 @functools.cache

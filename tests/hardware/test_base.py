@@ -43,8 +43,8 @@ levels:
     preset = hardware.load("h100-sxm")
     assert chip.compute.kernel_efficiency == 0.9
     assert dataclasses.replace(chip.compute, kernel_efficiency=preset.compute.kernel_efficiency) == preset.compute
-    assert chip.sram.capacity_bytes == 456 * 2**20
-    assert dataclasses.replace(chip.sram, capacity_bytes=preset.sram.capacity_bytes) == preset.sram
+    assert chip.scratchpad.capacity_bytes == 456 * 2**20
+    assert dataclasses.replace(chip.scratchpad, capacity_bytes=preset.scratchpad.capacity_bytes) == preset.scratchpad
     assert [lv.name for lv in chip.levels] == [lv.name for lv in preset.levels]
     assert "base" not in raw  # what a run writes out is the chip itself, loadable without its base
 

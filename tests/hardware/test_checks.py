@@ -69,7 +69,7 @@ def refused(make, field: str, needle: str = "") -> ConfigError:
     (lambda: chip(family="tpu"), "family", "not one of"),
     (lambda: chip(levels=[SRAM]), "levels", "tuple of MemoryLevel"),
     (lambda: chip(levels=(SRAM, SRAM)), "levels", "duplicate name 'sram'"),
-    (lambda: chip(levels=(dataclasses.replace(SRAM, name="smem"),)), "levels", "scratchpad"),
+    (lambda: chip(levels=(dataclasses.replace(SRAM, kind="l2"),)), "levels", "one scratchpad level"),
     (lambda: chip(compute={"units": 4}), "compute", "ComputeSpec"),
     (lambda: chip(levels=(SRAM, MemoryLevel("ddr", "ddr", 1 << 30, 10**9, 0, via="pcie"))), "levels[ddr].via",
      "no link named 'pcie'"),

@@ -67,11 +67,11 @@ def test_shipped_preset_loads(name):
     assert isinstance(chip, ChipSpec)
     assert chip.name == name
     assert chip.family in ("gpu", "wafer", "rdu", "cpu")
-    assert chip.sram.kind == "sram"
+    assert chip.scratchpad.kind == "sram"
     if name in ("h100-sxm", "a100-80gb-sxm"):
         assert chip.level("hbm").capacity_bytes == 80 * 10**9
     assert chip.compute.peak("bf16") >= chip.compute.vector_flops_per_s
-    assert chip.levels[0].kind == "sram"  # fastest first
+    assert chip.levels[0].kind_of.on_chip  # fastest first
 
 
 def test_h100_values_are_parsed_into_base_units():
@@ -81,7 +81,7 @@ def test_h100_values_are_parsed_into_base_units():
     assert hbm.latency_ps == 600_000
     assert hbm.channels == 5
     assert hbm.efficiency == 0.89  # microbench.csv row 35
-    assert chip.sram.capacity_bytes == 30096 * 1024
+    assert chip.scratchpad.capacity_bytes == 30096 * 1024
     assert chip.compute.units == 132
     assert chip.compute.peak("bf16") == 989 * 10**12
     assert chip.compute.peak("fp8") == 1979 * 10**12
@@ -116,7 +116,7 @@ def test_unknown_preset_lists_the_shipped_ones():
 @pytest.mark.parametrize(
     ("path", "value", "get", "expected"),
     [
-        ("sram.capacity", "64MiB", lambda c: c.sram.capacity_bytes, 64 * 2**20),
+        ("sram.capacity", "64MiB", lambda c: c.scratchpad.capacity_bytes, 64 * 2**20),
         ("hbm.bandwidth", "4 TB/s", lambda c: c.level("hbm").bandwidth_bytes_per_s, 4 * 10**12),
         ("hbm.capacity", "1 GB", lambda c: c.level("hbm").capacity_bytes, 10**9),
         ("compute.units", "64", lambda c: c.compute.units, 64),
@@ -127,7 +127,7 @@ def test_unknown_preset_lists_the_shipped_ones():
         ("execution.kv_split", "4", lambda c: c.execution.kv_split, 4),
         ("nvlink.efficiency", "0.5", lambda c: c.links[0].effective_bandwidth, 225 * 10**9),
         ("system.step_latency", "3 us", lambda c: c.system.step_latency_ps, 3 * 10**6),
-        ("sram.holds", "weight, activation", lambda c: c.sram.holds, ("weight", "activation")),  # names by commas
+        ("sram.holds", "weight, activation", lambda c: c.scratchpad.holds, ("weight", "activation")),  # names by commas
         ("compute.native", "fp8,int8", lambda c: c.compute.native, ("fp8", "int8")),
     ],
 )
@@ -162,17 +162,17 @@ def test_override_of_peak_keeps_other_dtypes():
 
 def test_overrides_do_not_leak_into_the_next_load():
     hardware.load("h100-sxm", [("sram.capacity", "1 MiB")])
-    assert hardware.load("h100-sxm").sram.capacity_bytes == 30096 * 1024
+    assert hardware.load("h100-sxm").scratchpad.capacity_bytes == 30096 * 1024
 
 
 def test_overrides_apply_in_order():
     chip = hardware.load("h100-sxm", [("sram.capacity", "1 MiB"), ("sram.capacity", "2 MiB")])
-    assert chip.sram.capacity_bytes == 2 * 2**20
+    assert chip.scratchpad.capacity_bytes == 2 * 2**20
 
 
 def test_override_can_add_an_optional_field():
     chip = hardware.load("h100-sxm", [("sram.efficiency", "0.5")])
-    assert chip.sram.efficiency == 0.5
+    assert chip.scratchpad.efficiency == 0.5
 
 
 @pytest.mark.parametrize(
@@ -210,15 +210,12 @@ def test_minimal_chip_loads_with_defaults(tmp_path):
     chip, raw = load_chip(write(tmp_path, MINIMAL))
     assert raw["name"] == "tiny"
     assert chip.links == ()
-    from memsim.hardware.families import BY_FAMILY, FAMILY_EXECUTION
-    values = {**BY_FAMILY, **FAMILY_EXECUTION[chip.family]}
-    family = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
+    family = chip.family_of.values()
     assert chip.execution == dataclasses.replace(hardware.ExecutionSpec(), **family)  # the defaults, its family's
-    assert chip.sram.channels == 1 and chip.sram.scope == "chip" and chip.sram.efficiency == 1.0
+    assert chip.scratchpad.channels == 1 and chip.scratchpad.scope == "chip" and chip.scratchpad.efficiency == 1.0
     assert chip.level("hbm").channels == 4
-    from memsim.hardware.families import COMPUTE_EFFICIENCY, MEMORY_EFFICIENCY
-    assert chip.compute.efficiency == COMPUTE_EFFICIENCY[chip.family][0]  # the family's, not the ideal 1.0
-    assert chip.level("hbm").efficiency == MEMORY_EFFICIENCY[chip.family][0]
+    assert chip.compute.efficiency == chip.family_of.compute_efficiency.value  # the family's, not the ideal 1.0
+    assert chip.level("hbm").efficiency == chip.family_of.memory_efficiency.value
 
 
 def test_unknown_field_names_file_and_dotted_field(tmp_path):
@@ -277,10 +274,12 @@ def test_missing_required_field_names_file_and_field(tmp_path, line, field):
     assert err.field == field
 
 
-def test_chip_without_sram_level_is_refused(tmp_path):
-    text = MINIMAL.replace("  - name: sram\n    kind: sram\n", "  - name: smem\n    kind: sram\n")
-    err = config_error(write(tmp_path, text), "sram")
+def test_chip_without_a_scratchpad_level_is_refused_and_its_name_is_free(tmp_path):
+    text = MINIMAL.replace("  - name: sram\n    kind: sram\n", "  - name: sram\n    kind: l2\n")
+    err = config_error(write(tmp_path, text), "one scratchpad level (of kind sram), not 0")
     assert err.field == "levels"
+    renamed = MINIMAL.replace("  - name: sram\n    kind: sram\n", "  - name: smem\n    kind: sram\n")
+    assert load_chip(write(tmp_path, renamed))[0].scratchpad.name == "smem"
 
 
 @pytest.mark.parametrize(
@@ -346,15 +345,15 @@ def test_specs_are_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         chip.name = "other"  # type: ignore[misc]
     with pytest.raises(dataclasses.FrozenInstanceError):
-        chip.sram.capacity_bytes = 1  # type: ignore[misc]
+        chip.scratchpad.capacity_bytes = 1  # type: ignore[misc]
 
 
 def test_effective_bandwidth_and_chip_capacity_scale_per_unit(tmp_path):
     text = MINIMAL.replace("    latency: 10 ns\n", "    latency: 10 ns\n    scope: unit\n    efficiency: 0.5\n")
     chip, _ = load_chip(write(tmp_path, text))
-    assert chip.sram.scope == "unit"
-    assert chip.chip_capacity(chip.sram) == 4 * 2**20
-    assert chip.sram.effective_bandwidth(chip.compute.units) == 4 * 10 * 10**12 // 2
+    assert chip.scratchpad.scope == "unit"
+    assert chip.chip_capacity(chip.scratchpad) == 4 * 2**20
+    assert chip.scratchpad.effective_bandwidth(chip.compute.units) == 4 * 10 * 10**12 // 2
     hbm = chip.level("hbm")
     assert chip.chip_capacity(hbm) == 16 * 10**9
     assert hbm.effective_bandwidth(chip.compute.units) == int(3_350_000_000_000 * hbm.efficiency)  # the family's
@@ -463,16 +462,17 @@ def test_a_chip_built_in_python_runs_as_its_yaml_preset(preset):
 
 def test_an_efficiency_left_out_takes_the_familys_estimate_and_the_run_says_so(tmp_path):
     from memsim import simulate
-    from memsim.hardware.families import COMPUTE_EFFICIENCY, MEMORY_EFFICIENCY
+    from memsim.hardware.families import FAMILIES
 
+    gpu = FAMILIES["gpu"]
     path = tmp_path / "mine.yaml"
     path.write_text("name: mine\nfamily: gpu\ncompute: {units: 100, peak: {bf16: 500 TFLOP/s}, vector_peak: 50 TFLOP/s}\n"
                     "levels:\n  - {name: sram, kind: sram, capacity: 20 MiB, bandwidth: 100 TB/s, latency: 10 ns}\n"
                     "  - {name: hbm, kind: hbm, capacity: 80 GB, bandwidth: 2 TB/s, latency: 500 ns}\n")
     chip, _ = load_chip(path)
-    assert chip.compute.efficiency == COMPUTE_EFFICIENCY["gpu"][0] < 1
-    assert chip.level("hbm").efficiency == MEMORY_EFFICIENCY["gpu"][0] < 1
-    assert chip.sram.efficiency == 1.0  # a scratchpad's is not a device memory's
+    assert chip.compute.efficiency == gpu.compute_efficiency.value < 1
+    assert chip.level("hbm").efficiency == gpu.memory_efficiency.value < 1
+    assert chip.scratchpad.efficiency == 1.0  # a scratchpad's is not a device memory's
     r = simulate(str(path), "gpt2", context=64)
     assert r.summary.estimates.defaults == ("compute.efficiency", "levels[hbm].efficiency")
     assert "compute.efficiency" in r.summary.estimates.used

@@ -6,8 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memsim import hardware, simulate
-from memsim.hardware.families import FAMILY_EXECUTION
-from memsim.hardware.spec import FAMILIES
+from memsim.hardware.families import FAMILIES
 from memsim.mapping import overlap
 from memsim.mapping.collectives import ALLREDUCE, LinkCost
 from memsim.mapping.plan import COMM, COMPUTE
@@ -135,10 +134,10 @@ def test_shortcuts_stay_exact_with_chunks(tiny_chip_path, tiny_model_path):
 
 
 def test_family_defaults_follow_real_machines():
-    assert {f: FAMILY_EXECUTION[f]["comm_overlap"] for f in FAMILIES} == {"gpu": 1, "cpu": 1, "rdu": 4, "wafer": 1}
+    assert {f: FAMILIES[f].values()["comm_overlap"] for f in FAMILIES} == {"gpu": 1, "cpu": 1, "rdu": 4, "wafer": 1}
     for name in ("h100-sxm", "sn40l", "groq-lpu", "wse-3", "xeon-gold-6242"):
         chip = hardware.load(name)
-        assert chip.execution.comm_overlap == FAMILY_EXECUTION[chip.family]["comm_overlap"]
+        assert chip.execution.comm_overlap == chip.family_of.values()["comm_overlap"]
 
 
 def test_a_real_prefill_gains_from_overlap():

@@ -92,7 +92,7 @@ def test_an_embedding_too_big_for_a_chip_is_split_over_stages_of_its_own():
     chip = hardware.load("groq-lpu")
     step = workload.StepSpec.make("decode", context=1024, weight_dtype="int8", tp=8)
     graph = workload.build_step(workload.model_config("llama-3.1-70b"), step)
-    assert graph.tensors["embed.weight"].bytes > chip.chip_capacity(chip.sram)
+    assert graph.tensors["embed.weight"].bytes > chip.chip_capacity(chip.scratchpad)
     assert lookup_shards(graph, chip, 72) == 2
     assert lookup_shards(graph, chip, 1) == 1  # no stage to spare
     r = simulate("groq-lpu", "llama-3.1-70b", weight_dtype="int8", tp=8, pp=72, context=1024)
@@ -139,7 +139,7 @@ def test_no_wafer_region_holds_more_than_its_share(capacity):
     r = simulate("wse-3", "llama-3.1-8b", context=2048, set={"sram.capacity": capacity} if capacity else {})
     plan = r.plan
     assert plan.regions == 32 and sum(plan.shares) == pytest.approx(1)
-    sram = r.chip.chip_capacity(r.chip.sram)
+    sram = r.chip.chip_capacity(r.chip.scratchpad)
     for stage, nbytes in _region_bytes(r).items():
         assert nbytes <= round(plan.shares[stage] * sram) + 1, stage
     assert plan.shares[0] > plan.shares[1]
@@ -153,7 +153,7 @@ def test_a_wafer_too_small_for_its_regions_streams_within_its_sram():
     plan = r.plan
     assert plan.regions == 1 and plan.staging[0] > 0
     held = _region_bytes(r)[0]
-    assert held + plan.staging[0] <= r.chip.chip_capacity(r.chip.sram)
+    assert held + plan.staging[0] <= r.chip.chip_capacity(r.chip.scratchpad)
     assert r.summary.bytes_per_level["memoryx"].read > 0
     assert r.summary.embedding_placement["embedding"] == "host"  # MemoryX holds the table
 

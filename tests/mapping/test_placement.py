@@ -273,7 +273,7 @@ def test_an_sram_only_chip_puts_its_weights_in_the_reserve_too():
     homes = place(g, chip)
     assert set(homes.values()) == {"sram"}
     persistent = sum(t.bytes for t in g.tensors.values() if t.klass in ("weight", "kv"))
-    assert sram_split(g, chip, homes)[0] == chip.sram.capacity_bytes - persistent
+    assert sram_split(g, chip, homes)[0] == chip.scratchpad.capacity_bytes - persistent
 
 
 def test_an_activation_that_fits_no_level_is_refused_like_weights():

@@ -64,7 +64,7 @@ def test_a_lower_clock_slows_the_core_and_cheapens_its_work_and_leaves_the_rest(
     for (_d, e), (_, g) in zip(chip.compute.energy_fj_per_flop, slow.compute.energy_fj_per_flop):
         assert g == round(e * squared) and g <= e
     for lvl, low in zip(chip.levels, slow.levels):
-        if lvl.kind in power.ON_CHIP:
+        if lvl.kind_of.clock == "core":
             assert low.bandwidth_bytes_per_s <= lvl.bandwidth_bytes_per_s and low.latency_ps >= lvl.latency_ps
             assert low.energy_fj_per_bit == round(lvl.energy_fj_per_bit * squared)
         else:  # off-chip memory keeps its own clock and voltage

@@ -12,7 +12,7 @@ from memsim.engine.simpy_fast import Environment
 from memsim.hardware.rates import effective_bandwidth as bandwidth_of
 from memsim.hardware.resource import Ref
 from memsim.mapping import make_plan, tiling
-from memsim.mapping.lower import STAGING, Context, gemm_compute_ps, lower_matmul
+from memsim.mapping.lower import Context, gemm_compute_ps, lower_matmul, staging
 from memsim.mapping.placement import sram_split
 from memsim.mapping.prefetch import GRAIN, Prefetcher, grain, kept, part_bytes
 from memsim.run.api import resolve
@@ -60,7 +60,7 @@ def test_a_part_is_all_the_weights_or_whole_grains_of_them(sram):
     part = part_bytes(cx, weights + 1, unit)
     assert part == weights + 1 if weights + 1 <= share else part % unit == 0 and part <= share
     keep = kept(weights, gemm_compute_ps(g.ops["L0.o_proj"], cx), bandwidth_of(chip, HBM),
-                bandwidth_of(chip, STAGING), chip.level("hbm").latency_ps - chip.level("sram").latency_ps, unit)
+                bandwidth_of(chip, staging(chip)), chip.level("hbm").latency_ps - chip.level("sram").latency_ps, unit)
     assert 0 < keep < weights and keep % unit == 0  # o_proj's compute outlasts HBM's latency on sn40l
     assert (task.acquires if task is not None else 0) == part_bytes(cx, weights - keep, unit)
 

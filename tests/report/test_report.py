@@ -79,7 +79,7 @@ def test_outputs_are_written_and_reload(result, tmp_path):
 def test_overrides_reach_the_saved_config(tiny_chip_path, tiny_model_path, tmp_path):
     r = simulate(str(tiny_chip_path), str(tiny_model_path), context=8, set={"sram.capacity": "128KiB"})
     r.write(tmp_path / "o")
-    assert hardware.load_chip(tmp_path / "o" / "hardware.yaml")[0].sram.capacity_bytes == 128 * 1024
+    assert hardware.load_chip(tmp_path / "o" / "hardware.yaml")[0].scratchpad.capacity_bytes == 128 * 1024
 
 
 def _adds_up(s: dict) -> None:
