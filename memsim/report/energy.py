@@ -201,14 +201,17 @@ def power_keys(plan: Plan, result: EngineResult, energy: Energy, tokens: int) ->
     cap = plan.chip.power_cap_mw
     top = plan.chip.power.max_clock_hz
     of = spans(result.records)
+    chip_w = chip_power(plan, result, of)
+    unmet = {"power_cap_unmet_w": chip_w - cap / 1000} if cap and chip_w > cap / 1000 else {}
     return {
         "avg_power_w": energy.total / step_s if step_s else 0.0,
         "peak_power_w": peak_power(plan, result, of),
-        "chip_power_w": chip_power(plan, result, of),
+        "chip_power_w": chip_w,
         "power_window_s": window_ps(plan, result) / PS_PER_S,
         "power_cap_w": cap / 1000 if cap else None,
         "clock": plan.clock,
         "clock_mhz": round(plan.clock * top / 10**6, 3) if top else None,
         "power_limited": plan.clock < 1,
         "energy_per_token_j": energy.total / tokens if tokens else None,
+        **unmet,
     }

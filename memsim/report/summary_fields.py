@@ -228,6 +228,11 @@ class Summary:
     power_limited: bool = summary_field(
         "1", RECOMPUTED,
         "whether the cap lowered the clock (a generation: any step)")
+    power_cap_unmet_w: float = summary_field(
+        "W", RECOMPUTED,
+        "only where no clock the limiter can set holds the cap (what memory, links and static power draw alone "
+        "exceed it): how far `chip_power_w` stays above `power_cap_w` at the lowest clock, which the step runs at "
+        "(a generation: the most of any step's); the run warns", optional=True)
     energy_per_token_j: float | None = summary_field(
         "J", RECOMPUTED,
         "`energy_j.total` per token: a decode step's batch (one token per sequence; a speculative step's batch × "

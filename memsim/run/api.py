@@ -152,7 +152,8 @@ def _run_reading_once(spec: RunSpec) -> Result:
     if spec.context is None or spec.prompt is None:
         spec = spec.resolved(None)
     result = _simulate(spec)
-    for line in (spill.spill_warning(result.graph, result.plan), spill.idle_warning(result.graph, result.plan)):
+    for line in (spill.spill_warning(result.graph, result.plan), spill.idle_warning(result.graph, result.plan),
+                 powercap.unmet(result.summary)):
         if line is not None:
             warnings.warn(MemsimWarning(line), stacklevel=3)
     if result.summary.grid_search is not ABSENT:  # the reruns keep the grid the search chose

@@ -120,9 +120,16 @@ def recomputed(out: dict[str, Any], runs: list[Summary], tokens: float) -> dict[
         "clock": min(r.clock for r in runs),
         "clock_mhz": None if runs[0].clock_mhz is None else min(r.clock_mhz or 0.0 for r in runs),
         "power_limited": any(r.power_limited for r in runs),
+        **_unmet(runs),
         "power_window_s": max(r.power_window_s for r in runs),
         "energy_per_token_j": joules / tokens if tokens else None,
     }
+
+
+def _unmet(runs: list[Summary]) -> dict[str, float]:
+    """``power_cap_unmet_w`` where any step's cap was not held: the most of any step's."""
+    over = [r.power_cap_unmet_w for r in runs if r.power_cap_unmet_w is not ABSENT]
+    return {"power_cap_unmet_w": max(over)} if over else {}
 
 
 def combine(prefill: Summary, decodes: dict[int, Summary], prompt: int, steps: int) -> Summary:

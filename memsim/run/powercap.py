@@ -15,7 +15,8 @@ and where the answers for two caps first differ, the higher cap's clock fits and
 goes on to choose lies at or above that probe, while the lower cap's lie below it. A run is then
 never slower under a higher cap as long as a step is never slower at a higher clock, which the
 tests check. If no clock fits (what memory and links draw alone exceeds the cap), the step runs
-at the lowest clock and its ``chip_power_w`` exceeds ``power_cap_w``.
+at the lowest clock and its ``chip_power_w`` exceeds ``power_cap_w``: never in silence, the
+summary says by how much (``power_cap_unmet_w``) and the run warns (``unmet``).
 """
 from __future__ import annotations
 
@@ -26,6 +27,18 @@ from memsim.engine import EngineResult
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping import Plan, power
 from memsim.report.energy import chip_power
+from memsim.report.summary_fields import Summary
+from memsim.report.summary_records import ABSENT
+
+
+def unmet(summary: Summary) -> str | None:
+    """One line where no clock held the run's power cap, else None."""
+    if summary.power_cap_unmet_w is ABSENT:
+        return None
+    return (f"the power cap of {summary.power_cap_w:g} W a chip is not held: at the lowest clock the limiter sets "
+            f"({summary.clock:.3g} of max) the chip still draws {summary.chip_power_w:.1f} W over "
+            f"{summary.power_window_s * 1e3:.3g} ms, {summary.power_cap_unmet_w:.1f} W above it (memory, links and "
+            "static power alone exceed it)")
 
 
 def fits(plan: Plan, result: EngineResult) -> bool:

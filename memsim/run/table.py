@@ -102,6 +102,9 @@ def _clock(s: Summary) -> Lines:
     if not s.power_limited:  # the cap left the clock at its maximum
         return []
     mhz = f" ({s.clock_mhz:g} MHz)" if s.clock_mhz else ""
+    if s.power_cap_unmet_w is not ABSENT:
+        return [f"  clock            {s.clock:12.3f} of max{mhz}, the lowest the limiter sets, and still over the cap: "
+                f"{s.chip_power_w:.1f} W a chip, {s.power_cap_unmet_w:.1f} W above {s.power_cap_w:g} W"]
     return [f"  clock            {s.clock:12.3f} of max{mhz}, lowered to fit the cap: {s.chip_power_w:.1f} W a chip"]
 
 

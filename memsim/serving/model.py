@@ -18,6 +18,7 @@ from typing import Any
 from memsim import engine, hardware, mapping, report, workload
 from memsim.core.errors import ConfigError, MemsimWarning, run_field
 from memsim.report import spill
+from memsim.report.summary_records import ABSENT
 from memsim.run import powercap
 from memsim.run.machine import blamed, load_chip, load_stack
 from memsim.run.runspec import RunSpec
@@ -88,7 +89,17 @@ class StepModel:
                 self.chip, lambda at: mapping.make_plan(graph, at, mapping.Grid.of(graph, pp), micro, stack, False),
                 lambda p: engine.run(p, fast_forward=True, memoize=True))
             s = report.summarize(graph, plan, result, micro)
-        return StepCost(seconds=s.step_time_s, joules=s.energy_j.total, bound=s.roofline_bound)
+        over = 0.0 if s.power_cap_unmet_w is ABSENT else s.power_cap_unmet_w
+        return StepCost(seconds=s.step_time_s, joules=s.energy_j.total, bound=s.roofline_bound, over_cap_w=over)
+
+    def over_cap(self) -> str | None:
+        """One line where a step it timed could not be held under the power cap at any clock, else None."""
+        over = max((c.over_cap_w for c in self.costs.values()), default=0.0)
+        if not over:
+            return None
+        return (f"the power cap of {self.chip.power_cap_mw / 1000:g} W a chip is not held: at the lowest clock the "
+                f"limiter sets, steps stay up to {over:.1f} W above it (memory, links and static power alone exceed "
+                "it; memsim run on the commonest step says by how much)")
 
 
 @dataclass(frozen=True, kw_only=True)

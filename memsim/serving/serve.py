@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from memsim.core.errors import ConfigError, run_field
+from memsim.core.errors import ConfigError, MemsimWarning, run_field
 from memsim.core.units import PS_PER_S
 from memsim.engine.schedulers import SCHEDULERS
 from memsim.engine.serving import Instance, serve_instances
@@ -84,6 +85,8 @@ def serve(spec: ServeSpec, requests: tuple[Request, ...], steps_cache: dict | No
 
     seqs, steps, area = serve_instances(requests, instances(spec, stack, kv, times),
                                         handoff if spec.prefill_instances else None, users=spec.users, think_s=spec.think)
+    if (line := model.over_cap()) is not None:
+        warnings.warn(MemsimWarning(line), stacklevel=2)
     reqs = pd.DataFrame([s.row() for s in seqs])
     rows = pd.DataFrame(steps)
     if len(rows):  # the simulated shape each step was timed as, its energy and its KV blocks in each level

@@ -34,10 +34,12 @@ Segments = tuple[tuple[int, int, int], ...]
 @dataclass(frozen=True, kw_only=True)
 class StepCost:
     """One simulated step: its time, its energy and what bounds it (``roofline_bound``: a memory level, a
-    link or compute)."""
+    link or compute); ``over_cap_w``: how far a chip stayed above its power cap at the lowest clock, where
+    no clock held it (``Summary.power_cap_unmet_w``), else 0."""
     seconds: float
     joules: float
     bound: str
+    over_cap_w: float = 0.0
 
 
 class Costs(Protocol):

@@ -9,7 +9,9 @@ from hypothesis import strategies as st
 
 from memsim import engine, hardware, mapping, simulate
 from memsim.core.errors import ConfigError
+from memsim.report.summary_records import ABSENT
 from memsim.run import powercap
+from memsim.run import table as console_table
 from memsim.workload import StepSpec, build_step, model_config
 
 GPUS = [p for p in hardware.presets() if hardware.load(p).family == "gpu"]
@@ -80,6 +82,10 @@ def test_a_higher_cap_never_lowers_the_clock_nor_slows_a_step(case, fractions):
                      set={"execution.power_cap": f"{cap:.3f} W"}, **{k: v for k, v in kw.items() if k != "batch"}).summary
         if s.clock > power_floor(chip):  # a clock that fits was found: the chip is within its cap
             assert s.chip_power_w <= cap
+        # over the cap only at the lowest clock, and never in silence
+        assert (s.power_cap_unmet_w is ABSENT) == (s.chip_power_w <= cap)
+        if s.power_cap_unmet_w is not ABSENT:
+            assert s.clock == power_floor(chip) and s.power_cap_unmet_w == pytest.approx(s.chip_power_w - cap)
         assert s.power_limited == (s.clock < 1) and s.power_cap_w == pytest.approx(cap, abs=1e-3)
         runs.append(s)
     assert [s.clock for s in runs] == sorted(s.clock for s in runs)
@@ -89,6 +95,28 @@ def test_a_higher_cap_never_lowers_the_clock_nor_slows_a_step(case, fractions):
 
 def power_floor(chip) -> float:
     return float(mapping.power.clocks(chip.power)[0])
+
+
+def test_a_cap_no_clock_can_hold_is_reported_never_exceeded_in_silence(recwarn):
+    """h100-sxm at 150 W (its static power 70 W) over a prefill: at the lowest clock the limiter sets its
+    HBM and static power alone draw more. The step runs there, and the summary, the console and a
+    warning say by how much it stays over the cap."""
+    r = simulate("h100-sxm", "llama-3.2-1b", phase="prefill", prompt=256, sensitivity=0,
+                 set={"execution.power_cap": "150 W"})
+    s = r.summary
+    grid = mapping.power.clocks(r.chip.power)
+    assert s.clock == float(grid[0]) and s.chip_power_w > 150
+    assert s.power_cap_unmet_w == pytest.approx(s.chip_power_w - 150)
+    assert "power_cap_unmet_w" in s.as_dict()
+    line = next(str(w.message) for w in recwarn if "not held" in str(w.message))
+    assert "150 W" in line and f"{s.power_cap_unmet_w:.1f} W above" in line
+    assert "still over the cap" in console_table.table(s)
+    held = simulate("h100-sxm", "llama-3.2-1b", phase="prefill", prompt=256, sensitivity=0,
+                    set={"execution.power_cap": "400 W"}).summary
+    assert held.power_cap_unmet_w is ABSENT and "power_cap_unmet_w" not in held.as_dict()
+    gen = simulate("h100-sxm", "llama-3.2-1b", phase="generate", prompt=64, generate=4, sensitivity=0,
+                   set={"execution.power_cap": "150 W"}).summary
+    assert gen.power_cap_unmet_w == pytest.approx(gen.chip_power_w - 150)  # the worst step's
 
 
 def test_a_capped_prefill_lowers_its_clock_and_voltage_and_says_so():

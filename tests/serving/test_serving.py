@@ -229,3 +229,15 @@ def test_serve_json_holds_the_declared_keys_in_the_declared_order(tmp_path):
     assert r.summary.kv.block_tokens == 16 and r.summary.slo.ttft_s == 1.0  # typed parts until it is written
     r.write(tmp_path / "s")
     assert list(json.loads((tmp_path / "s" / "serve.json").read_text())) == declared
+
+
+def test_a_power_cap_no_clock_holds_is_said_once_for_a_serving_run(recwarn):
+    """h100-sxm at 150 W: the steps run at the lowest clock and still draw more; the run warns once,
+    naming the cap and the most any step stayed above it."""
+    kw = dict(model="llama-3.2-1b", count=4, rate=10.0, prompt=256, output_tokens=8)
+    memsim.serve("h100-sxm", set={"execution.power_cap": "150 W"}, **kw)
+    lines = [str(w.message) for w in recwarn if "not held" in str(w.message)]
+    assert len(lines) == 1 and "150 W" in lines[0] and "W above it" in lines[0]
+    recwarn.clear()
+    memsim.serve("h100-sxm", **kw)
+    assert not [w for w in recwarn if "not held" in str(w.message)]
