@@ -98,6 +98,7 @@ def read_based(path: Path, cls: type, kind: str, seen: tuple[Path, ...] = ()) ->
     merged: dict[str, Any] = {}
     for base in bases:  # a stack may start from several (a serving stack and the libraries it calls), in order
         inherited = _read_base(path, base, cls, kind, chain)
+        first = merged.get("name", inherited.get("name", base))  # the chip's base, by the name it gives itself
         for key, value in inherited.items():
             merged[key] = _merged(merged.get(key), value, key, cls)
     for key, value in raw.items():
@@ -106,7 +107,28 @@ def read_based(path: Path, cls: type, kind: str, seen: tuple[Path, ...] = ()) ->
     for key, value in raw.items():
         if "." in key:
             apply_override(merged, key, value, file=str(path), cls=cls)
+    if cls is ChipSpec:  # its identity is its own: named after its file, saying what it starts from
+        if "name" not in raw:
+            merged["name"] = path.stem
+        merged[DERIVED] = derived_from(first, raw)
     return merged
+
+
+DERIVED = "derived_from"  # a chip file with a base: what it starts from and how much it changes
+
+
+def derived_from(base: Any, raw: dict[str, Any]) -> str:
+    """``h100-sxm + 3 changes``: the base (by the name its chip gives itself) and how many values the
+    file sets over it (each field of a section, each field of a level or link entry, each dotted key)."""
+    def count(node: Any, top: bool = False) -> int:
+        if isinstance(node, dict):
+            return sum(count(v) for k, v in node.items()
+                       if not (top and k in (BASE, "name", "description", DERIVED)) and not (k == "name" and not top))
+        if isinstance(node, list) and all(isinstance(v, dict) for v in node):
+            return sum(count(v) for v in node)
+        return 1
+    n = count(raw, top=True)
+    return f"{units.label({'name': base}, 'its base')} + {n} change{'s' * (n != 1)}"
 
 
 def _read_base(path: Path, base: Any, cls: type, kind: str, chain: tuple[Path, ...]) -> dict[str, Any]:

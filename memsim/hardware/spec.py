@@ -314,6 +314,10 @@ class ChipSpec:
                             "chip does not know its fields): what a run uses where it names none; empty: its "
                             "family's default (docs/stacks.md)", "")
     description: str = spec_field("description", "text", "free text", "")
+    derived_from: str = spec_field(
+        "derived_from", "text", "what a chip file with a `base:` starts from and how many values it changes "
+        "(`h100-sxm + 3 changes`), which the run names beside the chip (the file's own name, or its stem); set by "
+        "the loader", "")
 
     def __post_init__(self) -> None:
         """The family's execution values where the chip leaves them out, fields checked, then the

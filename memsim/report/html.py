@@ -53,7 +53,8 @@ def _table(rows: list[tuple[Any, ...]], head: tuple[str, ...]) -> str:
 
 def _summary_rows(s: dict[str, Any]) -> list[tuple[str, Any]]:
     w = s.get("workload", {})
-    rows = [("hardware", f"{s['hardware']} ({s.get('family', '')})"),
+    derived = f", {s['derived_from']}" if s.get("derived_from") else ""
+    rows = [("hardware", f"{s['hardware']} ({s.get('family', '')}{derived})"),
             ("workload", " ".join(f"{k}={v}" for k, v in w.items() if v is not None)),
             ("step time (ms)", s["step_time_s"] * 1e3), ("roofline (ms)", s["roofline_s"] * 1e3),
             ("bound", s.get("roofline_bound", "")), ("FLOPs", float(s["flops_total"])),

@@ -11,7 +11,7 @@ from memsim.mapping.plan import COMPUTE as COMPUTE_STREAM
 from memsim.mapping.roofline import op_dtype
 from memsim.report import energy, spill
 from memsim.report.summary_fields import Summary
-from memsim.report.summary_records import EngineCounts, Grid, StackUsed, Traffic, Workload
+from memsim.report.summary_records import ABSENT, EngineCounts, Grid, StackUsed, Traffic, Workload
 from memsim.workload import OpGraph
 
 
@@ -156,6 +156,7 @@ def summarize(graph: OpGraph, plan: Plan, result: EngineResult, micro: tuple[OpG
     joules = energy.breakdown(plan, result)
     return Summary(
         hardware=chip.name,
+        derived_from=chip.derived_from or ABSENT,
         family=chip.family,
         stack=StackUsed(name=plan.stack.name, description=plan.stack.description,
                         launch=launch_of(plan.stack, graph.meta), default=False),

@@ -49,7 +49,11 @@ def summary_field(unit: str, combine: str, help: str, *, optional: bool = False)
 class Summary:
     hardware: str = summary_field(
         "text", ONCE,
-        "chip preset name")
+        "the chip's name: a preset's, or a chip file's (its `name:`, else the file's stem)")
+    derived_from: str = summary_field(
+        "text", ONCE,
+        "only for a chip file with a `base:`: what it starts from and how many values it changes "
+        "(`h100-sxm + 3 changes`)", optional=True)
     family: str = summary_field(
         "text", ONCE,
         "execution model: gpu, wafer, rdu or cpu")

@@ -4,7 +4,8 @@ A run, its sensitivity reruns and a sweep's workers read the chip from a file an
 by its contents, so a chip built in Python is written once as YAML (``dump_chip``, which loads back
 to the same spec) under the temporary folder, named by its contents: the same chip is one file.
 A dict is a hardware YAML's mapping (``base:`` and dotted keys included); a relative ``base:`` path
-is taken from the current folder.
+is taken from the current folder, and without a ``name`` it is called as its base (a file would be
+called after itself).
 """
 from __future__ import annotations
 
@@ -34,6 +35,8 @@ def chip_path(hw: Any, field: str = "hw") -> str:
         base = raw.get("base")
         if isinstance(base, str) and ("/" in base or base.endswith((".yaml", ".yml"))):
             raw["base"] = str(Path(base).resolve())
+        if isinstance(base, str) and "name" not in raw:  # not the temporary file's: called as its base
+            raw["name"] = Path(base).stem
     else:
         raise ConfigError(f"expected a preset name, a path, a ChipSpec or a dict, got {shown(hw)}", field=field)
     try:

@@ -22,7 +22,8 @@ def _header(s: Summary) -> Lines:
         shape = f"tokens={w.tokens} context={w.context}"
     else:
         shape = f"source={w.source or 'trace'}"
-    return [f"{s.hardware}  {w.model or '?'}  {w.phase or '?'}  batch={1 if w.batch is None else w.batch} {shape}"]
+    chip = s.hardware if s.derived_from is ABSENT else f"{s.hardware} ({s.derived_from})"
+    return [f"{chip}  {w.model or '?'}  {w.phase or '?'}  batch={1 if w.batch is None else w.batch} {shape}"]
 
 
 def _stack(s: Summary) -> Lines:

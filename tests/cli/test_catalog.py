@@ -1,6 +1,8 @@
 """``memsim list hw`` and ``memsim show hw``: the presets at a glance, and one chip as it resolves."""
 from __future__ import annotations
 
+import dataclasses
+
 import yaml
 
 from memsim import hardware
@@ -36,5 +38,7 @@ def test_a_derived_chip_is_shown_resolved_and_loads_back_to_itself(tmp_path):
     assert shown.startswith(f"# {path}, resolved") and "base:" not in shown
     again = tmp_path / "again.yaml"
     again.write_text(shown)
-    assert load_chip(again)[0] == hardware.load(str(path)) == hardware.load("h200-sxm", [("hbm.capacity", "96 GB")])
-    assert yaml.safe_load(shown)["name"] == "h200-sxm"
+    own = hardware.load(str(path))
+    assert load_chip(again)[0] == own == dataclasses.replace(
+        hardware.load("h200-sxm", [("hbm.capacity", "96 GB")]), name="derived", derived_from="h200-sxm + 1 change")
+    assert yaml.safe_load(shown)["name"] == "derived"

@@ -11,6 +11,7 @@ from memsim import hardware
 from memsim.core.errors import ConfigError
 from memsim.hardware import load_chip
 from memsim.run import api
+from memsim.run.table import table
 
 
 def _write(tmp_path, text: str, name: str = "chip.yaml"):
@@ -25,7 +26,10 @@ def test_two_lines_give_exactly_what_set_gives_on_the_preset(tmp_path):
     preset = api.simulate("h100-sxm", "llama-2-7b", set={"hbm.bandwidth": "1.675 TB/s"})
     assert derived.summary.step_time_s == preset.summary.step_time_s
     assert derived.summary.energy_j == preset.summary.energy_j
-    assert hardware.load(str(path)) == hardware.load("h100-sxm", [("hbm.bandwidth", "1.675 TB/s")])
+    own = hardware.load(str(path))  # the same chip but for its identity: its own name, saying what it changed
+    assert (own.name, own.derived_from) == ("chip", "h100-sxm + 1 change")
+    assert own == dataclasses.replace(hardware.load("h100-sxm", [("hbm.bandwidth", "1.675 TB/s")]), name="chip",
+                                      derived_from="h100-sxm + 1 change")
     # and the change is the only one: everything else is the preset's
     assert hardware.load(str(path)) != hardware.load("h100-sxm")
 
@@ -55,7 +59,26 @@ def test_a_new_level_is_added_and_a_path_base_is_relative_to_the_file(tmp_path):
     path = _write(tmp_path, "base: ../first.yaml\nexecution.op_overhead: 1 us\n", "sub/second.yaml")
     chip = hardware.load(str(path))
     assert chip.compute.kernel_efficiency == 0.7 and chip.execution.op_overhead_ps == 1_000_000
-    assert chip.name == "h100-sxm"
+    assert (chip.name, chip.derived_from) == ("second", "first + 1 change")  # its base by the name it gives itself
+
+
+def test_a_chip_file_is_named_after_itself_and_the_run_says_what_it_changed(tmp_path):
+    """Not after its base preset: the header, summary.json and the report name the file's chip and
+    what it starts from, counting each value the file sets (a section's field, a level's, a dotted key)."""
+    path = _write(tmp_path, "base: h100-sxm\ncompute:\n  kernel_efficiency: 0.9\nlevels:\n  - name: sram\n"
+                            "    capacity: 456 MiB\nhbm.bandwidth: 1.675 TB/s\n", "h100-big-sram.yaml")
+    r = api.simulate(str(path), "gpt2", sensitivity=0)
+    assert (r.summary.hardware, r.summary.derived_from) == ("h100-big-sram", "h100-sxm + 3 changes")
+    assert table(r.summary).splitlines()[0].startswith("h100-big-sram (h100-sxm + 3 changes)  gpt2")
+    written = r.summary.as_dict()
+    assert list(written)[:2] == ["hardware", "derived_from"]
+    named = _write(tmp_path, "base: h100-sxm\nname: mine\nhbm.latency: 1 us\n", "other.yaml")
+    assert (hardware.load(str(named)).name, hardware.load(str(named)).derived_from) == ("mine", "h100-sxm + 1 change")
+    preset = api.simulate("h100-sxm", "gpt2", sensitivity=0).summary  # a preset is its own: no derived_from
+    assert preset.hardware == "h100-sxm" and "derived_from" not in preset.as_dict()
+    # what a run writes is the chip itself, identity included: it loads back as the same chip
+    out = r.write(tmp_path / "run")
+    assert hardware.load(str(tmp_path / "run" / "hardware.yaml")) == r.chip and out
 
 
 @pytest.mark.parametrize("text, needle", [

@@ -60,9 +60,9 @@ def test_every_summary_key_declares_how_it_combines_over_a_generation(tiny_chip_
     step = simulate(str(tiny_chip_path), str(tiny_model_path), context=16).summary
     gen = simulate(str(tiny_chip_path), str(tiny_model_path), phase="generate", prompt=16, generate=3).summary
     assert set(present(step)) | set(present(gen)) <= set(COMBINE)
-    # a speculative run's own key (tests/run/test_speculative.py), --chips N's (tests/run/test_grid.py) and a
-    # cap no clock holds (tests/run/test_powercap.py)
-    assert set(present(gen)) == set(COMBINE) - {"speculative", "grid_search", "power_cap_unmet_w"}
+    # a speculative run's own key (tests/run/test_speculative.py), --chips N's (tests/run/test_grid.py), a
+    # cap no clock holds (tests/run/test_powercap.py) and a chip file's base (tests/hardware/test_base.py)
+    assert set(present(gen)) == set(COMBINE) - {"speculative", "grid_search", "power_cap_unmet_w", "derived_from"}
     assert set(COMBINE.values()) == {SUMMED, ONCE, RECOMPUTED}
     again = combine(step, {16: step}, 16, 1)  # a prefill and one decode step, combined from the declarations
     assert again.step_time_s == pytest.approx(2 * step.step_time_s) and again.ttft_s == step.step_time_s
