@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-
 from memsim import hardware
 from memsim.hardware import rates
+from memsim.hardware.estimates import yaml_text
 from memsim.hardware.loader import BASE, read_yaml
 from memsim.hardware.resource import Ref
 from memsim.stack import dump_stack, load_stack
@@ -53,7 +52,7 @@ def show_hardware(name_or_path: str) -> str:
     if base is None:
         return Path(path).read_text(encoding="utf-8-sig")
     head = f"# {path}, resolved: every field of its base ({base}) that it does not set\n"
-    return head + yaml.safe_dump(hardware.dump_chip(hardware.load(str(path))), sort_keys=False, allow_unicode=True)
+    return head + yaml_text(hardware.dump_chip(hardware.load(str(path))))
 
 
 def stacks_table(names: list[str]) -> str:
@@ -77,4 +76,4 @@ def show_stack(name_or_path: str) -> str:
     if path is not None and BASE not in read_yaml(path):
         return Path(path).read_text(encoding="utf-8-sig")
     head = f"# {path or name_or_path}, resolved: every field its bases give it\n"
-    return head + yaml.safe_dump(dump_stack(load_stack(name_or_path)[0]), sort_keys=False, allow_unicode=True)
+    return head + yaml_text(dump_stack(load_stack(name_or_path)[0]))

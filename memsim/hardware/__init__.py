@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from memsim.core.presets import available, resolve
-from memsim.hardware.loader import SUFFIXES, dump_chip, load_chip
+from memsim.hardware.dumps import dump_chip
+from memsim.hardware.loader import SUFFIXES, load_chip
 from memsim.hardware.spec import ChipSpec, ComputeSpec, ExecutionSpec, LinkSpec, MemoryLevel, PowerSpec
 
 HW_SUFFIXES = SUFFIXES

@@ -7,6 +7,10 @@ as the field's value and checks that LOW <= VALUE <= HIGH in the field's units. 
 records one such value with its range and the YAML path it sits at, so a run can say which of
 its inputs are estimates and how far its result moves across their ranges. A value set with
 ``--set`` is the user's own and no longer an estimate.
+
+A spec holds an estimate as its value, marked (``Estimated``: a number equal to its value that
+carries its range), so the estimates a run lists are read from the spec however it was built
+(YAML, Python, ``dataclasses.replace``), and a spec written out loads back with the same ones.
 """
 from __future__ import annotations
 
@@ -14,11 +18,44 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
+
 from memsim.core import units
 from memsim.core.errors import ConfigError
 from memsim.hardware.resource import Ref
 
 KEYS = frozenset({"estimate", "range"})
+
+
+class Estimated:
+    """A number a spec holds that is an estimate: ``low`` and ``high`` its range, in the same units,
+    ``written`` its value and range as their source wrote them (``estimated`` makes one)."""
+    low: Any
+    high: Any
+    written: tuple[str, str, str]
+
+
+class EstimatedInt(int, Estimated):
+    """A whole quantity (bytes, picoseconds, FLOP/s) that is an estimate."""
+
+
+class EstimatedFloat(float, Estimated):
+    """A fraction or a plain number that is an estimate."""
+
+
+def estimated(value: Any, low: Any, high: Any, written: tuple[str, str, str],
+              cls: type[EstimatedFloat] = EstimatedFloat) -> Any:
+    """``value`` marked as an estimate in ``[low, high]`` (a whole number stays whole)."""
+    out: Any = EstimatedInt(value) if isinstance(value, int) else cls(value)
+    out.low, out.high, out.written = low, high, written
+    return out
+
+
+def plain(value: Any) -> Any:
+    """``value`` as the number it is, without its mark."""
+    if isinstance(value, EstimatedInt):
+        return int(value)
+    return float(value) if isinstance(value, EstimatedFloat) else value
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,3 +120,19 @@ def parse(raw: dict, unit: str, parser: Callable[[Any], Any], file: str, path: s
         raise ConfigError(f"the range [{bounds[0]}, {bounds[1]}] must hold the estimate {raw['estimate']}",
                           file=file, field=f"{path}.range")
     return Estimate(path, unit, value, low, high, (str(raw["estimate"]), str(bounds[0]), str(bounds[1])), owner)
+
+
+class _Dumper(yaml.SafeDumper):
+    """Writes an estimate on one line, as a file writes it: ``{estimate: 10 ns, range: [3 ns, 30 ns]}``."""
+
+
+def _mapping(dumper: yaml.SafeDumper, data: dict) -> yaml.Node:
+    return dumper.represent_mapping("tag:yaml.org,2002:map", data, flow_style=True if set(data) == KEYS else None)
+
+
+_Dumper.add_representer(dict, _mapping)
+
+
+def yaml_text(data: Any) -> str:
+    """A spec's dump (``dumps.dump``) as YAML text, its estimates in their written form."""
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True)

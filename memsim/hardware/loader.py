@@ -20,9 +20,7 @@ from memsim.core.errors import ConfigError, about_file, run_field
 from memsim.core.files import load_yaml
 from memsim.core.presets import resolve
 from memsim.hardware import estimates
-from memsim.hardware.estimates import Estimate
-from memsim.hardware.families import efficiency_defaults
-from memsim.hardware.resource import Ref
+from memsim.hardware.dumps import TABLES
 from memsim.hardware.spec import (
     ChipSpec,
     ComputeSpec,
@@ -36,8 +34,6 @@ from memsim.hardware.spec import (
 
 _SECTIONS = {"compute": ComputeSpec, "execution": ExecutionSpec, "system": SystemSpec, "power": PowerSpec}
 _LISTS = {"levels": MemoryLevel, "links": LinkSpec}
-# Tables of dtype to a value: the kind each value is parsed as (None: a plain number, checked by the spec).
-_TABLES = {"rates": "flops", "ratios": "ratio", "ops": None, "energies": "flop_energy"}
 
 
 BASE = "base"  # a chip file's preset (or path) whose fields it inherits
@@ -201,10 +197,10 @@ def _value(f: dataclasses.Field, raw: Any, file: str, path: str) -> Any:
         return tuple(n.strip() for n in raw.split(",") if n.strip())
     if unit in ("names", "classes"):
         return tuple(raw) if isinstance(raw, list) else raw
-    if unit in _TABLES:
+    if unit in TABLES:
         if not isinstance(raw, dict):
             raise ConfigError("expected a mapping of dtype to a value", file=file, field=path)
-        kind = _TABLES[unit]
+        kind = TABLES[unit]
         pairs = ((str(k), _parse(kind, v, file, f"{path}.{k}")) for k, v in raw.items())
         return tuple(sorted(pairs, key=lambda pair: pair[0]))
     if unit in units.PARSERS:  # a rate may be 0 only where its field allows none (``least=0``)
@@ -217,7 +213,8 @@ def _value(f: dataclasses.Field, raw: Any, file: str, path: str) -> Any:
 def _parse(unit: str | None, raw: Any, file: str, path: str, positive: bool = True) -> Any:
     """A quantity of kind ``unit`` (None: a plain number), written plainly or as an estimate."""
     if estimates.is_estimate(raw):
-        return estimates.parse(raw, str(unit), _parser(unit), file, path).value
+        e = estimates.parse(raw, str(unit), _parser(unit), file, path)
+        return estimates.estimated(e.value, e.low, e.high, e.written)
     if unit is None:
         return raw
     try:
@@ -237,38 +234,6 @@ def _number(raw: Any) -> Any:
     return units.check_number(raw, 0, whole=False)
 
 
-OWNERS = {"levels": Ref.level, "links": Ref.link}  # the lists whose entries are a chip's levels and links
-
-
-def estimates_of(raw: dict[str, Any], file: str = "", cls: type = ChipSpec) -> tuple[Estimate, ...]:
-    """Every value of a chip's raw mapping (or another spec's, of class ``cls``) written as an
-    estimate, with its range, in YAML order (the loader has checked them when it built the spec)."""
-    found: list[Estimate] = []
-
-    def walk(cls: type, node: Any, where: str, owner: Ref | None) -> None:
-        if not isinstance(node, dict):
-            return
-        for key, f in yaml_fields(cls).items():
-            if key not in node:
-                continue
-            unit, value, path = f.metadata["unit"], node[key], _join(where, key)
-            if unit == "section":
-                walk(f.metadata["of"], value, path, owner)
-            elif unit == "list" and isinstance(value, list):
-                for i, item in enumerate(value):
-                    name = item.get("name") if isinstance(item, dict) else None
-                    of = OWNERS[key](name) if cls is ChipSpec and key in OWNERS and isinstance(name, str) else owner
-                    walk(f.metadata["of"], item, f"{path}[{units.label(item, str(i))}]", of)
-            elif unit in _TABLES and isinstance(value, dict):
-                for k, v in value.items():
-                    if estimates.is_estimate(v):
-                        found.append(estimates.parse(v, str(_TABLES[unit]), _parser(_TABLES[unit]), file,
-                                                     f"{path}.{k}", owner))
-            elif unit in units.PARSERS and estimates.is_estimate(value):
-                found.append(estimates.parse(value, unit, units.PARSERS[unit], file, path, owner))
-
-    walk(cls, raw, "", None)
-    return tuple(found)
 
 
 def _join(where: str, key: str) -> str:
@@ -308,59 +273,14 @@ def apply_override(raw: dict[str, Any], path: str, value: Any, file: str = run_f
     node[parts[-1]] = value
 
 
-def with_family_defaults(raw: Any) -> Any:
-    """The raw mapping with each efficiency it leaves out set to its family's, as an estimate with its
-    range (``families.efficiency_defaults``), so a run says it rests on them."""
-    for path, (value, low, high, _) in efficiency_defaults(raw).items():
-        node = raw["compute"] if path.startswith("compute.") else \
-            next(lvl for lvl in raw["levels"] if f"levels[{lvl.get('name')}]." in path)
-        node["efficiency"] = {"estimate": value, "range": [low, high]}
-    return raw
-
-
 def load_chip(path: Path, overrides: list[tuple[str, str]] | tuple = ()) -> tuple[ChipSpec, dict[str, Any]]:
     """Return the validated spec and the raw mapping it was built from (its base's fields and
     the overrides applied)."""
-    raw = with_family_defaults(copy.deepcopy(read_chip(path)))
+    raw = copy.deepcopy(read_chip(path))
     for key, value in overrides:
         apply_override(raw, key, value)
     file = f"{path} (with {run_field('set')})" if overrides else str(path)
-    return build(ChipSpec, raw, file, ""), raw  # ``ChipSpec`` fills in its family's execution values
-
-
-def dump_chip(chip: ChipSpec) -> dict[str, Any]:
-    """The resolved spec as YAML-ready data that loads back to an identical spec."""
-    return dump(chip)
-
-
-def dump(obj: Any) -> Any:
-    out: dict[str, Any] = {}
-    for f in dataclasses.fields(obj):
-        value = getattr(obj, f.name)
-        unit = f.metadata["unit"]
-        key = f.metadata["key"]
-        if value is None and unit not in ("classes", "section", "list"):  # not given: its default is derived
-            continue
-        if unit == "section":
-            out[key] = dump(value)
-        elif unit == "list":
-            out[key] = [dump(v) for v in value]
-        elif unit in ("ops", "ratios"):
-            out[key] = dict(value)
-        elif unit == "names":
-            out[key] = list(value)
-        elif unit == "classes":
-            if value is not None:
-                out[key] = list(value)
-        elif unit == "rates":
-            out[key] = {k: units.format_flops(v) for k, v in value}
-        elif unit == "energies":
-            out[key] = {k: units.format_flop_energy(v) for k, v in value}
-        elif unit in units.FORMATTERS:
-            out[key] = units.FORMATTERS[unit](value)
-        else:
-            out[key] = value
-    return out
+    return build(ChipSpec, raw, file, ""), raw  # ``ChipSpec`` fills in its family's values
 
 
 # A number given for a quantity from Python (``simulate(set={"sram.capacity": 64 * 2**20})``) is in base units:
@@ -387,8 +307,8 @@ def unit_at(path: str) -> str | None:
     if f is None:
         return None
     unit = f.metadata["unit"]
-    if unit in _TABLES:
-        return _TABLES[unit] if len(parts) == 2 else None
+    if unit in TABLES:
+        return TABLES[unit] if len(parts) == 2 else None
     return unit if len(parts) == 1 else None
 
 

@@ -18,9 +18,10 @@ KINDS = {"bytes": "size", "bandwidth": "bandwidth", "time": "time", "flops": "ra
          "classes": "tensor classes", "ops": "op kinds"}
 
 
-# Fields a hardware file leaves out that its family fills in as estimates (``families.efficiency_defaults``).
-FAMILY_FILLED = {"compute.efficiency": "family's estimate (`1.0` in Python)",
-                 "levels[].efficiency": "a device memory's: family's estimate; else `1.0`"}
+# Fields a chip leaves out that its family fills in (``families.fill_efficiencies``), however it was built.
+FAMILY_FILLED = {"compute.efficiency": "family's estimate",
+                 "compute.kernel_efficiency": "family's estimate, else `1`",
+                 "levels[].efficiency": "a device memory's: family's estimate; else `1`"}
 
 
 def _default(f: Field) -> str:
@@ -78,14 +79,16 @@ def families_table() -> str:
             "What a chip's `family` says about it, one file each in `memsim/hardware/families/` (adding a family is "
             "adding a file). *Execution*: the `execution` values a chip of it leaves out (over "
             f"{', '.join(f'`{k}`' for k in BY_FAMILY)} as every family shares them); *efficiencies*: what its "
-            "compute and a device memory reach where the chip's file gives none, estimates with their range; "
+            "compute (its GEMMs; *kernels*: a stack's kernels of that inside a model step, 1 where not given) and a "
+            "device memory reach where the chip gives none, however it was built, estimates with their range; "
             "*weights on chip*: whether its scratchpad keeps weights; *stack*: what its chips run by default.", "",
-            "| family | execution | compute efficiency | memory efficiency | weights on chip | stack | strategy | "
-            "meaning |", "|---|---|---|---|---|---|---|---|"]
+            "| family | execution | compute efficiency | kernels | memory efficiency | weights on chip | stack | "
+            "strategy | meaning |", "|---|---|---|---|---|---|---|---|---|"]
     for f in FAMILIES.values():
         own = ", ".join(f"`{k}: {list(v) if isinstance(v, tuple) else v}`" for k, v in f.execution
                         if BY_FAMILY[k] != (tuple(v) if isinstance(v, list) else v))
-        rows.append(f"| `{f.name}` | {own or 'as every family'} | {_estimate(f.compute_efficiency)} | "
+        kernels = _estimate(f.kernel_efficiency) if f.kernel_efficiency is not None else "1"
+        rows.append(f"| `{f.name}` | {own or 'as every family'} | {_estimate(f.compute_efficiency)} | {kernels} | "
                     f"{_estimate(f.memory_efficiency)} | {f.weights_on_chip} | `{f.stack}` | `{f.strategy}` | "
                     f"{f.help} |")
     return "\n".join(rows) + "\n"

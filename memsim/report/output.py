@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
 
 from memsim.core.atomic import check_apart, check_writable_parent, folder_entries, umask
 from memsim.core.errors import ConfigError, run_field
 from memsim.core.files import check_file
+from memsim.hardware.estimates import yaml_text
 
 MARKER = "summary.json"  # a folder holding it is a memsim run the next run may replace
 FIGURES = ("gantt.png", "roofline.png", "stalls.png", "energy.png")  # what ``memsim plot run`` adds
@@ -58,7 +58,7 @@ def write_outputs(out: Path, summary: dict[str, Any], ops: pd.DataFrame, timelin
         (tmp / MARKER).write_text(json.dumps(summary, indent=2, default=_plain) + "\n")
         ops.to_csv(tmp / "ops.csv", index=False)
         timeline.to_csv(tmp / "timeline.csv", index=False)
-        (tmp / "hardware.yaml").write_text(yaml.safe_dump(hardware, sort_keys=False))
+        (tmp / "hardware.yaml").write_text(yaml_text(hardware))
         for name, text in (extra or {}).items():
             (tmp / name).write_text(text)
         names = sorted(p.name for p in tmp.iterdir())

@@ -13,12 +13,12 @@ import pandas as pd
 from memsim import engine, hardware, mapping, report, workload
 from memsim.core import units
 from memsim.core.errors import ConfigError, MemsimWarning, run_field
-from memsim.hardware.estimates import set_path as estimates_set_path
-from memsim.hardware.loader import dump_chip, estimates_of, one_reading
+from memsim.hardware.dumps import dump_chip, spec_estimates
+from memsim.hardware.loader import one_reading
 from memsim.hardware.resource import Ref
 from memsim.report import spill
 from memsim.report.summary_records import ABSENT, plain
-from memsim.run import generation, grid, inputs, powercap, runspec, sensitivity, speculative
+from memsim.run import generation, grid, inputs, powercap, sensitivity, speculative
 from memsim.run.chipfile import chip_path
 from memsim.run.machine import (  # noqa: F401  (the loaders, as callers know them here)
     blamed,
@@ -29,9 +29,6 @@ from memsim.run.machine import (  # noqa: F401  (the loaders, as callers know th
     system_overrides,
 )
 from memsim.run.machine import load_chip as _load_chip
-from memsim.run.machine import (
-    load_chip_raw as _load_chip_raw,
-)
 from memsim.run.runspec import RunSpec
 from memsim.run.steps import load_workload, step_graphs
 from memsim.stack import loader as stack_mod
@@ -120,11 +117,11 @@ def simulate_graph(hw: str, graph: workload.OpGraph, *, set: Iterable[str] | dic
     (default: the chip family's)."""
     if not isinstance(graph, workload.OpGraph):
         raise ConfigError(f"expected an OpGraph (memsim.workload), got {units.shown(graph)}", field="graph")
-    chip, hw_path, raw = _load_chip_raw(hw, set)
-    runtime, stack_raw, stack_file = load_stack(stack, chip, set)
+    chip, hw_path = _load_chip(hw, set)
+    runtime = load_stack(stack, chip, set)[0]
     graph.validate()
     result = _run(chip, hw_path, graph, fast_forward, memoize, stack=runtime)
-    found = estimates_of(raw, hw_path) + stack_estimates(stack_raw, stack_file)
+    found = spec_estimates(chip) + stack_estimates(runtime)
     used = sensitivity.report(result.summary, found, result.moved)
     return dataclasses.replace(result, summary=dataclasses.replace(result.summary, estimates=used))
 
@@ -166,9 +163,7 @@ def _run_reading_once(spec: RunSpec) -> Result:
 
     top = spec.sensitivity if spec.sensitivity is not None else sensitivity.auto(result.summary)
     shown = sensitivity.report(result.summary, found, result.moved, top, rerun)
-    overridden = {k for k, _ in runspec.overrides(spec.set)}
-    defaults = [p for p in family_defaults(spec.hw)  # a level's field may be set by its short path (hbm.efficiency)
-                if not {estimates_set_path(p), estimates_set_path(p).removeprefix("levels.")} & overridden]
+    defaults = family_defaults(spec.hw, spec.set, spec.system)
     if defaults:
         shown = dataclasses.replace(shown, defaults=tuple(defaults))
     if spec.sensitivity is None and not top:

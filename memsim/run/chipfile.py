@@ -20,7 +20,8 @@ import yaml
 from memsim.core.atomic import atomic_write_text
 from memsim.core.errors import ConfigError
 from memsim.core.units import shown
-from memsim.hardware.loader import dump_chip
+from memsim.hardware.dumps import dump_chip
+from memsim.hardware.estimates import yaml_text
 from memsim.hardware.spec import ChipSpec
 
 
@@ -40,7 +41,7 @@ def chip_path(hw: Any, field: str = "hw") -> str:
     else:
         raise ConfigError(f"expected a preset name, a path, a ChipSpec or a dict, got {shown(hw)}", field=field)
     try:
-        text = yaml.safe_dump(raw, sort_keys=False)
+        text = yaml_text(raw)
     except yaml.YAMLError as exc:
         raise ConfigError(f"cannot be written as YAML: {exc}", field=field) from None
     name = str(raw.get("name") or "chip")

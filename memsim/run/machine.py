@@ -11,16 +11,16 @@ from pathlib import Path
 
 from memsim import hardware, mapping
 from memsim.core.errors import CapacityError, ConfigError, is_run, run_field
+from memsim.hardware.dumps import spec_estimates
 from memsim.hardware.estimates import Estimate
-from memsim.hardware.families import efficiency_defaults
-from memsim.hardware.loader import build, estimates_of, read_chip, read_yaml
+from memsim.hardware.loader import build, read_yaml
 from memsim.hardware.spec import SystemSpec
 from memsim.run import runspec
 from memsim.stack import loader as stack_mod
 from memsim.stack.loader import stack_estimates
 from memsim.stack.spec import StackSpec
 
-__all__ = ["blamed", "estimates", "family_defaults", "load_chip", "load_chip_raw", "load_stack", "stack_estimates",
+__all__ = ["blamed", "estimates", "family_defaults", "load_chip", "load_stack", "stack_estimates",
            "system_overrides"]
 
 
@@ -40,25 +40,19 @@ def system_overrides(path: Path) -> list[tuple[str, str]]:
 
 
 def load_chip(hw: str, sets: Iterable[str] | Iterable[tuple[str, str]] | dict[str, str],
-               system: str | None = None) -> tuple[hardware.ChipSpec, str]:
-    """The chip with a system YAML's and ``--set`` overrides applied, and the file it came from."""
-    chip, hw_path, _ = load_chip_raw(hw, sets, system)
-    return chip, hw_path
-
-
-def load_chip_raw(hw: str, sets: Iterable[str] | Iterable[tuple[str, str]] | dict[str, str],
-                   system: str | None = None) -> tuple[hardware.ChipSpec, str, dict]:
-    """``load_chip``, and the raw mapping the chip was built from (``stack.`` overrides are the stack's)."""
+              system: str | None = None) -> tuple[hardware.ChipSpec, str]:
+    """The chip with a system YAML's and ``--set`` overrides applied (``stack.`` overrides are the
+    stack's), and the file it came from."""
     overrides = list(stack_mod.split_sets(runspec.overrides(sets))[0])
     from_system = system_overrides(Path(system)) if system is not None else []
     hw_path = hardware.resolve(hw, "hardware", hardware.HW_SUFFIXES)
     try:
-        chip, raw = hardware.load_chip(hw_path, from_system + overrides)
+        chip, _ = hardware.load_chip(hw_path, from_system + overrides)
     except ConfigError as exc:  # a system field that names no link of this chip: the system file's fault
         if exc.field in {k for k, _ in from_system} - {k for k, _ in overrides}:
             exc.file, exc.field = system, exc.field.removeprefix("system.")
         raise
-    return chip, str(hw_path), raw
+    return chip, str(hw_path)
 
 
 def load_stack(name: str | None, chip: hardware.ChipSpec,
@@ -69,18 +63,19 @@ def load_stack(name: str | None, chip: hardware.ChipSpec,
     return stack_mod.load_stack(chosen, stack_mod.split_sets(runspec.overrides(sets))[1])
 
 
-def family_defaults(hw: str) -> list[str]:
-    """The YAML paths of the efficiencies ``hw``'s file leaves out, which its family fills in (as estimates)."""
-    return list(efficiency_defaults(read_chip(hardware.resolve(hw, "hardware", hardware.HW_SUFFIXES))))
+def family_defaults(hw: str, sets: Iterable[str] | Iterable[tuple[str, str]] | dict[str, str] = (),
+                    system: str | None = None) -> list[str]:
+    """The YAML paths of the efficiencies the chip (with its overrides) leaves out, which its family
+    fills in as estimates (``ChipSpec.family_estimates``)."""
+    return list(load_chip(hw, sets, system)[0].family_estimates())
 
 
 def estimates(hw: str, sets: Iterable[str] | Iterable[tuple[str, str]] | dict[str, str] = (),
               system: str | None = None, stack: str | None = None) -> tuple[Estimate, ...]:
     """The estimated values of a chip and of the run's stack (with their overrides applied: a value
     set is no longer an estimate), each with its range; a stack's paths start with ``stack.``."""
-    chip, hw_path, raw = load_chip_raw(hw, sets, system)
-    _, stack_raw, stack_file = load_stack(stack, chip, sets)
-    return estimates_of(raw, hw_path) + stack_estimates(stack_raw, stack_file)
+    chip, _ = load_chip(hw, sets, system)
+    return spec_estimates(chip) + stack_estimates(load_stack(stack, chip, sets)[0])
 
 
 @contextlib.contextmanager

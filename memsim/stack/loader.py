@@ -14,9 +14,10 @@ from typing import Any
 
 from memsim.core.errors import ConfigError, run_field
 from memsim.core.presets import available, resolve
+from memsim.hardware.dumps import dump, spec_estimates
 from memsim.hardware.estimates import Estimate
 from memsim.hardware.families import FAMILIES
-from memsim.hardware.loader import SUFFIXES, apply_override, build, dump, estimates_of, read_based
+from memsim.hardware.loader import SUFFIXES, apply_override, build, read_based
 from memsim.stack.spec import IDEAL, StackSpec
 
 KIND = "stacks"  # configs/stacks/NAME.yaml
@@ -71,10 +72,9 @@ def load_stack(name_or_path: str, overrides: tuple[tuple[str, str], ...] = ()) -
         raise
 
 
-def stack_estimates(raw: dict[str, Any], file: str) -> tuple[Estimate, ...]:
-    """The estimated values of a stack, their paths as ``--set`` takes them (``stack.dispatch.launch``)."""
-    return tuple(Estimate(PREFIX + e.path, e.unit, e.value, e.low, e.high, e.written, e.owner)
-                 for e in estimates_of(raw, file, StackSpec))
+def stack_estimates(stack: StackSpec) -> tuple[Estimate, ...]:
+    """The estimated values of a stack, read from it, their paths as ``--set`` takes them (``stack.dispatch.launch``)."""
+    return spec_estimates(stack, PREFIX.rstrip("."))
 
 
 def dump_stack(stack: StackSpec) -> dict[str, Any]:

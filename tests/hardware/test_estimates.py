@@ -10,7 +10,9 @@ import pytest
 from memsim import hardware
 from memsim.core.errors import ConfigError
 from memsim.hardware import loader
-from memsim.hardware.loader import estimates_of, load_chip
+from memsim.hardware.dumps import spec_estimates
+from memsim.hardware.loader import load_chip
+from memsim.run import machine
 from memsim.run.api import estimates
 from tests.conftest import TINY_CHIP
 
@@ -37,11 +39,11 @@ def _load(tmp_path, text, sets=()):
 
 
 def test_an_estimate_is_its_value_with_its_range_in_the_fields_units(tmp_path):
-    chip, raw = _load(tmp_path, ESTIMATED)
+    chip, _ = _load(tmp_path, ESTIMATED)
     assert chip.level("hbm").latency_ps == 200_000
     assert chip.compute.peak("bf16") == 2 * 10**12
     assert chip.execution.op_overhead_ps == 1_000_000
-    found = {e.path: e for e in estimates_of(raw)}
+    found = {e.path: e for e in spec_estimates(chip)}
     assert set(found) == {"levels[hbm].latency", "compute.peak.bf16", "execution.op_overhead"}
     hbm = found["levels[hbm].latency"]
     assert (hbm.value, hbm.low, hbm.high, hbm.unit) == (200_000, 100_000, 600_000, "time")
@@ -56,9 +58,9 @@ def test_a_chip_with_estimates_equals_the_chip_with_plain_values(tmp_path):
 
 
 def test_a_value_set_on_the_command_line_is_no_longer_an_estimate(tmp_path):
-    chip, raw = _load(tmp_path, ESTIMATED, [("hbm.latency", "300 ns")])
+    chip, _ = _load(tmp_path, ESTIMATED, [("hbm.latency", "300 ns")])
     assert chip.level("hbm").latency_ps == 300_000
-    assert "levels[hbm].latency" not in {e.path for e in estimates_of(raw)}
+    assert "levels[hbm].latency" not in {e.path for e in spec_estimates(chip)}
 
 
 @pytest.mark.parametrize("form, field, message", [
@@ -100,7 +102,8 @@ def test_every_estimate_of_a_preset_has_its_range_in_the_data_and_says_why(name)
             exceptions.add((name, m["key"]))
     assert exceptions == {e for e in NOT_QUANTITIES if e[0] == name}  # no exception outlives its line
     found = estimates(name, stack="ideal")  # the chip's own (a stack's: tests/stack/test_stacks.py)
-    assert len(found) == written
+    left = machine.load_chip(name, ())[0].family_estimates()  # and those its family fills in
+    assert len(found) == written + len(left) and {e.path for e in found} >= set(left)
     for e in found:
         assert e.low <= e.value <= e.high, (name, e.path)
 

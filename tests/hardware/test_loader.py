@@ -472,11 +472,13 @@ def test_an_efficiency_left_out_takes_the_familys_estimate_and_the_run_says_so(t
     chip, _ = load_chip(path)
     assert chip.compute.efficiency == gpu.compute_efficiency.value < 1
     assert chip.level("hbm").efficiency == gpu.memory_efficiency.value < 1
+    assert chip.compute.kernel_efficiency == gpu.kernel_efficiency.value < 1  # a stack's kernels, as calibrated
     assert chip.scratchpad.efficiency == 1.0  # a scratchpad's is not a device memory's
     r = simulate(str(path), "gpt2", context=64)
-    assert r.summary.estimates.defaults == ("compute.efficiency", "levels[hbm].efficiency")
+    assert r.summary.estimates.defaults == ("compute.efficiency", "compute.kernel_efficiency", "levels[hbm].efficiency")
     assert "compute.efficiency" in r.summary.estimates.used
-    ideal = simulate(str(path), "gpt2", context=64, set={"compute.efficiency": "1", "hbm.efficiency": "1"})
+    ideal = simulate(str(path), "gpt2", context=64, set={"compute.efficiency": "1", "hbm.efficiency": "1",
+                                                         "compute.kernel_efficiency": "1"})
     assert ideal.summary.estimates.defaults is ABSENT  # set by the user: theirs, not the family's
     assert ideal.summary.step_time_s < r.summary.step_time_s
     # a file that starts from a preset inherits the preset's measured values, not the family's

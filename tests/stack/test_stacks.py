@@ -27,7 +27,7 @@ FILES = sorted([*STACKS.glob("*.yaml"), *HARNESSES.glob("*.yaml")])
 def test_every_stack_loads_and_every_value_says_where_it_comes_from(path):
     """Each value line of a stack file carries a comment (its source or why), unless it names a choice
     the comment of its section gives; an estimate is written with its range and says why."""
-    stack, raw, _ = load_stack(str(path))
+    stack = load_stack(str(path))[0]
     assert stack.name == path.stem and stack.description
     for n, line in enumerate(path.read_text().splitlines(), 1):
         m = FIELD.match(line)
@@ -35,7 +35,7 @@ def test_every_stack_loads_and_every_value_says_where_it_comes_from(path):
             continue
         if m["value"].startswith("{estimate"):
             assert "estimate" in (m["comment"] or ""), f"{path.name}:{n}: an estimate says why"
-    for e in stack_estimates(raw, str(path)):
+    for e in stack_estimates(stack):
         assert e.low <= e.value <= e.high and e.path.startswith("stack.")
 
 

@@ -11,10 +11,12 @@ new way of mapping, registering a strategy under the name its ``strategy`` gives
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 from memsim.core.registry import Registry
+from memsim.hardware.estimates import EstimatedFloat, estimated
 from memsim.hardware.kinds import KINDS, MEMORY
 
 # What every family shares, and each family's own values over it (``Family.execution``).
@@ -53,7 +55,9 @@ class Family:
     family's estimate reach where its file gives none; ``weights_on_chip``: whether its
     scratchpad keeps weights (``always``, ``without device memory``, ``never``); ``stack``: the
     runtime stack its chips run when neither the run nor the chip names one; ``strategy``: the
-    mapping strategy's name (empty: the family's own)."""
+    mapping strategy's name (empty: the family's own); ``kernel_efficiency``: the fraction of
+    that GEMM rate its stacks' kernels sustain inside a model step where a chip's file gives none
+    (None: 1, its compute efficiency is already a step's rate)."""
     name: str
     help: str
     execution: tuple[tuple[str, Any], ...]
@@ -62,6 +66,7 @@ class Family:
     weights_on_chip: str
     stack: str
     strategy: str = ""
+    kernel_efficiency: Efficiency | None = None
 
     def __post_init__(self) -> None:
         unknown = [k for k, _ in self.execution if k not in BY_FAMILY]
@@ -103,23 +108,73 @@ def family_values(family: object) -> dict[str, Any]:
     return {k: tuple(v) if isinstance(v, list) else v for k, v in BY_FAMILY.items()}
 
 
-def _streams_at_estimate(kind: object) -> bool:
-    """Whether a level of ``kind`` left without an efficiency takes its family's memory estimate."""
-    return isinstance(kind, str) and kind in KINDS and KINDS[kind].efficiency == MEMORY
+class ByFamily(float):
+    """A value a chip leaves out and its family fills in, not an estimate (a scratchpad's
+    efficiency, 1): equal to the float it holds, and known for what it is, so a chip rebuilt with
+    ``dataclasses.replace`` or moved to another family fills it in again."""
+    __slots__ = ()
 
 
-def efficiency_defaults(raw: object) -> dict[str, tuple[float, float, float, str]]:
-    """The efficiencies a chip's raw mapping leaves out that its family fills in, by YAML path
-    (``compute.efficiency``, ``levels[hbm].efficiency``), each (value, low, high, source)."""
-    if not isinstance(raw, dict) or not isinstance(raw.get("family"), str) or raw["family"] not in FAMILIES:
+class FamilyEstimate(EstimatedFloat):
+    """An efficiency a chip leaves out, as its family estimates it: an estimate with its range (a
+    run lists it however the chip was built), filled in again as ``ByFamily`` is."""
+
+
+def unset(value: object) -> bool:
+    """Whether an efficiency is left to the family: not given, or filled in by one."""
+    return value is None or isinstance(value, (ByFamily, FamilyEstimate))
+
+
+def _streams_at_estimate(level: Any) -> bool:
+    """Whether a level left without an efficiency takes its family's memory estimate: a kind that
+    streams at it (``kinds``), reached directly rather than over a link."""
+    kind = level.kind
+    return isinstance(kind, str) and kind in KINDS and KINDS[kind].efficiency == MEMORY and not level.via
+
+
+def efficiency_estimates(family: str, compute: Any, levels: tuple[Any, ...]) -> dict[str, Efficiency]:
+    """The efficiencies a chip of ``family`` (its compute and levels as built) leaves to its family
+    and that the family estimates, by YAML path (``compute.efficiency``, ``levels[hbm].efficiency``)."""
+    if family not in FAMILIES:
         return {}
-    family, out = FAMILIES[raw["family"]], {}
-    compute = raw.get("compute")
-    if isinstance(compute, dict) and "efficiency" not in compute:
-        out["compute.efficiency"] = family.compute_efficiency.as_tuple()
-    levels = raw.get("levels")
-    for lvl in levels if isinstance(levels, list) else []:
-        if isinstance(lvl, dict) and _streams_at_estimate(lvl.get("kind")) and not lvl.get("via") and \
-                "efficiency" not in lvl and isinstance(lvl.get("name"), str):
-            out[f"levels[{lvl['name']}].efficiency"] = family.memory_efficiency.as_tuple()
+    record, out = FAMILIES[family], {}
+    if unset(compute.efficiency):
+        out["compute.efficiency"] = record.compute_efficiency
+    if unset(compute.kernel_efficiency) and record.kernel_efficiency is not None:
+        out["compute.kernel_efficiency"] = record.kernel_efficiency
+    for lvl in levels:
+        if unset(lvl.efficiency) and _streams_at_estimate(lvl):
+            out[f"levels[{lvl.name}].efficiency"] = record.memory_efficiency
     return out
+
+
+def fill_efficiencies(family: str, compute: Any, levels: tuple[Any, ...]) -> tuple[Any, tuple[Any, ...]]:
+    """``compute`` and ``levels`` with each efficiency they leave unset filled in by ``family``
+    (``ByFamily``): its estimate, else 1 (a level of an ideal kind, or reached over a link; kernels
+    where the family estimates none). A family not known leaves them as they are (the chip's check
+    of its family fails)."""
+    if family not in FAMILIES:
+        return compute, levels
+    found = efficiency_estimates(family, compute, levels)
+
+    def filled(value: Any, path: str) -> Any:
+        if not unset(value):
+            return value
+        if path not in found:
+            return ByFamily(1.0)
+        e = found[path]
+        return estimated(e.value, e.low, e.high, (str(e.value), str(e.low), str(e.high)), FamilyEstimate)
+
+    def same(value: Any, new: Any) -> bool:
+        return type(value) is type(new) and value == new and getattr(value, "low", 0) == getattr(new, "low", 0) \
+            and getattr(value, "high", 0) == getattr(new, "high", 0)
+
+    eff, kernel = filled(compute.efficiency, "compute.efficiency"), \
+        filled(compute.kernel_efficiency, "compute.kernel_efficiency")
+    if not (same(compute.efficiency, eff) and same(compute.kernel_efficiency, kernel)):
+        compute = dataclasses.replace(compute, efficiency=eff, kernel_efficiency=kernel)
+    new_levels = []
+    for lvl in levels:
+        value = filled(lvl.efficiency, f"levels[{lvl.name}].efficiency")
+        new_levels.append(lvl if same(lvl.efficiency, value) else dataclasses.replace(lvl, efficiency=value))
+    return compute, tuple(new_levels)
