@@ -64,6 +64,7 @@ def _largest_stall(s: Summary) -> str:
 EVERY_PRESET = {
     "groq-lpu": {"weight_dtype": "int8", "tp": 16, "pp": 4},
     "wormhole-n150": {"weight_dtype": "int8"},
+    "wormhole-galaxy": {"tp": 32},
 }
 
 

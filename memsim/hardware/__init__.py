@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from memsim.core.presets import available, resolve
+from memsim.hardware import templates  # noqa: F401  (a ``base:`` may name a family's template)
 from memsim.hardware.dumps import dump_chip
 from memsim.hardware.loader import SUFFIXES, load_chip
 from memsim.hardware.spec import ChipSpec, ComputeSpec, ExecutionSpec, LinkSpec, MemoryLevel, PowerSpec

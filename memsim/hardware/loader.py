@@ -11,7 +11,7 @@ import contextlib
 import contextvars
 import copy
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +111,10 @@ def read_based(path: Path, cls: type, kind: str, seen: tuple[Path, ...] = ()) ->
 
 
 DERIVED = "derived_from"  # a chip file with a base: what it starts from and how much it changes
+# What a ``base:`` that is neither a preset nor a path may name: a family's template. Each entry gives
+# the names it knows and the raw mapping of one (None: not one of them); ``memsim.hardware.templates``
+# adds its own as it is imported.
+TEMPLATES: list[tuple[Callable[[], tuple[str, ...]], Callable[[str], dict[str, Any] | None]]] = []
 
 
 def derived_from(base: Any, raw: dict[str, Any]) -> str:
@@ -135,7 +139,13 @@ def _read_base(path: Path, base: Any, cls: type, kind: str, chain: tuple[Path, .
     try:
         base_path = resolve(str(path.parent / base) if looks_like_path else base, kind, SUFFIXES)
     except ConfigError as exc:
-        raise ConfigError(f"{base}: {exc.args[0]}", file=str(path), field=BASE) from None
+        found = next((t for _, make in TEMPLATES if cls is ChipSpec and not looks_like_path
+                      and (t := make(base)) is not None), None)
+        if found is not None:  # a family's template
+            return found
+        also = [n for names, _ in TEMPLATES for n in names()] if cls is ChipSpec else []
+        raise ConfigError(f"{base}: {exc.args[0]}" + (f"; or a family's template: {', '.join(also)}" if also else ""),
+                          file=str(path), field=BASE) from None
     if base_path.resolve() in chain:
         raise ConfigError(f"{base} inherits, in the end, from this file", file=str(path), field=BASE)
     return read_based(base_path, cls, kind, chain)
@@ -215,10 +225,10 @@ def _parse(unit: str | None, raw: Any, file: str, path: str, positive: bool = Tr
     if estimates.is_estimate(raw):
         e = estimates.parse(raw, str(unit), _parser(unit), file, path)
         return estimates.estimated(e.value, e.low, e.high, e.written)
-    if unit is None:
-        return raw
+    if unit is None and not isinstance(raw, str):
+        return raw  # a plain number: the spec checks it
     try:
-        value = units.PARSERS[unit](raw)
+        value = units.PARSERS[unit](raw) if unit is not None else _number(raw)  # text: from --set
     except units.UnitError as exc:
         raise ConfigError(str(exc), file=file, field=path) from None
     if unit in ("bandwidth", "flops") and (value <= 0 if positive else value < 0):
@@ -231,6 +241,12 @@ def _parser(unit: str | None):
 
 
 def _number(raw: Any) -> Any:
+    """A plain number, or text that reads as one (``--set execution.dequant.int4=4``)."""
+    if isinstance(raw, str):
+        try:
+            raw = float(raw)
+        except ValueError:
+            raise units.UnitError(f"expected a number, got {units.shown(raw)}") from None
     return units.check_number(raw, 0, whole=False)
 
 

@@ -81,16 +81,18 @@ def families_table() -> str:
             f"{', '.join(f'`{k}`' for k in BY_FAMILY)} as every family shares them); *efficiencies*: what its "
             "compute (its GEMMs; *kernels*: a stack's kernels of that inside a model step, 1 where not given) and a "
             "device memory reach where the chip gives none, however it was built, estimates with their range; "
-            "*weights on chip*: whether its scratchpad keeps weights; *stack*: what its chips run by default.", "",
+            "*weights on chip*: whether its scratchpad keeps weights; *stack*: what its chips run by default; "
+            "*template*: what `base: FAMILY` starts from, the first preset's values as estimates whose ranges span the "
+            "presets named (memsim/hardware/templates.py).", "",
             "| family | execution | compute efficiency | kernels | memory efficiency | weights on chip | stack | "
-            "strategy | meaning |", "|---|---|---|---|---|---|---|---|---|"]
+            "strategy | template | meaning |", "|---|---|---|---|---|---|---|---|---|---|"]
     for f in FAMILIES.values():
         own = ", ".join(f"`{k}: {list(v) if isinstance(v, tuple) else v}`" for k, v in f.execution
                         if BY_FAMILY[k] != (tuple(v) if isinstance(v, list) else v))
         kernels = _estimate(f.kernel_efficiency) if f.kernel_efficiency is not None else "1"
         rows.append(f"| `{f.name}` | {own or 'as every family'} | {_estimate(f.compute_efficiency)} | {kernels} | "
                     f"{_estimate(f.memory_efficiency)} | {f.weights_on_chip} | `{f.stack}` | `{f.strategy}` | "
-                    f"{f.help} |")
+                    f"{', '.join(f'`{n}`' for n in f.template) or 'none'} | {f.help} |")
     return "\n".join(rows) + "\n"
 
 

@@ -22,7 +22,7 @@ from memsim.core.units import PS_PER_S, transfer_ps
 from memsim.hardware import topologies
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping import collectives
-from memsim.mapping.collectives.channels import disjoint_rings
+from memsim.mapping.collectives.channels import disjoint_rings, grid_ring
 
 Edge = topologies.Edge
 
@@ -110,7 +110,8 @@ class Fabric:
 
     def shape(self, group: Sequence[int]) -> collectives.Shape:
         """How ``group`` sits on the system: ring channels that share no link where its members
-        are fully connected (both directions of a ring where they form one), the torus
+        are fully connected (both directions of a ring where they form one, or where a 2D grid
+        of them holds one through neighbours, ``channels.grid_ring``), the torus
         dimensions it spans on a grid, its nodes (``system.group``), and whether its direct
         algorithms end with a barrier."""
         key = tuple(group)
@@ -125,6 +126,9 @@ class Fabric:
             rings = disjoint_rings(n)
         elif n > 2 and all((group[i], group[(i + 1) % n]) in self.links for i in range(n)):
             rings = (tuple(range(n)), tuple(range(n))[::-1])
+        elif n > 2 and (snake := grid_ring(self._dims(group))) is not None and \
+                all((group[snake[i]], group[snake[(i + 1) % n]]) in self.links for i in range(n)):
+            rings = (snake, snake[::-1])  # a ring laid on a mesh as a path through neighbours: one hop a round
         # A runtime kernel synchronizes its members with flags; a compiled program is scheduled.
         return collectives.Shape(rings, self._dims(group), self.system.group, self.kernel)
 

@@ -1,8 +1,8 @@
 """The grid of a system of N chips: the fastest tensor x pipeline split that fits.
 
 ``--chips N`` without ``--tp`` and ``--pp`` asks for it. The candidates are the grids
-``tp x pp = N`` whose ``tp`` divides N and the model (its attention heads split over ``tp``
-ranks) and whose ``pp`` stages it has blocks for. A run is never faster than its roofline, so
+``tp x pp = N`` whose ``tp`` divides N (heads that ``tp`` does not divide are padded, as
+``workload.builder.shard`` says) and whose ``pp`` stages the model has blocks for. A run is never faster than its roofline, so
 the candidates are simulated in the order of their plans' rooflines, and the search stops once
 the next roofline is no less than the fastest time simulated so far: no grid after it can be
 faster. A candidate that does not fit its chips is skipped; if none fits, that is one error.

@@ -326,14 +326,17 @@ def build_step(model: ModelConfig, step: StepSpec) -> OpGraph:
 
 
 def shard(model: ModelConfig, tp: int, expert_parallel: bool = False) -> ModelConfig:
-    """One tensor-parallel rank's share (Megatron style): query heads, KV heads and the MLP
-    are split across ranks; with more ranks than KV heads each rank keeps a replica of one."""
+    """One tensor-parallel rank's share (Megatron style): query heads, KV heads and the MLP are split
+    across ranks; with more ranks than KV heads each rank keeps a replica of one. Heads that do not
+    divide evenly are shared out as the stacks that run them do (tt-metal pads them, a rank's share
+    of heads rounded up): the step is the busiest rank's, so it is that rank's share, ``ceil(heads /
+    tp)`` query heads and the KV heads they read (24 heads over 32 chips: one head each, 8 chips'
+    attention idle)."""
     if tp == 1:
         return model
-    if model.heads % tp:
-        raise ConfigError(f"{model.heads} attention heads do not split over {tp} ranks", field=run_field("tp"))
-    if model.kv_heads >= tp and model.kv_heads % tp:
-        raise ConfigError(f"{model.kv_heads} KV heads do not split over {tp} ranks", field=run_field("tp"))
+    heads = -(-model.heads // tp)
+    group = model.heads // model.kv_heads  # query heads that read one KV head
+    kv_heads = 1 if model.kv_heads <= tp else min(model.kv_heads, -(-heads // group))
     mlp = model.intermediate if expert_parallel else -(-model.intermediate // tp)
-    return dataclasses.replace(model, heads=model.heads // tp, kv_heads=max(1, model.kv_heads // tp),
-                               intermediate=mlp, head_dim_override=model.head_dim)
+    return dataclasses.replace(model, heads=heads, kv_heads=kv_heads, intermediate=mlp,
+                               head_dim_override=model.head_dim)

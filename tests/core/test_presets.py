@@ -16,6 +16,8 @@ from memsim.core.errors import CapacityError
 OPTIONS: dict[str, dict[str, object]] = {
     # 12 GiB of GDDR6: int8 projections (8.6 GB with the bf16 embedding) fit, bf16 does not.
     "wormhole-n150": {"weight_dtype": "int8"},
+    # The Galaxy's own chips: the same ASIC, its bf16 weights over its 32 chips (tt-metal's deployment).
+    "wormhole-galaxy": {"tp": 32},
     # 230 MB of SRAM and no DRAM: int8 weights over 64 chips, 8 layers a stage, 1/16 of each on a
     # chip (109 MB) and, on the first stage, 1/16 of the embedding (66 MB). With stages cut by
     # bytes, 8 x 5 = 40 chips is the smallest grid that fits at context 512; 16 x 4 leaves room.
@@ -87,6 +89,7 @@ NO_L2 = {
     "tpu-v4": "no hardware-managed cache: VMEM is a software-managed scratchpad (CMEM not verified)",
     "tpu-v5e": "no hardware-managed cache: VMEM is a software-managed scratchpad",
     "wormhole-n150": "no cache: each Tensix core's L1 SRAM is software-managed, DRAM is reached over the NoC",
+    "wormhole-galaxy": "as wormhole-n150: the same ASIC",
 }
 UNIFIED_MEMORY = {  # the host's memory is the chip's main memory: there is no further level
     "gb10": "unified LPDDR5X shared with the Grace CPU (hardware.csv 'LPDDR5X unified')",

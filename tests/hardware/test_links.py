@@ -36,8 +36,8 @@ PUBLISHED = {
 }
 # No published chip total in hardware.csv: TPU v4 (per-link ICI bandwidth not verified), SN40L
 # (peer RDU network not published), Xeon (UPI rate per link only), GB10 and M2 Ultra (links not
-# collected).
-UNPUBLISHED = {"tpu-v4", "sn40l", "xeon-gold-6242", "gb10", "m2-ultra"}
+# collected), the Galaxy (no row: its links from runtime.csv and tt-metal's Galaxy test).
+UNPUBLISHED = {"tpu-v4", "sn40l", "xeon-gold-6242", "gb10", "m2-ultra", "wormhole-galaxy"}
 
 
 def rows() -> dict[str, dict[str, str]]:

@@ -186,6 +186,19 @@ def test_fp8_on_a_gpu_is_the_native_rule():
     assert (int8.timeline.resource == "dequant").any()
 
 
+@pytest.mark.parametrize("fmt, chip", [("int4", "h100-sxm"), ("bfp4", "wormhole-n150")])
+def test_a_4_bit_or_block_format_is_native_where_the_chip_declares_it_with_its_peak(fmt, chip):
+    """The formats a chip computes in are the chip's to declare (``compute.native`` with a ``peak``):
+    a 4-bit integer format on a chip given an int4 rate, Wormhole's bfloat4_b as its preset says."""
+    from memsim import simulate
+
+    sets = {"compute.native": f"fp8,{fmt}", f"compute.peak.{fmt}": "3958 TFLOP/s"} if fmt == "int4" else {}
+    native = simulate(chip, "gpt2", context=64, weight_dtype=fmt, set=sets)
+    assert fmt in native.chip.compute.native and not (native.timeline.resource == "dequant").any()
+    unpacked = simulate(chip, "gpt2", context=64, weight_dtype=fmt, set={**sets, "compute.native": ""})
+    assert (unpacked.timeline.resource == "dequant").any()
+
+
 def _prefill_ops(sram: str):
     from memsim import hardware
     from memsim.run.api import resolve

@@ -164,8 +164,9 @@ def test_a_dense_draft_for_a_mixture_of_experts_spreads_no_experts(tiny_chip_pat
     dense = [simulate(str(tiny_chip_path), str(draft), context=c, tp=2).summary.step_time_s for c in (16, 17)]
     assert s.speculative.draft_step_s == pytest.approx(sum(dense) / 2, rel=1e-9)
     with pytest.raises(ConfigError) as info:  # errors in the draft's steps say they are the draft's
-        simulate(str(tiny_chip_path), str(moe), context=16, tp=4, ep=True, draft=str(draft), draft_k=2, accept=0.5)
-    assert info.value.field == "tp" and info.value.message.startswith("the draft ")
+        simulate(str(tiny_chip_path), str(moe), context=16, tp=2, pp=4, ep=True, draft=str(draft), draft_k=2,
+                 accept=0.5)  # the target's 4 blocks fill 4 stages; the one-layer draft's 3 cannot
+    assert info.value.field == "pp" and info.value.message.startswith("the draft ")
 
 
 def test_a_trace_drafts_nothing(tmp_path):

@@ -57,7 +57,9 @@ class Family:
     runtime stack its chips run when neither the run nor the chip names one; ``strategy``: the
     mapping strategy's name (empty: the family's own); ``kernel_efficiency``: the fraction of
     that GEMM rate its stacks' kernels sustain inside a model step where a chip's file gives none
-    (None: 1, its compute efficiency is already a step's rate)."""
+    (None: 1, its compute efficiency is already a step's rate); ``template``: the presets its
+    template (``base: FAMILY``, ``memsim.hardware.templates``) is drawn from, the first its
+    reference chip (none: no template)."""
     name: str
     help: str
     execution: tuple[tuple[str, Any], ...]
@@ -67,6 +69,7 @@ class Family:
     stack: str
     strategy: str = ""
     kernel_efficiency: Efficiency | None = None
+    template: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         unknown = [k for k, _ in self.execution if k not in BY_FAMILY]

@@ -12,4 +12,6 @@ register(Family(
     memory_efficiency=Efficiency(value=0.7, low=0.6, high=0.85, source=(
         "as xeon-gold-6242: STREAM reaches about 70% of theoretical on Cascade Lake (60-85%)")),
     weights_on_chip=NEVER,
+    # ``base: cpu``: the one CPU preset's values, and its own ranges.
+    template=("xeon-gold-6242",),
     stack="pytorch-cpu"))

@@ -20,4 +20,6 @@ register(Family(
         "microbenchmark rate, 1")),
     memory_efficiency=HBM_STREAMING,
     weights_on_chip=WITHOUT_DEVICE_MEMORY,
+    # ``base: gpu``: a datacenter GPU with HBM, H100's values over the spread of the five datacenter GPUs.
+    template=("h100-sxm", "a100-80gb-sxm", "h200-sxm", "b200", "mi300x"),
     stack="vllm"))

@@ -18,4 +18,6 @@ register(Family(
         "0.87 A100)")),
     memory_efficiency=HBM_STREAMING,
     weights_on_chip=ALWAYS,
+    # ``base: rdu``: SN40L's values over the spread of the two dataflow chips.
+    template=("sn40l", "groq-lpu"),
     stack="ideal"))

@@ -12,4 +12,6 @@ register(Family(
         "as wse-3; range: below the GPU GEMM rows (a core's SIMD fed from its own SRAM) to the best of them")),
     memory_efficiency=HBM_STREAMING,
     weights_on_chip=ALWAYS,
+    # ``base: wafer``: WSE-3's values over the spread of the two wafers.
+    template=("wse-3", "wse-2"),
     stack="ideal"))

@@ -67,3 +67,22 @@ def _search(n: int, want: int) -> tuple[tuple[int, ...], ...] | None:
         return False
 
     return tuple(rings) if more(0) else None
+
+
+def grid_ring(dims: tuple[int, ...]) -> tuple[int, ...] | None:
+    """A ring over a 2D grid of positions (``dims`` = rows, cols; row-major, the last varying
+    fastest) whose neighbours are grid neighbours, so each of its rounds crosses one link: along
+    row 0, back and forth over columns 1.. of the other rows, and up column 0 (a boustrophedon). A
+    grid with an odd number of positions has none (it is bipartite): None, as for other shapes."""
+    if len(dims) != 2 or min(dims) < 2 or dims[0] * dims[1] % 2:
+        return None
+    rows, cols = dims
+    if rows % 2:  # the snake needs an even number of rows: walk the transpose
+        ring = grid_ring((cols, rows))
+        return tuple((p % rows) * cols + p // rows for p in ring) if ring else None
+    out = [c for c in range(cols)]
+    for r in range(1, rows):
+        across = range(1, cols) if r % 2 == 0 else range(cols - 1, 0, -1)
+        out += [r * cols + c for c in across]
+    out += [r * cols for r in range(rows - 1, 0, -1)]
+    return tuple(out)
