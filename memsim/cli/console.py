@@ -40,6 +40,10 @@ def entry() -> None:
     sys.unraisablehook = exit_on_lost_interrupt
     try:
         try:
+            from memsim.cli.commands import front
+
+            if front(sys.argv[1:]):  # --help, --version: answered without loading the simulator
+                return
             from memsim.cli.main import entry as run
 
             swallowed()  # a Ctrl-C that a library caught while it loaded

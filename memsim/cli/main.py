@@ -9,10 +9,11 @@ from pathlib import Path
 
 import click
 
-from memsim import __version__, hardware, report, workload
-from memsim.cli import catalog
+from memsim import hardware, report, workload
+from memsim.cli import catalog, commands
+from memsim.cli.commands import COMMANDS
 from memsim.cli.console import by_interrupt, interrupted
-from memsim.cli.options import spec_options, spec_values
+from memsim.cli.options import progress_option, spec_options, spec_values
 from memsim.cli.serve import serve_cmd
 from memsim.core import limits
 from memsim.core.atomic import atomic_write_text, check_output_file
@@ -40,21 +41,21 @@ def _spec_values(kwargs: dict) -> dict:
     return spec_values(kwargs, list(fields(RunSpec)))
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="memsim")
 @click.pass_context
-def main(ctx: click.Context) -> None:
-    """memsim: where does the memory wall bite?"""
+def _main(ctx: click.Context) -> None:
     ctx.with_resource(flags_named())  # errors name this command line's flags, not keyword arguments
 
 
-@main.command()
+main = commands.group(callback=_main)  # its help and version, and each command's help: commands.py
+
+
+@main.command(help=COMMANDS["run"])
+@progress_option
 @_spec_options("run")
 @click.option("--out", type=click.Path(file_okay=False), help="folder for summary.json, ops.csv, timeline.csv")
 @click.option("--perfetto", is_flag=True, help="also write OUT/trace.perfetto.json (ui.perfetto.dev, chrome://tracing)")
 @click.option("--html", is_flag=True, help="also write OUT/report.html (memsim report; needs the report extra)")
 def run(out, perfetto, html, **kwargs):
-    """Simulate one decode or prefill step, or a whole generation, and print a summary."""
     for flag, given in (("--perfetto", perfetto), ("--html", html)):
         if given and not out:
             raise MemsimError(f"{flag} needs --out", field=flag)
@@ -75,7 +76,7 @@ def run(out, perfetto, html, **kwargs):
             _report(out, None)
 
 
-@main.command()
+@main.command(help=COMMANDS["sweep"])
 @_spec_options("sweep")
 @click.option("--set", "sets", multiple=True, metavar="PATH=VALUES",
               help="swept field: PATH=V1,V2,... or PATH=A..B:x2 (or :+S); repeatable")
@@ -88,7 +89,6 @@ def run(out, perfetto, html, **kwargs):
 @click.option("--no-progress", is_flag=True, help="no progress bar")
 @click.option("--serve", is_flag=True, help="sweep serving runs (memsim serve's keywords and hardware fields)")
 def sweep(sets, sweep_file, out, workers, scheduler, keep, no_progress, serve, **kwargs):
-    """Run the cartesian product of swept fields; results.csv gets one row per point."""
     base = _spec_values(kwargs)
     fixed: dict = {}
     listed: dict = {}
@@ -137,7 +137,8 @@ def sweep(sets, sweep_file, out, workers, scheduler, keep, no_progress, serve, *
         raise MemsimError(f"every point failed; the first: {failed[0]}", file=str(Path(out) / "results.csv"))
 
 
-@main.command()
+@main.command(help=COMMANDS["explain"])
+@progress_option
 @_spec_options("explain")
 @click.option("--factor", "factors", multiple=True, type=float,
               help="scale each quantity by this factor; repeatable (default: 0.5 and 2)")
@@ -148,7 +149,6 @@ def sweep(sets, sweep_file, out, workers, scheduler, keep, no_progress, serve, *
 @click.option("--scheduler", help="Dask scheduler address (tcp://host:8786): run the reruns on that cluster")
 @click.option("--keep", is_flag=True, help="also write each rerun's full outputs under OUT/points/")
 def explain(factors, output, out, workers, scheduler, keep, **kwargs):
-    """Rank the hardware changes that would speed a run up: each quantity scaled down and up."""
     whatif.check_factors(tuple(factors) or whatif.FACTORS, "--factor")
     spec = api.resolve(**_spec_values(kwargs))
     if output:
@@ -162,9 +162,9 @@ def explain(factors, output, out, workers, scheduler, keep, **kwargs):
         click.echo(f"wrote {Path(out) / explaining.TABLE}")
 
 
-@main.group()
+@main.group(help=COMMANDS["plot"])
 def plot():
-    """Figures from results (needs the plot extra: matplotlib)."""
+    pass  # its subcommands: its help is commands.COMMANDS'
 
 
 @plot.command("sweep")
@@ -216,11 +216,10 @@ def plot_serve(folder, output):
     _plot_run(folder, output, "serve")
 
 
-@main.command("report")
+@main.command("report", help=COMMANDS["report"])
 @click.argument("folder", type=click.Path(file_okay=False))
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="page to write (default: FOLDER/report.html)")
 def report_cmd(folder, output):
-    """One self-contained HTML page of a run's --out folder: summary, placement, stalls, timeline, roofline, energy."""
     _report(folder, output)
 
 
@@ -232,11 +231,11 @@ def _report(folder: str, output: str | None) -> None:
     click.echo(f"wrote {path}")
 
 
-@main.command()
+@main.command(help=COMMANDS["trace"])
+@progress_option
 @_spec_options("trace")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="trace file to write")
 def trace(output, **kwargs):
-    """Write the operator DAG of one step as a trace file."""
     spec = api.resolve(**_spec_values(kwargs))
     if spec.phase == "generate":
         raise MemsimError("a trace holds one step: use --phase decode or prefill", field="--phase")
@@ -262,9 +261,9 @@ def _write_import(graph, report, output: str) -> None:
     click.echo(f"wrote {output}: {len(graph.ops)} ops, {len(graph.tensors)} tensors")
 
 
-@main.group("import")
+@main.group("import", help=COMMANDS["import"])
 def import_():
-    """Import a graph from another format into a memsim trace file."""
+    pass  # a subcommand each importer registers: its help is commands.COMMANDS'
 
 
 def _import_command(name: str, importer: Importer) -> click.Command:
@@ -296,17 +295,16 @@ def _import_command(name: str, importer: Importer) -> click.Command:
                                        multiple=opt.multiple, metavar=opt.metavar, help=opt.help))
         else:
             params.append(click.Argument([opt.name], type=kind, metavar=opt.metavar))
-    return click.Command(name, callback=convert, params=params, help=importer.help)
+    return progress_option(click.Command(name, callback=convert, params=params, help=importer.help))
 
 
 for _name, _importer in IMPORTERS.items():
     import_.add_command(_import_command(_name, _importer))
 
 
-@main.command("list")
+@main.command("list", help=COMMANDS["list"])
 @click.argument("what", type=click.Choice(["hw", "models", "stacks"]))
 def list_(what):
-    """List shipped hardware presets (family, matrix peak, memory levels), models or runtime stacks."""
     if what == "hw":
         click.echo(catalog.hardware_table(hardware.presets()))
     elif what == "stacks":
@@ -316,11 +314,10 @@ def list_(what):
             click.echo(name)
 
 
-@main.command("show")
+@main.command("show", help=COMMANDS["show"])
 @click.argument("what", type=click.Choice(["hw", "stack"]))
 @click.argument("name", metavar="NAME|PATH")
 def show(what, name):
-    """Print a hardware preset's or a stack's YAML, comments and sources included (a file with a base: as it resolves)."""
     click.echo(catalog.show_hardware(name) if what == "hw" else catalog.show_stack(name), nl=False)
 
 

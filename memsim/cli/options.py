@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from memsim.core import progress
 from memsim.core.errors import shown
 from memsim.run.runspec import flag
 
@@ -38,3 +39,15 @@ def spec_values(kwargs: dict[str, Any], specified: list) -> dict[str, Any]:
             value = kwargs.pop(f.name)
             values[f.name] = (not value) if flag(f).startswith("--no-") else value
     return values
+
+
+def _progress(ctx: click.Context, param: click.Parameter, off: bool) -> None:
+    """Bars on stderr for the rest of the command, unless ``--no-progress`` (``core.progress``)."""
+    ctx.with_resource(progress.shown(not off))
+
+
+# Every command that can take more than a moment: bars on stderr while a terminal watches, after two seconds.
+progress_option = click.option(
+    "--no-progress", is_flag=True, expose_value=False, callback=_progress, is_eager=True,
+    help=f"no progress bars on stderr (a bar appears after {progress.DELAY:g} s of work, and only where stderr is a "
+         "terminal)")

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from memsim.cli.options import spec_options, spec_values
+from memsim.cli.commands import COMMANDS
+from memsim.cli.options import progress_option, spec_options, spec_values
 from memsim.core.errors import MemsimError, run_field
 from memsim.run.chipfile import chip_path
 from memsim.run.inputs import files
@@ -15,11 +16,11 @@ from memsim.serving.serve import serve_spec
 from memsim.serving.spec import ServeSpec, options
 
 
-@click.command("serve")
+@click.command("serve", help=COMMANDS["serve"])
+@progress_option
 @spec_options(options())
 @click.option("--out", type=click.Path(file_okay=False), help="folder for requests.csv, steps.csv and serve.json")
 def serve_cmd(out, **kwargs):
-    """Simulate requests arriving at a deployment: continuous batching, a paged KV cache, latency percentiles."""
     values = spec_values(kwargs, options())
     spec = ServeSpec.make({**values, "hw": chip_path(values["hw"])})
     if out:

@@ -19,9 +19,11 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import simpy
 
+from memsim.core import progress
 from memsim.core.errors import ConfigError
 from memsim.core.units import PS_PER_S, ps_of
 from memsim.engine.schedulers import SCHEDULERS
@@ -48,11 +50,14 @@ class Counter:
     area: int = 0  # requests x picoseconds
     since: int = 0
     done: int = 0
+    finished: Callable[[int], Any] = lambda n: None  # told of each request that finishes (a progress bar)
 
     def add(self, at: int, change: int) -> None:
         self.area += self.now * (at - self.since)
         self.now, self.since = self.now + change, at
-        self.done += change < 0
+        if change < 0:
+            self.done += 1
+            self.finished(1)
 
 
 def serve(requests: Iterable, scheduler: str, limits: Limits, step_time: Callable[[Batch], float],
@@ -188,7 +193,9 @@ def serve_instances(requests: Iterable, instances: Sequence[Instance], handoff: 
     else:
         env.process(open_loop())
     procs = [env.process(run(i)) for i in range(len(instances))]
-    env.run(until=simpy.AllOf(env, procs))
+    with progress.bar(len(seqs), "request", "serving") as shown:  # requests served, as they finish
+        count.finished = shown.update
+        env.run(until=simpy.AllOf(env, procs))
     return seqs, steps, count.area / PS_PER_S
 
 

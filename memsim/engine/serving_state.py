@@ -148,9 +148,9 @@ class Seq:
         """A finished sequence's times: queueing, time to first token, per output token, end to end."""
         assert self.scheduled_ps is not None and self.first_token_ps is not None and self.end_ps is not None
         arrival, first, end = self.arrival_ps, self.first_token_ps, self.end_ps
-        return {"id": self.id, "arrival_s": self.arrival_s, "prompt_tokens": self.prompt,
-                "output_tokens": self.output, "queue_s": (self.scheduled_ps - arrival) / PS_PER_S,
-                "ttft_s": (first - arrival) / PS_PER_S,
+        return {"id": self.id, "arrival_s": self.arrival_s, "prompt_tokens": self.prompt, "output_tokens": self.output,
+                "prefix_id": self.prefix_id, "prefix_tokens": self.prefix,
+                "queue_s": (self.scheduled_ps - arrival) / PS_PER_S, "ttft_s": (first - arrival) / PS_PER_S,
                 "tpot_s": (end - first) / PS_PER_S / (self.output - 1) if self.output > 1 else 0.0,
                 "e2e_s": (end - arrival) / PS_PER_S, "preemptions": self.preemptions,
                 "handoff_s": self.handoff_s, "instance": self.instance}

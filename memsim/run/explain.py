@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from memsim.core import limits, pools, units
+from memsim.core import limits, pools, progress, units
 from memsim.core.errors import MemsimError
 from memsim.report.summary_fields import Summary
 from memsim.report.summary_records import ABSENT
@@ -208,8 +208,13 @@ def _run_all(specs: list[RunSpec], workers: int | None, client: Any = None) -> l
     """Each spec's ``outcome``, in order, on the experiments' one runner (``pools.run_each``): the Dask
     ``client``'s cluster, or a local pool of ``workers`` when there are several points, else here."""
     got: dict[int, dict[str, Any]] = {}
-    pools.run_each(numbered_outcome, iter(enumerate(specs)), lambda done: got.update([done]),
-                   workers=pools.pool_size(workers, len(specs)), client=client)
+    with progress.bar(len(specs), "run", "explain's reruns") as shown:
+        def done(finished: tuple[int, dict[str, Any]]) -> None:
+            got.update([finished])
+            shown.update()
+
+        pools.run_each(numbered_outcome, iter(enumerate(specs)), done, workers=pools.pool_size(workers, len(specs)),
+                       client=client)
     return [got[i] for i in range(len(specs))]
 
 

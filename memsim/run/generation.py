@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from memsim.core import progress
 from memsim.report.summary import utilization
 from memsim.report.summary_fields import COMBINE, ONCE, SUMMED, Summary
 from memsim.report.summary_records import ABSENT, RECORDS, DecodeSample, EngineCounts, Speculated, present
@@ -178,7 +179,13 @@ def _speculative(decodes: dict[int, Summary], contexts: np.ndarray, tpot_s: floa
 def generate(run_step: Callable[[str, int], Any], prompt: int, steps: int,
              samples: int) -> tuple[Any, Summary, dict[int, Any]]:
     """Run the prefill and the sampled decode steps; returns (prefill result, summary, decode results by context)."""
-    prefill = run_step("prefill", prompt)
-    decodes = {c: run_step("decode", c) for c in sample_contexts(prompt, steps, samples)}
+    contexts = sample_contexts(prompt, steps, samples)
+    with progress.bar(1 + len(contexts), "step", "generation's steps") as shown:
+        prefill = run_step("prefill", prompt)
+        shown.update()
+        decodes = {}
+        for c in contexts:
+            decodes[c] = run_step("decode", c)
+            shown.update()
     summary = combine(prefill.summary, {c: r.summary for c, r in decodes.items()}, prompt, steps)
     return prefill, summary, decodes

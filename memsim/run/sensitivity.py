@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+from memsim.core import progress
 from memsim.hardware.estimates import Estimate
 from memsim.hardware.resource import Ref
 from memsim.report.summary_fields import Summary
@@ -156,24 +157,31 @@ def report(summary: Summary, found: tuple[Estimate, ...], moved: Moved, top: int
         return out
     base_s, base_j = summary.step_time_s, summary.energy_j.total
     rows = []
-    for e in used:
-        energy = energy_at(e, summary, moved)
-        if energy is not None and not affects_time(e, summary, moved):
-            times = (base_s, base_s)
-        else:
-            ends = [summary if end == e.value else rerun(e.set_path, text)
-                    for end, text in ((e.low, e.written[1]), (e.high, e.written[2]))]
-            low, high = ends
-            times, energy = (low.step_time_s, high.step_time_s), (low.energy_j.total, high.energy_j.total)
-        swing_s = max(abs(t - base_s) for t in times) / base_s if base_s else 0.0
-        swing_j = max(abs(j - base_j) for j in energy) / base_j if base_j else 0.0
-        rows.append(((swing_s, swing_j), Sensitive(field=e.path, value=e.written[0], range=e.written[1:],
-                                                   step_time_s=times, energy_j=energy, step_swing=swing_s,
-                                                   energy_swing=swing_j)))
+    with progress.bar(len(used), "estimate", "estimates' ranges") as shown:
+        for e in used:
+            rows.append(_row(e, summary, moved, rerun, base_s, base_j))
+            shown.update()
     rows.sort(key=lambda r: r[0], reverse=True)
     every = [base_s, *(t for _, row in rows for t in row.step_time_s)]
     # the band: over every estimate used, each alone at the ends of its range
     return dataclasses.replace(out, sensitive=tuple(row for _, row in rows[:top]), band_s=(min(every), max(every)))
+
+
+def _row(e: Estimate, summary: Summary, moved: Moved, rerun: Callable[[str, str], Summary], base_s: float,
+         base_j: float) -> tuple[tuple[float, float], Sensitive]:
+    """One estimate's row: the step time and energy at both ends of its range (reruns where the time
+    can change), and how far each swings, its sort key first."""
+    energy = energy_at(e, summary, moved)
+    if energy is not None and not affects_time(e, summary, moved):
+        times = (base_s, base_s)
+    else:
+        low, high = [summary if end == e.value else rerun(e.set_path, text)
+                     for end, text in ((e.low, e.written[1]), (e.high, e.written[2]))]
+        times, energy = (low.step_time_s, high.step_time_s), (low.energy_j.total, high.energy_j.total)
+    swing_s = max(abs(t - base_s) for t in times) / base_s if base_s else 0.0
+    swing_j = max(abs(j - base_j) for j in energy) / base_j if base_j else 0.0
+    return (swing_s, swing_j), Sensitive(field=e.path, value=e.written[0], range=e.written[1:], step_time_s=times,
+                                         energy_j=energy, step_swing=swing_s, energy_swing=swing_j)
 
 
 BAND_SHOWN = 0.1  # the console names the band of the estimates when it is wider than this share of the step

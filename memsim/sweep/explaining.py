@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from memsim.core import pools, units
+from memsim.core import pools, progress, units
 from memsim.core.atomic import atomic_write_text
 from memsim.core.errors import ConfigError, run_field
 from memsim.run import api, inputs
@@ -90,7 +90,12 @@ def _reruns(specs: list[RunSpec], log: store.Log, folder: Path, keep: bool, work
         log.append(row)
         done[keys[i]] = outcome
 
-    pools.run_each(whatif.numbered_outcome, iter(todo), record, workers=pools.pool_size(workers, len(todo)),
-                   client=client, file=str(folder),
-                   lost=f"; the finished reruns are kept: run again, with fewer {run_field('workers')}, to resume")
+    with progress.bar(len(todo), "run", "explain's reruns") as shown:
+        def recorded(finished: tuple[int, dict[str, Any]]) -> None:
+            record(finished)
+            shown.update()
+
+        pools.run_each(whatif.numbered_outcome, iter(todo), recorded, workers=pools.pool_size(workers, len(todo)),
+                       client=client, file=str(folder),
+                       lost=f"; the finished reruns are kept: run again, with fewer {run_field('workers')}, to resume")
     return [done[k] for k in keys]

@@ -22,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from memsim.core import limits, pools, units
+from memsim.core import limits, pools, progress, units
 from memsim.core.errors import ConfigError, MemsimError, run_field
 from memsim.core.pools import PER_WORKER, pool_size, worker_cap, worker_start  # noqa: F401  (as callers know them)
 from memsim.hardware.loader import number_text
@@ -248,9 +248,9 @@ def _loads(hw: str, sets: tuple, system: str | None) -> bool:  # a value some ch
 
 
 def _bar(total: int, enabled: bool):
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit="point", disable=not enabled, dynamic_ncols=True)
+    """The sweep's bar (``core.progress``): where ``enabled`` and a terminal watches stderr."""
+    with progress.shown(enabled):
+        return progress.bar(total, "point", "sweep")
 
 
 RUNS = Kind(spec=point_spec, check=_check, defaults=runspec.defaults)

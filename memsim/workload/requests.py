@@ -29,6 +29,9 @@ from memsim.core.units import PS_PER_S
 
 COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens", "prefix_id", "prefix_tokens")
 REQUIRED = COLUMNS[:3]
+# What ``memsim serve`` writes beside these in its requests.csv (a request's number and outcome: the
+# engine's ``Sequence.row``): read back and left aside, so a run's requests.csv serves again as a trace.
+WRITTEN = ("id", "queue_s", "ttft_s", "tpot_s", "e2e_s", "preemptions", "handoff_s", "instance")
 ARRIVALS = ("poisson", "gamma")
 LENGTHS = ("fixed", "uniform", "lognormal")
 MAX_TOKENS = 1 << 20  # a request's prompt or output
@@ -88,9 +91,10 @@ def _read(reader: csv.DictReader, file: str) -> tuple[Request, ...]:
     missing = [c for c in REQUIRED if c not in header]
     if missing:
         raise ConfigError(f"missing column {missing[0]!r} (columns: {', '.join(COLUMNS)})", file=file, field="header")
-    unknown = [c for c in header if c not in COLUMNS]
+    unknown = [c for c in header if c not in COLUMNS and c not in WRITTEN]
     if unknown:
-        raise ConfigError(f"unknown column {unknown[0]!r} (columns: {', '.join(COLUMNS)})", file=file, field="header")
+        raise ConfigError(f"unknown column {unknown[0]!r} (columns: {', '.join(COLUMNS)}; and those memsim serve "
+                          "writes beside them, left aside)", file=file, field="header")
     out: list[Request] = []
     for i, row in enumerate(reader):
         limits.check(i + 1, limits.MAX_OPS, "requests", "rows", file)
@@ -116,6 +120,16 @@ def _read(reader: csv.DictReader, file: str) -> tuple[Request, ...]:
     if not out:
         raise ConfigError("holds no requests", file=file, field="rows")
     return tuple(out)
+
+
+def requests_csv(requests: tuple[Request, ...]) -> str:
+    """``requests`` as a trace (``COLUMNS``) that ``read_requests`` reads back to the same requests."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for r in requests:
+        writer.writerow([repr(r.arrival_s), r.prompt, r.output, r.prefix_id, r.prefix if r.prefix_id else ""])
+    return out.getvalue()
 
 
 def _number(row: dict, column: str, kind: type, file: str, where: str) -> int | float:

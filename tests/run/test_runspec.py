@@ -33,7 +33,7 @@ def test_cli_options_are_runspec_fields_with_the_same_defaults(command):
         if f.metadata["choices"]:
             assert tuple(p.type.choices) == f.metadata["choices"]
     declared = {f.name for f in fields(RunSpec)}
-    own = {"run": {"out", "perfetto", "html"}, "trace": {"output"},
+    own = {"run": {"out", "perfetto", "html", "no_progress"}, "trace": {"output", "no_progress"},
            "sweep": {"sets", "sweep_file", "out", "workers", "scheduler", "keep", "no_progress", "serve"}}[command]
     assert set(params) - {"help"} <= declared | own
 

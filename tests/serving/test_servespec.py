@@ -18,7 +18,7 @@ from memsim.sweep import serve as serve_sweep
 
 def test_the_command_line_the_api_and_the_sweep_read_one_declaration():
     declared = {f.name: f for f in fields(ServeSpec)}
-    params = {p.name: p for p in serve_cmd.params if isinstance(p, click.Option) and p.name != "out"}
+    params = {p.name: p for p in serve_cmd.params if isinstance(p, click.Option) and p.name not in ("out", "no_progress")}
     assert set(params) == {f.name for f in options()}  # every option is a field, and every serve field an option
     for name, p in params.items():
         assert p.opts == ["--" + name.replace("_", "-")], p.opts  # one name: the keyword is the flag

@@ -1,0 +1,44 @@
+"""``memsim --help`` and ``--version`` are answered from the commands' declarations without
+loading the simulator; the full command line takes each command's help from the same table."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from memsim.cli import commands
+
+
+def _printed(code: str, args: list[str]) -> str:
+    run = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True,
+                         env={**os.environ, "COLUMNS": "100"})
+    return run.stdout
+
+
+@pytest.mark.parametrize("args", [["--help"], ["-h"], ["--version"]])
+def test_the_front_door_answers_as_the_full_command_line_does(args):
+    front = _printed("import sys\nfrom memsim.cli.commands import front\nassert front(sys.argv[1:])", args)
+    full = _printed("import sys\nfrom memsim.cli.main import main\nmain(sys.argv[1:], prog_name='memsim')", args)
+    assert front == full and "memsim" in front
+
+
+def test_every_command_is_declared_once_with_its_help():
+    from memsim.cli.main import main
+
+    assert set(main.commands) == set(commands.COMMANDS)
+    for name, cmd in main.commands.items():
+        assert cmd.help == commands.COMMANDS[name]
+    assert not commands.front(["run", "--help"]) and not commands.front([])  # a command's own help is its own
+
+
+def test_help_and_version_load_none_of_the_simulators_libraries():
+    """What makes them quick: nothing past click (the command line's parsing) is imported."""
+    code = ("import sys\nfrom memsim.cli.console import entry\nsys.argv = ['memsim', '--version']\n"
+            "try:\n    entry()\nexcept SystemExit:\n    pass\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'pandas', 'numpy', 'simpy', 'networkx', 'yaml'}),"
+            " sorted(m for m in sys.modules if m.startswith('memsim.') and m not in"
+            " ('memsim.cli', 'memsim.cli.console', 'memsim.cli.commands')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == ["memsim, version 0.1.0", "[] []"]
