@@ -120,6 +120,7 @@ def main() -> None:
     if args.limits:
         limits_benchmark()
     peak_memory()
+    cli_start_benchmark()
     targets()
 
 
@@ -276,6 +277,20 @@ def explain_benchmark() -> None:
     print("memsim explain, Llama-2-7B decode, context 2048, h100-sxm, 2 workers (median of 3, imports included)")
     print(f"  memsim run {run_s:6.2f} s   memsim explain {explain_s:6.2f} s   "
           f"{explain_s / run_s:.1f}x (target <= 10x)")
+
+
+def cli_start_benchmark() -> None:
+    """memsim --help and --version as the console script runs them, in fresh processes (median of 5):
+    what a user waits for before any simulation (target <= 0.3 s, issue 44)."""
+    for args in (["--help"], ["--version"]):
+        took = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-c", "import sys; from memsim.cli.console import entry; "
+                            f"sys.argv = ['memsim', *{args!r}]; entry()"], capture_output=True, check=True)
+            took.append(time.perf_counter() - t0)
+        print(f"memsim {args[0]:<10} {statistics.median(took):6.3f} s (median of 5, interpreter start included; "
+              "target <= 0.3 s)")
 
 
 # Run in a fresh process, so that its peak resident set size is the run's alone (``ru_maxrss`` is

@@ -14,11 +14,13 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from memsim import hardware, simulate
+from memsim.core.errors import MemsimWarning
 from memsim.report import Summary
 from memsim.validation import llmcompass, report
 
@@ -44,7 +46,9 @@ class Run:
         return " ".join(parts)
 
     def summary(self) -> Summary:
-        return simulate(self.hw, self.model, **self.options, set=dict(self.sets)).summary
+        with warnings.catch_warnings():  # a figure's spills are what it shows (the SRAM cliff): not to be said again
+            warnings.simplefilter("ignore", MemsimWarning)
+            return simulate(self.hw, self.model, **self.options, set=dict(self.sets)).summary
 
 
 def ms(seconds: float) -> str:

@@ -1,6 +1,7 @@
 """Shared fixtures: a tiny chip and a tiny model, small enough to simulate chunk by chunk."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -39,6 +40,19 @@ def pytest_runtest_makereport(item, call):
 def pytest_make_collect_report(collector):
     outcome = yield
     _no_skip(outcome.get_result(), f"{collector.nodeid} (as it was collected)")
+
+
+# A run that spills to host memory on purpose says so; the test asserts it (setup.cfg fails any warning
+# a test does not expect).
+SPILL = "host memory holds"
+
+
+def warned(match: str = SPILL, when: bool = True):
+    """``pytest.warns`` of a ``MemsimWarning`` the test causes on purpose (matching ``match``); where
+    ``when`` is false, the test causes none."""
+    from memsim.core.errors import MemsimWarning
+
+    return pytest.warns(MemsimWarning, match=match) if when else contextlib.nullcontext()
 
 
 TINY_CHIP = """\

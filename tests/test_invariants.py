@@ -21,6 +21,7 @@ import json
 import pytest
 
 from memsim import simulate
+from tests.conftest import warned
 
 CASES = {
     "gpu-bf16-decode": ("h100-sxm", dict(context=32)),
@@ -48,6 +49,7 @@ CASES = {
     "gpu-branch-stream": ("h100-sxm", dict(context=32, set={"execution.streams": "compute,branch,copy,comm"},
                                            model="parallel")),
 }
+SPILLING = {"gpu-offloaded-over-pcie", "wafer-weight-streaming"}  # they warn of it, as they mean to
 # A parallel block (GPT-J): its MLP runs on the branch stream, beside the attention.
 TINY_PARALLEL = {"model_type": "gptj", "n_embd": 64, "n_head": 4, "n_layer": 2, "n_inner": None, "n_positions": 512,
                  "rotary_dim": 16, "vocab_size": 256}
@@ -71,7 +73,8 @@ def run(models: dict[str, str], name: str, shortcuts: bool = True):
         hw, kw = CASES[name]
         kw = dict(kw)
         model = models[kw.pop("model", "llama")]
-        _RUNS[key] = simulate(hw, model, fast_forward=shortcuts, **kw)
+        with warned(when=name in SPILLING):
+            _RUNS[key] = simulate(hw, model, fast_forward=shortcuts, **kw)
     return _RUNS[key]
 
 

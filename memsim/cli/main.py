@@ -86,7 +86,7 @@ def run(out, perfetto, html, **kwargs):
 @click.option("--workers", type=int, help="local worker processes (default: every core)")
 @click.option("--scheduler", help="Dask scheduler address (tcp://host:8786): run on that cluster")
 @click.option("--keep", is_flag=True, help="also write each point's full outputs under OUT/points/")
-@click.option("--no-progress", is_flag=True, help="no progress bar")
+@click.option("--no-progress", is_flag=True, help="no progress bar (one is drawn only where stderr is a terminal)")
 @click.option("--serve", is_flag=True, help="sweep serving runs (memsim serve's keywords and hardware fields)")
 def sweep(sets, sweep_file, out, workers, scheduler, keep, no_progress, serve, **kwargs):
     base = _spec_values(kwargs)
@@ -342,7 +342,8 @@ def entry() -> None:
     """Console script: turn user errors into one line and exit code 2."""
     warnings.showwarning = _show_warning
     try:
-        with flags_named():
+        with flags_named(), warnings.catch_warnings():
+            warnings.simplefilter("default", MemsimWarning)  # a warning is a line the user reads, each once
             _invoke()
     except BrokenPipeError:  # the reader of stdout left (``memsim list hw | head -1``): nothing more to say
         sys.stdout = open(os.devnull, "w")

@@ -26,7 +26,7 @@ def serve_cmd(out, **kwargs):
     if out:
         check_out(Path(out), files(spec))
     result = serve_spec(spec)
-    click.echo(summary_table(result.summary))
+    click.echo(summary_table(result.summary, spec))
     if out:
         try:
             paths = result.write(out)

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
 
 from memsim.core import limits, pools, progress, units
-from memsim.core.errors import MemsimError
+from memsim.core.errors import MemsimError, MemsimWarning
 from memsim.report.summary_fields import Summary
 from memsim.report.summary_records import ABSENT
 from memsim.run import api, sensitivity
@@ -47,8 +48,8 @@ COLUMNS = {
     "speedup": "the run's step time over the changed step time (above 1: faster)",
     "elasticity": "d log(step time) / d log(quantity) between the run and the change: -1 means the step time "
                   "falls in proportion as the quantity grows; 0 means no change",
-    "relieves": "the stall that falls most with the change, and by how many seconds (empty: none falls)",
-    "creates": "the stall that grows most with the change, and by how many seconds (empty: none grows)",
+    "relieves": "the stall that falls most with the change, and by how many milliseconds (empty: none falls)",
+    "creates": "the stall that grows most with the change, and by how many milliseconds (empty: none grows)",
     "moves": "for a capacity: the tensors whose home level changes (`3 weight hbm>ddr`; empty: none)",
     "error": "why the changed run failed (a capacity too small to hold the model, say); else empty",
 }
@@ -59,7 +60,9 @@ def outcome(spec: RunSpec, keep: str | None = None) -> dict[str, Any]:
     (A pool's job: the summary's few fields travel back, not the run.) ``keep``: a folder to write
     the rerun's own outputs to."""
     try:
-        result = api.run(spec)
+        with warnings.catch_warnings():  # a rerun that spills says so in its row's stalls, not on the console
+            warnings.simplefilter("ignore", MemsimWarning)
+            result = api.run(spec)
         if keep is not None:
             result.write(keep)
     except MemsimError as exc:
@@ -101,7 +104,7 @@ def _stall_shift(base: dict[str, float], new: dict[str, float], step_s: float) -
     delta = {k: d for k in {*base, *new} if abs(d := new.get(k, 0.0) - base.get(k, 0.0)) >= NOTICE * step_s}
     fell = min(delta, key=lambda k: (delta[k], k), default=None)
     grew = max(delta, key=lambda k: (delta[k], k), default=None)
-    say = lambda k: f"{k} {delta[k]:+.3g} s"
+    say = lambda k: f"{k} {delta[k] * 1e3:+.4g} ms"  # in the table's one unit, as its step times
     return (say(fell) if fell is not None and delta[fell] < 0 else "",
             say(grew) if grew is not None and delta[grew] > 0 else "")
 

@@ -80,10 +80,48 @@ def _rounds(steps: int) -> str:
     return f"{steps} decode steps a scheduling round" if steps > 1 else "scheduled every step"
 
 
-def summary_table(s: ServeSummary) -> str:
-    """The console lines of a serving run."""
+def step_words(shape: str) -> str:
+    """A step's shape (``steps.csv``'s ``shape``: ``decode 2 524``) in words."""
+    kind, *n = shape.split()
+    size = [int(x) for x in n if x.lstrip("-").isdigit()]
+    if kind == "decode" and len(size) == 2:
+        return f"a decode of {size[0]} sequence{'s' * (size[0] != 1)} at context {size[1]:,}"
+    if kind == "prefill" and len(size) == 2:
+        return f"a prefill of {size[0]} sequence{'s' * (size[0] != 1)} of {size[1]:,} tokens"
+    if kind == "mixed" and len(size) == 5:
+        tokens, decodes, _, _, chunks = size
+        return (f"a mixed step of {decodes} decode{'s' * (decodes != 1)} and {chunks} prefill chunk"
+                f"{'s' * (chunks != 1)} ({tokens:,} tokens)")
+    return shape
+
+
+def header(spec: Any, s: ServeSummary) -> list[str]:
+    """What was served, on what, against which SLOs: the console's first lines, as ``memsim run``'s
+    header names its chip, model and workload (``spec``: the run's ``ServeSpec``)."""
+    d = s.deployment
+    first = (f"{d.hw}  {d.model}  serve  {d.layout}; weights {spec.weight_dtype}, KV cache {spec.kv_dtype}; "
+             f"scheduler {s.scheduler}, stack {d.stack}")
+    if spec.requests is not None:
+        asked = f"{s.requests} from {spec.requests}"
+    else:
+        process = f"poisson at {spec.rate:g}/s" if spec.arrival == "poisson" else \
+            f"gamma at {spec.rate:g}/s (burstiness {spec.burstiness:g})"
+        if spec.users:
+            process = f"{spec.users} clients in a closed loop (think {spec.think:g} s)"
+        shape = "fixed" if spec.lengths == "fixed" else f"{spec.lengths}, spread {spec.spread:g}"
+        shared = f", a {spec.prefix}-token shared prefix" if spec.prefix else ""
+        asked = (f"{s.requests} drawn: {process}; prompt {spec.prompt} and output {spec.output_tokens} tokens "
+                 f"({shape}){shared}; seed {spec.seed}")
+    return [first, f"  requests         {asked}",
+            f"  SLOs             TTFT {s.slo.ttft_s:g} s, TPOT {s.slo.tpot_s:g} s (goodput counts the requests "
+            "within both)"]
+
+
+def summary_table(s: ServeSummary, spec: Any = None) -> str:
+    """The console lines of a serving run (with its ``spec``, the header first)."""
     kv = s.kv
-    lines = [f"served {s.requests} requests in {s.span_s:.4g} s: {s.requests_per_s:.4g} req/s, "
+    lines = [*(header(spec, s) if spec is not None else []),
+             f"served {s.requests} requests in {s.span_s:.4g} s: {s.requests_per_s:.4g} req/s, "
              f"{s.output_tokens_per_s:.4g} output tokens/s ({s.scheduler}; {s.deployment.layout})"]
     for name, key in (("TTFT", "ttft_s"), ("TPOT", "tpot_s"), ("E2E", "e2e_s"), ("queue", "queue_s")):
         p50, p90, p99 = (getattr(s, f"{key}_p{p}") * 1e3 for p in PERCENTILES)
@@ -102,7 +140,7 @@ def summary_table(s: ServeSummary) -> str:
     if s.limit is not None:
         lim = s.limit
         lines.append(f"  limited by       {lim.by} (KV cache full {lim.kv_full_fraction:.0%} of the busy time; "
-                     f"the commonest step, {lim.step}, bound by {lim.step_bound})")
+                     f"the commonest step, {step_words(lim.step)}, bound by {lim.step_bound})")
     sur = s.surrogate
     lines.append(f"  step times       {sur.grid_steps} steps simulated; interpolation error on {sur.sampled} "
                  f"sampled steps: max {sur.max_error:.2%}")

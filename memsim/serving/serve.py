@@ -114,7 +114,26 @@ def serve(spec: ServeSpec, requests: tuple[Request, ...], steps_cache: dict | No
                           decode=spec.decode_instances, layout=spec.layout, stack=stack.name),
         host=host_summary(host_work(stack, spec.tp), rows), scheduler=spec.scheduler,
         prefix_caching=spec.prefix_caching, preemption=spec.preemption, users=spec.users)
+    if (line := preempting(summary, spec)) is not None:
+        warnings.warn(MemsimWarning(line), stacklevel=2)
     return ServeResult(reqs, rows, summary)
+
+
+# Past this share of its steps preempting a sequence, a run spends much of its time recomputing (or
+# swapping) what it had: a warning, not a limit on what memsim simulates.
+PREEMPTING = 0.05
+
+
+def preempting(s: ServeSummary, spec: ServeSpec) -> str | None:
+    """A line when preemptions pass ``PREEMPTING`` of the steps, with what would avoid them."""
+    if not s.steps or s.preemptions <= PREEMPTING * s.steps:
+        return None
+    fewer = f"a --max-seqs below {spec.max_seqs}" if spec.max_seqs else "a lower --max-seqs"
+    swap = ", --preemption swap (to the host level)" if spec.preemption == "recompute" else ""
+    return (f"{s.preemptions:,} preemptions in {s.steps:,} steps ({s.preemptions / s.steps:.0%}): more sequences are "
+            f"admitted than {s.kv.blocks:,} KV blocks hold as they grow, and each preempted one is "
+            f"{'recomputed' if spec.preemption == 'recompute' else 'swapped'}; {fewer}, --kv-dtype fp8, more KV "
+            f"memory (--tp, a chip with more){swap} would avoid them")
 
 
 def host_summary(host: HostWork, steps: pd.DataFrame) -> HostAdded:

@@ -15,6 +15,7 @@ import contextlib
 import itertools
 import math
 import tempfile
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,7 @@ from typing import Any
 import pandas as pd
 
 from memsim.core import limits, pools, progress, units
-from memsim.core.errors import ConfigError, MemsimError, run_field
+from memsim.core.errors import ConfigError, MemsimError, MemsimWarning, run_field
 from memsim.core.pools import PER_WORKER, pool_size, worker_cap, worker_start  # noqa: F401  (as callers know them)
 from memsim.hardware.loader import number_text
 from memsim.report import flatten
@@ -92,19 +93,22 @@ def point_spec(base: dict[str, Any], point: dict[str, str], positions: dict[str,
 
 def run_point(spec: RunSpec, point: dict[str, str], key: str, keep: str | None = None,
               contents: tuple = ()) -> dict[str, Any]:
-    """Simulate one point; never raises: a failure becomes the row's ``error``, and a file that
-    does not hold its recorded ``contents`` (field, value, hash) before or after the run, the
-    row's ``changed``."""
+    """Simulate one point; never raises: a failure becomes the row's ``error``, a warning the run
+    gives (a spill, a context past the model's positions) its ``warnings``, and a file that does not
+    hold its recorded ``contents`` (field, value, hash) before or after the run, the row's ``changed``."""
     row = {**with_numbers(point), "run_key": key}
     changed = _changed(contents)
     if changed:
         return {**row, "changed": changed}
     try:
-        result = serve_spec(spec) if isinstance(spec, ServeSpec) else run(spec)
+        with warnings.catch_warnings(record=True) as caught:  # a point's warnings are its row's, not the console's
+            warnings.simplefilter("always", MemsimWarning)
+            result = serve_spec(spec) if isinstance(spec, ServeSpec) else run(spec)
+        said = [str(w.message) for w in caught if issubclass(w.category, MemsimWarning)]
         if keep:
             result.write(Path(keep))
         row = {**row, "error": "", **({"outputs": str(Path("points") / Path(keep).name)} if keep else {}),
-               **flatten(result.summary.as_dict())}
+               **({"warnings": " | ".join(said)} if said else {}), **flatten(result.summary.as_dict())}
     except MemsimError as exc:
         row = {**row, "error": exc.one_line()}
     except Exception as exc:  # a sweep records every failure and goes on

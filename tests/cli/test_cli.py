@@ -12,6 +12,7 @@ from memsim.cli import main as cli
 
 
 def run_cli(monkeypatch, capsys, *args):
+    """The command line's exit code, stdout and stderr (a warning it gives is a line there)."""
     monkeypatch.setattr(sys, "argv", ["memsim", *args])
     code = 0
     try:

@@ -3,13 +3,15 @@ in the memory that should hold them, and never faster than its roofline."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from memsim import hardware, simulate
-from memsim.core.errors import CapacityError
+from memsim.core.errors import CapacityError, MemsimWarning
+from tests.conftest import SPILL
 
 # Options a chip needs for Llama-3.1-8B (16.1 GB of bf16 weights and KV cache at context 512).
 # Every other preset holds it in bf16 on one chip.
@@ -113,9 +115,18 @@ def test_every_gpu_preset_has_an_l2_and_host_memory(preset):
 def _llama_2_7b_step_s(preset: str, **options) -> float:
     """Decode step time, or infinity where the model and KV cache fit in no memory level."""
     try:
-        return simulate(preset, "llama-2-7b", phase="decode", **options).summary.step_time_s
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", MemsimWarning)
+            s = simulate(preset, "llama-2-7b", phase="decode", **options).summary
     except CapacityError:
         return math.inf
+    # a run says so exactly where it spills to host memory (a large batch's KV cache past HBM), and
+    # where its context runs past the model's positions; of nothing else
+    said = [str(w.message) for w in caught]
+    spilled = "ddr" in s.bytes_per_level and s.bytes_per_level["ddr"].total > 0
+    assert sum(line.startswith(SPILL) for line in said) == spilled, said
+    assert all(line.startswith(SPILL) or "positions" in line for line in said), said
+    return s.step_time_s
 
 
 # Each generation has at least its predecessor's levels, bandwidths and compute, so on the same

@@ -43,7 +43,8 @@ def test_each_long_job_reports_its_progress(what, call, at_once, capsys, tiny_ch
     assert what in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("command", [["run", "--hw"], ["serve", "--count", "2", "--hw"], ["explain", "--hw"],
+@pytest.mark.parametrize("command", [["run", "--hw"], ["serve", "--count", "2", "--prompt", "8", "--output-tokens", "2",
+                                               "--hw"], ["explain", "--hw"],
                                      ["trace", "-o", "t.json"]])
 def test_every_long_command_takes_no_progress(command, tmp_path, tiny_chip_path, tiny_model_path, monkeypatch):
     from memsim.cli.main import main

@@ -8,6 +8,7 @@ import pytest
 from memsim import hardware, simulate
 from memsim.core.errors import CapacityError
 from memsim.stack import load_stack
+from tests.conftest import warned
 
 PRESETS = hardware.presets()
 
@@ -38,7 +39,8 @@ def test_wafer_keeps_llama_8b_on_wafer():
 
 
 def test_wafer_streams_weights_that_do_not_fit_from_memoryx():
-    r = simulate("wse-3", "llama-3.1-70b", context=2048)
+    with warned():
+        r = simulate("wse-3", "llama-3.1-70b", context=2048)
     s = r.summary
     assert s.bytes_per_level["memoryx"].read > 0
     streamed = r.timeline[(r.timeline.src == "memoryx") & (r.timeline.kind == "transfer")]
@@ -87,7 +89,8 @@ def test_rdu_keeps_layer_intermediates_in_sram():
 
 
 def test_gpu_offloads_to_host_ddr_over_pcie():
-    s = simulate("h100-sxm", "mixtral-8x7b", batch=8, context=512).summary  # 93 GB of bf16 weights
+    with warned():
+        s = simulate("h100-sxm", "mixtral-8x7b", batch=8, context=512).summary  # 93 GB of bf16 weights
     assert s.bytes_per_level["ddr"].read > 0
     assert s.bytes_per_link["pcie"].read == s.bytes_per_level["ddr"].read
     assert s.dominant_stall == "link:pcie"

@@ -15,6 +15,7 @@ from memsim.mapping.layout import Layout, lay_out
 from memsim.mapping.partition import ALL, FAST, FLOPS, TIME, Block, _runs, cut
 from memsim.mapping.regions import fill
 from memsim.report.summary_records import Grid
+from tests.conftest import warned
 
 GROQ = hardware.load("groq-lpu")
 
@@ -107,7 +108,8 @@ def test_a_table_that_only_lookups_read_stays_in_host_memory_first():
     graph = workload.build_step(workload.model_config("llama-2-7b"), workload.StepSpec.make("decode", context=256))
     need = graph.bytes_of("weight") + graph.bytes_of("kv")
     hbm = need - graph.tensors["embed.weight"].bytes // 2  # all but half the table
-    r = simulate("h100-sxm", "llama-2-7b", context=256, set={"hbm.capacity": f"{hbm} B"})
+    with warned():
+        r = simulate("h100-sxm", "llama-2-7b", context=256, set={"hbm.capacity": f"{hbm} B"})
     homes = dict(r.plan.homes)
     assert homes["embed.weight"] == "ddr"
     assert {homes[n] for n, t in r.graph.tensors.items() if t.klass == "weight" and n != "embed.weight"} == {"hbm"}
@@ -149,7 +151,8 @@ def test_a_wafer_too_small_for_its_regions_streams_within_its_sram():
     """16.3 GB of SRAM cannot give 32 regions their 16.3 GB of weights, KV cache and room: the
     wafer runs each layer on all of it and streams from MemoryX what its SRAM cannot hold beside
     the KV cache and the staging area for prefetched weights."""
-    r = simulate("wse-3", "llama-3.1-8b", context=2048, set={"sram.capacity": "16.3GB"})
+    with warned():
+        r = simulate("wse-3", "llama-3.1-8b", context=2048, set={"sram.capacity": "16.3GB"})
     plan = r.plan
     assert plan.regions == 1 and plan.staging[0] > 0
     held = _region_bytes(r)[0]

@@ -10,6 +10,7 @@ from memsim.hardware.resource import Ref
 from memsim.mapping.power import bit_energy
 from memsim.report.energy import profile, static_w
 from memsim.report.perfetto import perfetto
+from tests.conftest import warned
 
 GPUS = [p for p in hardware.presets() if hardware.load(p).family == "gpu"]
 
@@ -60,10 +61,13 @@ def test_no_run_costs_less_than_its_compulsory_bytes_and_flops(preset, model, ph
 
 @pytest.mark.parametrize("preset", GPUS)
 def test_data_movement_dominates_decode_and_compute_dominates_prefill(preset):
-    decode = simulate(preset, "llama-2-7b", phase="decode", batch=1, context=2048).summary.energy_j
+    small = preset.startswith("wormhole")  # 13.5 GB of bf16 weights spill past a Wormhole's 12 GB
+    with warned(when=small):
+        decode = simulate(preset, "llama-2-7b", phase="decode", batch=1, context=2048).summary.energy_j
     moving = decode.dynamic - decode.compute
     assert moving > decode.compute, decode
-    prefill = simulate(preset, "llama-2-7b", phase="prefill", batch=1, prompt=4096).summary.energy_j
+    with warned(when=small):
+        prefill = simulate(preset, "llama-2-7b", phase="prefill", batch=1, prompt=4096).summary.energy_j
     assert prefill.compute > prefill.dynamic - prefill.compute, prefill
 
 
@@ -123,9 +127,10 @@ def test_the_docs_power_cap_table_is_what_memsim_computes():
 
     readme = (Path(__file__).resolve().parents[2] / "docs" / "energy.md").read_text()
     for cap, label in (("400W", "400 W (TDP)"), ("250W", "250 W"), ("150W", "150 W")):
-        runs = [simulate("a100-80gb-sxm", "llama-2-7b", phase=phase, batch=1, set={"execution.power_cap": cap},
-                         stack="ideal", **kw)
-                .summary for phase, kw in (("decode", {"context": 2048}), ("prefill", {"prompt": 4096}))]
+        with warned("power cap of 150 W a chip is not held", when=cap == "150W"):  # the table says so too
+            runs = [simulate("a100-80gb-sxm", "llama-2-7b", phase=phase, batch=1, set={"execution.power_cap": cap},
+                             stack="ideal", **kw)
+                    .summary for phase, kw in (("decode", {"context": 2048}), ("prefill", {"prompt": 4096}))]
         d, p = runs
         row = (f"| {label} | {d.step_time_s * 1e3:.2f} ms | {d.avg_power_w:.0f} W | {p.step_time_s * 1e3:.1f} ms "
                f"| {p.avg_power_w:.0f} W |")
@@ -140,6 +145,7 @@ def test_a_step_past_the_horizon_is_one_line_not_an_overflow(monkeypatch, capsys
                            "hbm.latency=1e15s")
     assert code == 2 and "horizon" in err and len(err.strip().splitlines()) == 1, err
     # within it, a week-long step is simulated
-    long = simulate("h100-sxm", "llama-2-7b", context=16, sensitivity=0, set={"pcie.bandwidth": "1MB/s",
-                                                                               "hbm.capacity": "1GB"})
+    with warned():
+        long = simulate("h100-sxm", "llama-2-7b", context=16, sensitivity=0, set={"pcie.bandwidth": "1MB/s",
+                                                                                   "hbm.capacity": "1GB"})
     assert long.summary.step_time_s > 3600 and long.summary.energy_j.total > 0

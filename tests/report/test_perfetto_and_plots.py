@@ -8,6 +8,7 @@ from collections import defaultdict
 import pytest
 
 from memsim import report, simulate
+from tests.conftest import warned
 
 
 @pytest.fixture()
@@ -70,8 +71,9 @@ def test_plot_run_draws_three_figures(run, tmp_path):
 def test_merged_dequant_and_link_rows_reach_the_trace_and_the_figures(tiny_model_path, tmp_path):
     """An int4 model offloaded to host memory: its rows stand for whole steps, it has
     ``dequant`` intervals, and rows on the PCIe link its host memory is reached over."""
-    run = simulate("a100-80gb-sxm", str(tiny_model_path), context=32, weight_dtype="int4",
-                   set={"hbm.capacity": "64 KiB"})
+    with warned():
+        run = simulate("a100-80gb-sxm", str(tiny_model_path), context=32, weight_dtype="int4",
+                       set={"hbm.capacity": "64 KiB"})
     run.write(tmp_path / "out", perfetto=True)
     trace = json.loads((tmp_path / "out" / "trace.perfetto.json").read_text())
     _check_trace(trace)

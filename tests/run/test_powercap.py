@@ -2,17 +2,19 @@
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memsim import engine, hardware, mapping, simulate
-from memsim.core.errors import ConfigError
+from memsim.core.errors import ConfigError, MemsimWarning
 from memsim.report.summary_records import ABSENT
 from memsim.run import powercap
 from memsim.run import table as console_table
 from memsim.workload import StepSpec, build_step, model_config
+from tests.conftest import warned
 
 GPUS = [p for p in hardware.presets() if hardware.load(p).family == "gpu"]
 
@@ -26,11 +28,14 @@ def test_a_cap_at_or_below_static_power_is_refused_naming_the_field():
 
 @pytest.mark.parametrize("preset", GPUS)
 def test_a_bandwidth_bound_decode_runs_at_full_clock_at_the_tdp(preset):
-    at_tdp = simulate(preset, "llama-2-7b", phase="decode", batch=1, context=2048).summary
+    spills = preset.startswith("wormhole")  # 13.5 GB of bf16 weights past a Wormhole's 12 GB
+    with warned(when=spills):
+        at_tdp = simulate(preset, "llama-2-7b", phase="decode", batch=1, context=2048).summary
     assert "power" not in at_tdp.stall_s and not at_tdp.power_limited and at_tdp.clock == 1
     assert at_tdp.chip_power_w < at_tdp.power_cap_w
-    free = simulate(preset, "llama-2-7b", phase="decode", batch=1, context=2048,
-                    set={"execution.power_cap": "1 MW"}).summary
+    with warned(when=spills):
+        free = simulate(preset, "llama-2-7b", phase="decode", batch=1, context=2048,
+                        set={"execution.power_cap": "1 MW"}).summary
     assert free.step_time_s == at_tdp.step_time_s
 
 
@@ -78,8 +83,14 @@ def test_a_higher_cap_never_lowers_the_clock_nor_slows_a_step(case, fractions):
     runs = []
     for f in sorted(fractions):
         cap = static + 1 + f * (tdp - static)
-        s = simulate(preset, model, phase=phase, batch=kw.get("batch", 1), prompt=256, context=256,
-                     set={"execution.power_cap": f"{cap:.3f} W"}, **{k: v for k, v in kw.items() if k != "batch"}).summary
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", MemsimWarning)
+            s = simulate(preset, model, phase=phase, batch=kw.get("batch", 1), prompt=256, context=256,
+                         set={"execution.power_cap": f"{cap:.3f} W"},
+                         **{k: v for k, v in kw.items() if k != "batch"}).summary
+        said = [str(w.message) for w in caught]
+        # it warns of an unmet cap exactly where the summary reports one (and of nothing else)
+        assert [("is not held" in line) for line in said] == ([True] if s.power_cap_unmet_w is not ABSENT else []), said
         if s.clock > power_floor(chip):  # a clock that fits was found: the chip is within its cap
             assert s.chip_power_w <= cap
         # over the cap only at the lowest clock, and never in silence

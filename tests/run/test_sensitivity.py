@@ -9,7 +9,7 @@ import memsim
 from memsim.report.summary_records import ABSENT
 from memsim.run import sensitivity
 from memsim.run.api import estimates
-from tests.conftest import TINY_CHIP
+from tests.conftest import TINY_CHIP, warned
 
 CHIP = (TINY_CHIP
         .replace("latency: 200 ns", "latency: {estimate: 200 ns, range: [100 ns, 600 ns]}")
@@ -48,7 +48,8 @@ def test_a_link_is_known_used_by_its_typed_identity_not_by_parsing_output_names(
     chip_path = tmp_path / "host.yaml"
     chip_path.write_text(CHIP.replace("links:", host, 1))
     chip_path = str(chip_path)
-    r = _run(chip_path, str(tiny_model_path), set={"hbm.capacity": "64 KiB"})
+    with warned():
+        r = _run(chip_path, str(tiny_model_path), set={"hbm.capacity": "64 KiB"})
     from memsim.hardware.resource import Ref
     assert Ref.link("pcie") in r.moved and Ref.level("hbm") in r.moved
     assert "links[pcie].latency" in r.summary.estimates.used

@@ -29,7 +29,7 @@ def test_a_batch_1_decode_is_fixed_by_hbm_bandwidth_and_not_by_sram(decode):
     assert set(hbm["rank"]) == {1}
     assert 1.5 <= hbm.loc[2.0, "speedup"] <= 2 and hbm.loc[0.5, "speedup"] < 1
     assert -1 < hbm.loc[2.0, "elasticity"] < -0.5
-    assert hbm.loc[2.0, "relieves"].startswith("hbm -")
+    assert hbm.loc[2.0, "relieves"].startswith("hbm -") and hbm.loc[2.0, "relieves"].endswith(" ms")
     sram = rows(decode, "levels[sram].capacity")
     assert list(sram["speedup"]) == [1.0, 1.0]
     text = whatif.table(decode)
