@@ -36,12 +36,30 @@ from memsim.report.summary_records import (
 
 SUMMED, ONCE, RECOMPUTED = "summed", "once", "recomputed"
 
+# Whose a key's figure is in a run of several chips (``scope``; the console tags its lines with it):
+# the step's (empty), the chips simulated (one per pipeline stage: a stage's tensor-parallel ranks run
+# as its first, so one chip's figures, summed over the stages), one tensor-parallel rank's share (its
+# stages together), one chip's, or every chip's.
+STEP, SIMULATED, RANK, CHIP, SYSTEM = "", "simulated", "rank", "chip", "system"
+SCOPES = {STEP: "", SIMULATED: "a chip (per stage, summed)", RANK: "a rank's share", CHIP: "a chip",
+          SYSTEM: "all chips"}
 
-def summary_field(unit: str, combine: str, help: str, *, optional: bool = False) -> Any:
+
+def scope_tag(scope: str, chips: int, stages: int) -> str:
+    """How the console tags a key of ``scope`` in a run of ``chips`` in ``stages`` pipeline stages."""
+    if chips <= 1 or scope == STEP:
+        return ""
+    if scope in (SIMULATED, RANK):
+        return "a chip" if stages == 1 else f"a chip of each of the {stages} stages, summed"
+    return "a chip" if scope == CHIP else f"all {chips} chips"
+
+
+def summary_field(unit: str, combine: str, help: str, *, optional: bool = False, scope: str = STEP) -> Any:
     """A summary key in ``unit`` (``s``, ``B``, ``J``, ``W``, ``FLOP``, ``MHz``, ``1`` for a ratio or a
     count, ``text``, or ``object`` for a nested one) that combines by ``combine``, meaning ``help``;
-    ``optional``: only some runs have it."""
-    meta = {"unit": unit, "help": help, "combine": combine}
+    ``optional``: only some runs have it; ``scope``: whose figure it is with several chips (``SCOPES``)."""
+    assert scope in SCOPES, scope
+    meta = {"unit": unit, "help": help, "combine": combine, "scope": scope}
     return field(default=ABSENT, metadata=meta) if optional else field(metadata=meta)
 
 
@@ -85,7 +103,7 @@ class Summary:
         "`step_time_s / roofline_s` (never below 1)")
     flops_total: int = summary_field(
         "FLOP", SUMMED,
-        "FLOPs of the step (2·m·n·k per GEMM; attention QK^T and PV)")
+        "FLOPs of the step (2·m·n·k per GEMM; attention QK^T and PV)", scope=SIMULATED)
     compute_utilization: float = summary_field(
         "1", RECOMPUTED,
         "`flops_total / (step_time_s × matrix peak)`")
@@ -94,20 +112,20 @@ class Summary:
         "per level: `read`, `written` and `total` bytes moved and `busy_s`, the time its channels were held, over"
         " every chip. `total` splits into `compulsory` bytes (what each operator moves with unlimited SRAM: each "
         "operand once) and `capacity` bytes (the re-fetches its tiles add because SRAM is finite, as a cache's "
-        "capacity misses)")
+        "capacity misses)", scope=SIMULATED)
     placement: dict[str, dict[str, int]] = summary_field(
         "object", ONCE,
         "where the weights and the KV cache live: for `weight` and `kv`, the bytes of one tensor-parallel rank's "
-        "share (its pipeline stages together) in each memory level that holds some")
+        "share (its pipeline stages together) in each memory level that holds some", scope=RANK)
     compute_busy_s: float = summary_field(
         "s", SUMMED,
         "time the compute units were busy computing, summed over the chips simulated (one per pipeline stage). "
-        "Unpacking a weight-only format is not compute: it is the `dequant` interval beside it")
+        "Unpacking a weight-only format is not compute: it is the `dequant` interval beside it", scope=SIMULATED)
     bytes_per_link: dict[str, Traffic] = summary_field(
         "object", SUMMED,
         "per link (and per direction of each inter-chip link, e.g. `nvlink[0>sw]`): `read`, `written` and `total`"
         " bytes carried and `busy_s`, the time it was held, replayed and fast-forwarded work included (e.g. PCIe "
-        "traffic of an offloaded model, a wafer's fabric and I/O, tensor-parallel all-reduces)")
+        "traffic of an offloaded model, a wafer's fabric and I/O, tensor-parallel all-reduces)", scope=SIMULATED)
     per_chip: dict[str, dict[str, Traffic]] = summary_field(
         "object", SUMMED,
         "per chip simulated (`chip0`, ...; a stage's other tensor-parallel ranks run as its first; "
@@ -121,19 +139,19 @@ class Summary:
     compulsory_bytes: dict[str, int] = summary_field(
         "object", SUMMED,
         "per level: bytes any schedule must move there (persistent tensors read or written, plus the step's "
-        "external inputs and outputs)")
+        "external inputs and outputs)", scope=SIMULATED)
     weight_bytes: int = summary_field(
         "B", SUMMED,
-        "weight bytes the step must read. Embedding tables are gathered, so only the rows used count")
+        "weight bytes the step must read. Embedding tables are gathered, so only the rows used count", scope=SIMULATED)
     weight_bytes_stored: int = summary_field(
         "B", ONCE,
-        "bytes of all weights held in memory: one tensor-parallel rank's, summed over its pipeline stages")
+        "bytes of all weights held in memory: one tensor-parallel rank's, summed over its pipeline stages", scope=RANK)
     kv_cache_bytes: int = summary_field(
         "B", SUMMED,
-        "KV-cache bytes the step reads")
+        "KV-cache bytes the step reads", scope=SIMULATED)
     kv_cache_bytes_written: int = summary_field(
         "B", SUMMED,
-        "KV-cache bytes the step appends")
+        "KV-cache bytes the step appends", scope=SIMULATED)
     chips: int = summary_field(
         "1", ONCE,
         "chips in the system (`tp × pp`)")
@@ -143,7 +161,7 @@ class Summary:
     exposed_comm_s: float = summary_field(
         "s", SUMMED,
         "seconds compute waits for inter-chip communication (stalls on `system.link`), summed over the chips "
-        "simulated")
+        "simulated", scope=SIMULATED)
     grid_search: list[GridTried] = summary_field(
         "object", ONCE,
         "--chips N: every tp x pp grid tried, its roofline and, where simulated, its time", optional=True)
@@ -182,18 +200,18 @@ class Summary:
     stall_s: dict[str, float] = summary_field(
         "object", SUMMED,
         "seconds of compute idle time per cause, summed over the chips simulated: the rows of the `compute` "
-        "stream (a `branch` stream's waits are not idle compute, the compute stream runs beside them)")
+        "stream (a `branch` stream's waits are not idle compute, the compute stream runs beside them)", scope=SIMULATED)
     capacity_stall_s: dict[str, float] = summary_field(
         "object", SUMMED,
         "per level the compute streams waited for: the part of that wait SRAM capacity caused. Each wait is split "
         "as the traffic it waited for: the operator holding the level (or else the waiting one's own), its capacity"
-        " bytes at the level over all it moves there")
+        " bytes at the level over all it moves there", scope=SIMULATED)
     stall_total_s: float = summary_field(
         "s", SUMMED,
         "sum of `stall_s`. A chip's compute and stall time add up to the step, whatever the weight format: on one"
         " chip `compute_busy_s + stall_total_s = step_time_s`; with `pp` stages (or a wafer's regions) each chip "
         "simulated adds its own step time. With a `branch` stream the sum exceeds that by the branch's compute "
-        "time, which ran while the compute stream waited")
+        "time, which ran while the compute stream waited", scope=SIMULATED)
     dominant_stall: str = summary_field(
         "text", RECOMPUTED,
         "the largest stall cause, or `compute` when compute is busy at least half the time")
@@ -202,26 +220,26 @@ class Summary:
         "joules spent by all chips: `total` = `dynamic` + `static`; `dynamic` split into `compute` (FLOPs and "
         "unpacking), `levels` (per level: its bytes × 8 × its `energy`, for each of a stage's `tp` ranks: the "
         "bytes are one rank's) and `links` (per link, inter-chip directions summed under the link's name); "
-        "`static` = `power.static` × chips × `step_time_s`")
+        "`static` = `power.static` × chips × `step_time_s`", scope=SYSTEM)
     avg_power_w: float = summary_field(
         "W", RECOMPUTED,
         "`energy_j.total / step_time_s`, all chips together (the cap holds each chip's windowed power, "
-        "`chip_power_w`)")
+        "`chip_power_w`)", scope=SYSTEM)
     peak_power_w: float = summary_field(
         "W", RECOMPUTED,
         "the highest mean power of all chips over any window of `power_window_s`, static included; each "
         "interval's energy spread evenly over it (a step's compute over its compute and stall rows, a transfer "
-        "over its own)")
+        "over its own)", scope=SYSTEM)
     chip_power_w: float = summary_field(
         "W", RECOMPUTED,
         "the highest mean power of any one chip (a wafer's regions together) over any window of `power_window_s`,"
-        " static included: what its power cap holds (docs/energy.md)")
+        " static included: what its power cap holds (docs/energy.md)", scope=CHIP)
     power_window_s: float = summary_field(
         "s", RECOMPUTED,
         "the window of the power cap and of `peak_power_w`: `power.window`, or the whole step if it is shorter")
     power_cap_w: float | None = summary_field(
         "W", ONCE,
-        "the power cap of one chip (`execution.power_cap`, else `power.tdp`); `null` when there is none")
+        "the power cap of one chip (`execution.power_cap`, else `power.tdp`); `null` when there is none", scope=CHIP)
     clock: float = summary_field(
         "1", RECOMPUTED,
         "the fraction of `power.max_clock` the chips ran at: 1, or the highest clock at which `chip_power_w` fits"
@@ -241,7 +259,7 @@ class Summary:
         "J", RECOMPUTED,
         "`energy_j.total` per token: a decode step's batch (one token per sequence; a speculative step's batch × "
         "E), a prefill's batch × prompt tokens, a generation's generated tokens (batch × (generate + 1), as "
-        "`tokens_per_s` counts them)")
+        "`tokens_per_s` counts them)", scope=SYSTEM)
     estimates: Estimates = summary_field(
         "object", ONCE,
         "the estimated preset values the result rests on (`used`: their YAML paths; `count`: how many the chip "
@@ -272,9 +290,13 @@ def reference() -> str:
             "`tests/report/test_summary_fields.py` keeps it current.", "",
             "How a key combines over the steps of a generation: *summed* over the prefill and every decode step, "
             "taken *once* from the prefill, or *recomputed* from the combined values.", "",
-            "| key | unit | combines | in | meaning |", "|---|---|---|---|---|"]
+            "Whose figure a key is in a run of several chips (*of*): the step's (blank), *a chip (per stage, "
+            "summed)* (the chips simulated: one per pipeline stage, whose tensor-parallel ranks run as its first), "
+            "*a rank's share* (one tensor-parallel rank's, its stages together), *a chip*, or *all chips*; the "
+            "console tags its lines the same way.", "",
+            "| key | unit | combines | in | of | meaning |", "|---|---|---|---|---|---|"]
     for name, f in FIELDS.items():
         m = f.metadata
         rows.append(f"| `{name}` | {m['unit']} | {m['combine']} | "
-                    f"{'some runs' if f.default is ABSENT else 'every run'} | {m['help']} |")
+                    f"{'some runs' if f.default is ABSENT else 'every run'} | {SCOPES[m['scope']]} | {m['help']} |")
     return "\n".join(rows) + "\n"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from memsim.core.units import human_bytes
-from memsim.report.summary_fields import FIELDS, Summary
+from memsim.report.summary_fields import FIELDS, Summary, scope_tag
 from memsim.report.summary_records import ABSENT
 from memsim.run import sensitivity
 
@@ -135,6 +135,12 @@ RENDER: dict[str, Callable[[Summary], Lines]] = {
 
 
 def table(summary: Summary) -> str:
-    """The console table of a run's summary: each declared key it has, in order, as rendered."""
-    return "\n".join(line for name in FIELDS if name in RENDER and getattr(summary, name) is not ABSENT
-                     for line in RENDER[name](summary))
+    """The console table of a run's summary: each declared key it has, in order, as rendered; with
+    several chips, each key's first line tagged with whose figure it is (its declared ``scope``)."""
+    out: Lines = []
+    for name in FIELDS:
+        if name in RENDER and getattr(summary, name) is not ABSENT:
+            lines = RENDER[name](summary)
+            tag = scope_tag(FIELDS[name].metadata["scope"], summary.chips, summary.grid.pp)
+            out += [f"{lines[0]}   [{tag}]", *lines[1:]] if lines and tag else lines
+    return "\n".join(out)
