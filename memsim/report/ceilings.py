@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from memsim.hardware import rates
 from memsim.hardware.resource import Ref
-from memsim.hardware.spec import ChipSpec
+from memsim.hardware.spec import PEAK_FALLBACK, ChipSpec
 
 
 @dataclass(frozen=True)
@@ -21,6 +21,23 @@ class Ceilings:
         """FLOP per byte at which the ``dtype`` ceiling (default: the highest) meets ``level``'s (default: main)."""
         flops = dict(self.compute)[dtype] if dtype else self.compute[0][1]
         return flops / dict(self.memory)[level or self.main]
+
+    def distinct(self) -> tuple[tuple[str, float], ...]:
+        """The compute ceilings with one label each: those of equal rate under one (``int8, fp8``),
+        highest first, so no two labels print over each other."""
+        out: dict[float, list[str]] = {}
+        for name, flops in self.compute:
+            out.setdefault(flops, []).append(name)
+        return tuple((", ".join(names), flops) for flops, names in out.items())
+
+
+def run_dtype(chip: ChipSpec, weight_dtype: str | None) -> str:
+    """The dtype a run's GEMMs compute in, as the roofline draws its ridge for: its weights' where the
+    chip computes them natively, else its activations' (bf16), at the rate the chip gives for it
+    (``ComputeSpec.peak``: its fallback where it gives none of its own)."""
+    dtype = chip.compute.matmul_dtype("bf16", weight_dtype or "bf16")
+    peaks = dict(chip.compute.peak_flops_per_s)
+    return dtype if dtype in peaks else next(d for d in PEAK_FALLBACK if d in peaks)
 
 
 def ceilings(chip: ChipSpec) -> Ceilings:

@@ -17,9 +17,9 @@ from memsim.core.errors import ConfigError
 from memsim.core.files import load_json
 from memsim.core.units import human_bytes
 from memsim.hardware.loader import load_chip
-from memsim.report.ceilings import ceilings
+from memsim.report.ceilings import ceilings, run_dtype
 from memsim.report.output import DATA, read_table
-from memsim.report.run_plots import TIMELINE_READ, colours, label_of, read_energy, timeline_labels
+from memsim.report.run_plots import TIMELINE_READ, colours, label_of, read_energy, timeline_labels, weight_dtype
 
 MAX_BARS = 20_000  # beyond this the timeline merges intervals per operator, as the Gantt chart does
 MIN_WIDTH = 0.002  # of the step: narrower intervals are drawn this wide (their hover gives the true time)
@@ -84,24 +84,24 @@ def _timeline_figure(go, tl: pd.DataFrame, chip: str, palette: dict[str, str], s
     return fig
 
 
-def _roofline_figure(go, ops: pd.DataFrame, chip) -> Any:
+def _roofline_figure(go, ops: pd.DataFrame, chip, dtype: str | None = None) -> Any:
     c = ceilings(chip)
     o = ops[(ops.flops > 0) & (ops.duration_s > 0) & (ops.arithmetic_intensity < float("inf"))]
     fig = go.Figure()
     for kind, part in o.groupby("op_kind"):
         fig.add_trace(go.Scatter(x=part.arithmetic_intensity, y=part.flops / part.duration_s / 1e12, mode="markers",
                                  name=str(kind), text=part.op, hovertemplate="%{text}: %{y:.3g} TFLOP/s"))
-    lo = max(1e-2, min(o.arithmetic_intensity.min(), c.ridge()) / 4) if len(o) else 1e-2
-    hi = max(o.arithmetic_intensity.max() if len(o) else 1, c.ridge()) * 4
+    ridge, top = c.ridge(dtype), dict(c.compute)[dtype] if dtype else c.compute[0][1]
+    lo = max(1e-2, min(o.arithmetic_intensity.min(), ridge) / 4) if len(o) else 1e-2
+    hi = max(o.arithmetic_intensity.max() if len(o) else 1, ridge) * 4
     xs = [lo * (hi / lo) ** (i / 60) for i in range(61)]
     main_bw = dict(c.memory)[c.main]
-    for dtype, flops in c.compute:
+    for label, flops in c.distinct():  # one line and one label per distinct ceiling
         fig.add_trace(go.Scatter(x=xs, y=[min(flops, x * main_bw) / 1e12 for x in xs], mode="lines",
-                                 name=f"{dtype} {flops / 1e12:.4g} TFLOP/s", line={"width": 1}))
-    ridge = c.ridge()
-    fig.add_trace(go.Scatter(x=[ridge], y=[c.compute[0][1] / 1e12], mode="markers+text", name="ridge point",
-                             text=[f"ridge {ridge:.3g} FLOP/B ({c.main})"], textposition="bottom left",
-                             marker={"symbol": "x", "size": 10, "color": "black"}))
+                                 name=f"{label} {flops / 1e12:.4g} TFLOP/s", line={"width": 2 if flops == top else 1}))
+    fig.add_trace(go.Scatter(x=[ridge], y=[top / 1e12], mode="markers+text", name="ridge point",
+                             text=[f"ridge {ridge:.3g} FLOP/B ({dtype or c.compute[0][0]}, {c.main})"],
+                             textposition="bottom left", marker={"symbol": "x", "size": 10, "color": "black"}))
     fig.update_layout(title=f"roofline: {chip.name} ({c.main} {main_bw / 1e12:.3g} TB/s)", xaxis_type="log",
                       yaxis_type="log", xaxis_title="arithmetic intensity (FLOP per byte moved off chip)",
                       yaxis_title="TFLOP/s", height=480)
@@ -139,7 +139,8 @@ def render(folder: Path) -> str:
     for i, chip_id in enumerate(dict.fromkeys(tl.chip)):  # ids made here: nothing read from the folder names an element
         figures.append((f"timeline-{i}", f"Timeline of {chip_id}",
                         _timeline_figure(go, tl, chip_id, palette, s["step_time_s"] * 1e3)))
-    figures.append(("roofline", "Roofline", _roofline_figure(go, ops, chip)))
+    dtype = run_dtype(chip, weight_dtype(folder / "summary.json"))
+    figures.append(("roofline", "Roofline", _roofline_figure(go, ops, chip, dtype)))
     if spent is not None:
         figures.append(("energy", "Energy", _bar_figure(go, dict(spent["parts"]), "energy by part", "J", palette)))
     placed = [(klass, lvl, human_bytes(b)) for klass, levels in s.get("placement", {}).items() for lvl, b in levels.items()]

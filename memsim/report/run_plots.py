@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from memsim.core.dtypes import DTYPES
 from memsim.core.errors import ConfigError
 from memsim.core.files import load_json
 from memsim.hardware.kinds import KINDS
 from memsim.hardware.loader import load_chip
-from memsim.report.ceilings import ceilings
+from memsim.report.ceilings import ceilings, run_dtype
 from memsim.report.output import DATA, FIGURES, read_table
 
 # tab10 and tab20b shades: compute green, transfers blue, every stall cause its own hue; a level's
@@ -127,9 +128,10 @@ def gantt(timeline: pd.DataFrame, path: Path, palette: dict[str, str] | None = N
     return save_figure(fig, path)
 
 
-def roofline(ops: pd.DataFrame, hardware: dict, path: Path, chip=None) -> Path:
+def roofline(ops: pd.DataFrame, hardware: dict, path: Path, chip=None, dtype: str | None = None) -> Path:
     """Every operator's achieved TFLOP/s against its arithmetic intensity, under the chip's compute
-    ceilings (each dtype's matrix peak, the vector peak) and its main memory's slope, ridge marked."""
+    ceilings (each distinct matrix peak, labelled once, and the vector peak) and its main memory's
+    slope, the ridge marked for the dtype the run computed in (``dtype``; default: the highest peak's)."""
     plt = pyplot()
     c = ceilings(chip)
     o = ops[(ops.flops > 0) & (ops.duration_s > 0) & (ops.arithmetic_intensity < float("inf"))].copy()
@@ -137,17 +139,19 @@ def roofline(ops: pd.DataFrame, hardware: dict, path: Path, chip=None) -> Path:
     fig, ax = plt.subplots(figsize=(8, 5))
     for kind, part in o.groupby("op_kind"):
         ax.scatter(part.arithmetic_intensity, part.achieved, s=14, label=kind, zorder=3)
-    ridge, bw = c.ridge(), dict(c.memory)[c.main]
+    top = dict(c.compute)[dtype] if dtype else c.compute[0][1]
+    ridge, bw = c.ridge(dtype), dict(c.memory)[c.main]
     lo = max(1e-2, min(o.arithmetic_intensity.min() if len(o) else ridge, ridge) / 4)
     hi = max(o.arithmetic_intensity.max() if len(o) else ridge, ridge) * 4
     xs = [lo * (hi / lo) ** (i / 100) for i in range(101)]
-    for i, (dtype, flops) in enumerate(c.compute):
-        ax.plot(xs, [min(flops, x * bw) / 1e12 for x in xs], lw=1.2 if i == 0 else 0.8,
-                ls="-" if i == 0 else "--", color="k" if i == 0 else "0.5")
-        ax.annotate(f"{dtype} {flops / 1e12:.4g}", (hi, flops / 1e12), fontsize=7, ha="right", va="bottom")
-    ax.plot([ridge], [c.compute[0][1] / 1e12], "kx", ms=8)
-    ax.annotate(f"ridge {ridge:.3g} FLOP/B", (ridge, c.compute[0][1] / 1e12), fontsize=8, ha="right", va="top",
-                xytext=(-4, -4), textcoords="offset points")
+    for label, flops in c.distinct():
+        run = flops == top  # the run's own ceiling, solid
+        ax.plot(xs, [min(flops, x * bw) / 1e12 for x in xs], lw=1.2 if run else 0.8,
+                ls="-" if run else "--", color="k" if run else "0.5")
+        ax.annotate(f"{label} {flops / 1e12:.4g}", (hi, flops / 1e12), fontsize=7, ha="right", va="bottom")
+    ax.plot([ridge], [top / 1e12], "kx", ms=8)
+    ax.annotate(f"ridge {ridge:.3g} FLOP/B ({dtype or c.compute[0][0]})", (ridge, top / 1e12), fontsize=8,
+                ha="right", va="top", xytext=(-4, -4), textcoords="offset points")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP per byte moved off chip)")
@@ -192,6 +196,16 @@ def _number(value, file: str, field: str) -> float:
     if not math.isfinite(value) or value < 0:
         raise ConfigError(f"{value!r} is not a finite number of at least 0", file=file, field=field)
     return float(value)
+
+
+def weight_dtype(path: Path) -> str | None:
+    """The weight format a run's summary.json gives (None: none given, or no summary)."""
+    if not path.is_file():
+        return None
+    summary = load_json(path)
+    workload = summary.get("workload") if isinstance(summary, dict) else None
+    got = workload.get("weight_dtype") if isinstance(workload, dict) else None
+    return got if isinstance(got, str) and got in DTYPES else None
 
 
 def read_energy(path: Path) -> dict | None:
@@ -276,11 +290,12 @@ def plot_run(folder: Path, output: Path | None = None) -> list[Path]:
                      ("flops", "duration_s", "arithmetic_intensity"))
     chip, hardware = load_chip(folder / "hardware.yaml")
     spent = read_energy(folder / "summary.json")
+    dtype = run_dtype(chip, weight_dtype(folder / "summary.json"))
     palette = colours([*timeline_labels(timeline), *(spent["parts"] if spent else ())])
     where = Path(output) if output is not None else folder
     where.mkdir(parents=True, exist_ok=True)
     gantt_png, roofline_png, stalls_png, energy_png = (where / name for name in FIGURES)
-    paths = [gantt(timeline, gantt_png, palette), roofline(ops, hardware, roofline_png, chip),
+    paths = [gantt(timeline, gantt_png, palette), roofline(ops, hardware, roofline_png, chip, dtype),
              stalls_per_layer(timeline, stalls_png, palette)]
     if spent is not None:
         paths.append(energy(spent, energy_png, palette))
