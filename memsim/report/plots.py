@@ -61,12 +61,16 @@ def plot_sweep(results: Path, x_field: str | None = None, output: Path | None = 
         raise ConfigError("plots need matplotlib (pip install '.[plot]')", field="plot") from None
     fig, (ax_t, ax_b) = plt.subplots(1, 2, figsize=(11, 4))
     groups = ok.groupby(others) if others else [((), ok)]
+    drawn = 0  # each series its own marker and dash, so series that coincide stay visible
     for key, part in groups:
         part = part.sort_values("_x")
         label = ", ".join(f"{f}={v}" for f, v in zip(others, key if isinstance(key, tuple) else (key,)))
-        ax_t.plot(part["_x"], part["step_time_s"] * 1e3, marker="o", label=label or None)
+        ax_t.plot(part["_x"], part["step_time_s"] * 1e3, label=label or None, **_style(drawn))
         for col in byte_cols:
-            ax_b.plot(part["_x"], part[col], marker="o", label=f"{col.split('.')[1]} {label}".strip())
+            ax_b.plot(part["_x"], part[col], label=f"{col.split('.')[1]} {label}".strip(), **_style(drawn))
+            drawn += 1
+        drawn += not byte_cols
+    fig.suptitle(_what(ok), fontsize=10)
     for ax, title in ((ax_t, "step time (ms)"), (ax_b, "bytes moved per level")):
         ax.set_xlabel(x_field)
         ax.set_title(title)
@@ -91,6 +95,29 @@ def plot_sweep(results: Path, x_field: str | None = None, output: Path | None = 
         ax_t.legend(fontsize=8)
     fig.tight_layout()
     return save_figure(fig, output or results.with_suffix(".png"))
+
+
+# Markers and dashes a sweep's series take in turn: series that coincide (a swept field that
+# changes nothing) are told apart instead of one hiding the others.
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+DASHES = ("-", "--", ":", "-.")
+
+
+def _style(i: int) -> dict:
+    return {"marker": MARKERS[i % len(MARKERS)], "linestyle": DASHES[(i // len(MARKERS)) % len(DASHES)],
+            "markerfacecolor": "none" if i % 2 else None, "alpha": 0.85}
+
+
+def _what(rows) -> str:
+    """What a sweep ran, for its figure's title: chip, model and workload, as its rows give them (a
+    field that the sweep varies is left to the axes and legend)."""
+    def one(col: str) -> str | None:
+        values = rows[col].dropna().unique() if col in rows else []
+        return str(values[0]) if len(values) == 1 else None
+
+    parts = [one("hardware"), one("workload.model"), one("workload.phase")]
+    shape = [f"{k}={v}" for k in ("batch", "context", "tokens") if (v := one(f"workload.{k}")) is not None]
+    return "  ".join(p for p in [*parts, " ".join(shape)] if p)
 
 
 def plot_explain(table: Path, output: Path | None = None, top: int = 12) -> Path:
