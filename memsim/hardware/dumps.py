@@ -9,7 +9,7 @@ from typing import Any
 from memsim.core import units
 from memsim.hardware import estimates
 from memsim.hardware.estimates import Estimate
-from memsim.hardware.families import unset
+from memsim.hardware.families import FamilyEstimate, unset
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
 
@@ -47,7 +47,8 @@ def spec_estimates(spec: Any, where: str = "", owner: Ref | None = None) -> tupl
 
 
 def _estimate(value: Any, unit: str, path: str, owner: Ref | None) -> Estimate:
-    return Estimate(path, unit, estimates.plain(value), value.low, value.high, value.written, owner)
+    return Estimate(path, unit, estimates.plain(value), value.low, value.high, value.written, owner,
+                    by_family=isinstance(value, FamilyEstimate))
 
 
 def dump(obj: Any) -> Any:

@@ -67,6 +67,7 @@ class Estimate:
     high: Any
     written: tuple[str, str, str]  # value, low and high as the YAML writes them
     owner: Ref | None = None  # the level or link it is a figure of, if one
+    by_family: bool = False  # filled in by the chip's family (its file left it out), not written as one
 
     @property
     def set_path(self) -> str:

@@ -115,8 +115,12 @@ class ComputeSpec:
         return weight_dtype if weight_dtype in self.native else act_dtype
 
     def peak(self, dtype: str) -> int:
+        return dict(self.peak_flops_per_s)[self.peak_dtype(dtype)]
+
+    def peak_dtype(self, dtype: str) -> str:
+        """The dtype whose peak ``dtype`` runs at: its own, else the first of ``PEAK_FALLBACK`` given."""
         table = dict(self.peak_flops_per_s)
-        return table.get(dtype) or table[next(d for d in PEAK_FALLBACK if d in table)]
+        return dtype if table.get(dtype) else next(d for d in PEAK_FALLBACK if d in table)
 
     def flop_energy(self, dtype: str) -> int:
         """Femtojoules per FLOP of ``dtype`` on the matrix units (0: not given)."""

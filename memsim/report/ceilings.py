@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from memsim.hardware import rates
 from memsim.hardware.resource import Ref
-from memsim.hardware.spec import PEAK_FALLBACK, ChipSpec
+from memsim.hardware.spec import ChipSpec
 
 
 @dataclass(frozen=True)
@@ -35,9 +35,7 @@ def run_dtype(chip: ChipSpec, weight_dtype: str | None) -> str:
     """The dtype a run's GEMMs compute in, as the roofline draws its ridge for: its weights' where the
     chip computes them natively, else its activations' (bf16), at the rate the chip gives for it
     (``ComputeSpec.peak``: its fallback where it gives none of its own)."""
-    dtype = chip.compute.matmul_dtype("bf16", weight_dtype or "bf16")
-    peaks = dict(chip.compute.peak_flops_per_s)
-    return dtype if dtype in peaks else next(d for d in PEAK_FALLBACK if d in peaks)
+    return chip.compute.peak_dtype(chip.compute.matmul_dtype("bf16", weight_dtype or "bf16"))
 
 
 def ceilings(chip: ChipSpec) -> Ceilings:

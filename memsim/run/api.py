@@ -23,7 +23,6 @@ from memsim.run.chipfile import chip_path
 from memsim.run.machine import (  # noqa: F401  (the loaders, as callers know them here)
     blamed,
     estimates,
-    family_defaults,
     load_stack,
     stack_estimates,
     system_overrides,
@@ -163,7 +162,7 @@ def _run_reading_once(spec: RunSpec) -> Result:
 
     top = spec.sensitivity if spec.sensitivity is not None else sensitivity.auto(result.summary)
     shown = sensitivity.report(result.summary, found, result.moved, top, rerun)
-    defaults = family_defaults(spec.hw, spec.set, spec.system)
+    defaults = [e.path for e in found if e.by_family]  # the efficiencies its family filled in
     if defaults:
         shown = dataclasses.replace(shown, defaults=tuple(defaults))
     if spec.sensitivity is None and not top:

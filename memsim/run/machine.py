@@ -20,7 +20,7 @@ from memsim.stack import loader as stack_mod
 from memsim.stack.loader import stack_estimates
 from memsim.stack.spec import StackSpec
 
-__all__ = ["blamed", "estimates", "family_defaults", "load_chip", "load_stack", "stack_estimates",
+__all__ = ["blamed", "estimates", "load_chip", "load_stack", "stack_estimates",
            "system_overrides"]
 
 
@@ -61,13 +61,6 @@ def load_stack(name: str | None, chip: hardware.ChipSpec,
     with the ``stack.`` overrides among ``sets``, the raw mapping it was built from, and its file."""
     chosen = stack_mod.default_for(chip.family, chip.stack) if name in (None, stack_mod.AUTO) else str(name)
     return stack_mod.load_stack(chosen, stack_mod.split_sets(runspec.overrides(sets))[1])
-
-
-def family_defaults(hw: str, sets: Iterable[str] | Iterable[tuple[str, str]] | dict[str, str] = (),
-                    system: str | None = None) -> list[str]:
-    """The YAML paths of the efficiencies the chip (with its overrides) leaves out, which its family
-    fills in as estimates (``ChipSpec.family_estimates``)."""
-    return list(load_chip(hw, sets, system)[0].family_estimates())
 
 
 def estimates(hw: str, sets: Iterable[str] | Iterable[tuple[str, str]] | dict[str, str] = (),
