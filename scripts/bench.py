@@ -20,6 +20,11 @@
   yardstick of 1,000,000 events; target: at least 40% of its rate);
 - the wall time of ``memsim explain`` on a Llama-2-7B decode on h100-sxm (2 workers) against
   ``memsim run`` of the same step, each a process of its own (target: at most 10x);
+- the README's quick-start ``memsim run`` as a user runs it, a process of its own with its default
+  estimate lines (target: at most 1 s);
+- ``memsim capacity`` of Llama-3.1-8B on h100-sxm with its defaults (target: at most 60 s on 2 cores);
+- a serving run whose KV cache preempts sequences against the same requests on a cache that holds
+  them (target: at most 2x);
 - with ``--instructions`` (needs valgrind): the same comparison counted in machine instructions
   per event under callgrind, which no other load on the machine changes.
 """
@@ -121,6 +126,9 @@ def main() -> None:
         limits_benchmark()
     peak_memory()
     cli_start_benchmark()
+    quick_start_benchmark()
+    capacity_benchmark()
+    preemption_benchmark()
     targets()
 
 
@@ -291,6 +299,62 @@ def cli_start_benchmark() -> None:
             took.append(time.perf_counter() - t0)
         print(f"memsim {args[0]:<10} {statistics.median(took):6.3f} s (median of 5, interpreter start included; "
               "target <= 0.3 s)")
+
+
+QUICK_START = ["run", "--hw", "h100-sxm", "--model", "llama-2-7b", "--phase", "decode", "--batch", "1", "--context", "2048"]
+
+
+def quick_start_benchmark() -> None:
+    """The README's first command as a user runs it: the console script in a fresh process, interpreter
+    start and imports included, writing its folder and printing its estimate lines (median of 3)."""
+    import tempfile
+
+    took = []
+    for _ in range(3):
+        with tempfile.TemporaryDirectory() as out:
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-c", "import sys; from memsim.cli.console import entry; "
+                            f"sys.argv = ['memsim', *{QUICK_START!r}, '--out', {out!r}]; entry()"],
+                           capture_output=True, check=True)
+            took.append(time.perf_counter() - t0)
+    wall = statistics.median(took)
+    print(f"quick start (memsim run, README)  {wall:6.2f} s (median of 3, a process each; target <= 1 s: "
+          f"{'met' if wall <= 1 else 'MISSED'})")
+
+
+def capacity_benchmark() -> None:
+    """``memsim capacity`` with its defaults (60 s of arrivals a rate, 10 s warm-up, doubled from 1 a second
+    and bisected 4 times) for Llama-3.1-8B on h100-sxm, prompt 512 and output 128 tokens."""
+    from memsim.serving.capacity import CapacitySpec, find
+    from memsim.serving.spec import ServeSpec
+
+    t0 = time.perf_counter()
+    result = find(ServeSpec(hw="h100-sxm", model="llama-3.1-8b", check=0), CapacitySpec())
+    wall = time.perf_counter() - t0
+    print(f"memsim capacity, Llama-3.1-8B on h100-sxm: {result.capacity.text()} after "
+          f"{len(result.capacity.points)} rates; {wall:.1f} s (target <= 60 s: {'met' if wall <= 60 else 'MISSED'})")
+
+
+def preemption_benchmark() -> None:
+    """The same 400 requests, all at once, on a KV cache that holds them and on one that a quarter of the HBM
+    leaves (about 1,900 blocks), which preempts (recomputes) sequences as they grow: each run's wall time."""
+    import warnings
+
+    import memsim
+    from memsim.core.errors import MemsimWarning
+
+    kw = dict(rate=1000.0, count=400, prompt=512, output_tokens=256, seed=3, check=0, max_seqs=256)
+    t0 = time.perf_counter()
+    roomy = memsim.serve("h100-sxm", "llama-3.1-8b", **kw).summary
+    plain = time.perf_counter() - t0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MemsimWarning)
+        t0 = time.perf_counter()
+        tight = memsim.serve("h100-sxm", "llama-3.1-8b", set=[("stack.serving.kv_fraction", "0.25")], **kw).summary
+        preempting = time.perf_counter() - t0
+    print(f"serving with preemptions: {tight.preemptions:,} preemptions in {tight.steps:,} steps {preempting:.1f} s, "
+          f"without ({roomy.preemptions} in {roomy.steps:,} steps) {plain:.1f} s: {preempting / plain:.1f}x "
+          f"(target <= 2x: {'met' if preempting <= 2 * plain else 'MISSED'})")
 
 
 # Run in a fresh process, so that its peak resident set size is the run's alone (``ru_maxrss`` is

@@ -1,13 +1,17 @@
 """Capacity at an SLO: the requests a second each chip serves Llama-3.1-8B at, keeping the p90 time to
-first token under the SLO, and what limits it (docs/serving.md's worked study).
+first token within 0.5 s and the p90 time per output token within 100 ms, and what limits it
+(docs/serving.md's worked study).
 
     python scripts/capacity.py
 
-Each chip serves the same Poisson workload (``WORKLOAD``) for ``SECONDS`` of arrivals (at least ``LEAST``
-requests, so that the queue reaches its steady state at every rate), at rates doubling from 1 request a
-second until the p90 TTFT passes the SLO, then bisected ``BISECT`` times between the last rate that met it
-and the first that did not. The limit is the run's own (``serve.json``'s ``limit``) at the highest rate
-that met it. The runs of one chip share their simulated steps.
+Each chip runs ``memsim capacity``'s search (``memsim.serving.capacity.find``): the same Poisson
+workload (``WORKLOAD``), each rate run for ``SEARCH.duration`` seconds of arrivals with the first
+``SEARCH.warmup`` seconds left out, at rates doubling from 1 request a second until one misses the SLOs
+(or falls behind its arrivals), then bisected ``SEARCH.bisect`` times. The limit is the run's own
+(``serve.json``'s ``limit``) at the rate found. The command line gives the same answer:
+
+    memsim capacity --hw h100-sxm --model llama-3.1-8b --prompt 1024 --output-tokens 256 --seed 11 \\
+        --slo-ttft 0.5 --duration 30 --warmup 5 --bisect 3
 """
 from __future__ import annotations
 
@@ -16,45 +20,19 @@ from concurrent.futures import ProcessPoolExecutor
 
 CHIPS = ("h100-sxm", "h200-sxm", "wse-3")
 MODEL = "llama-3.1-8b"
-SLO_S = 0.5  # p90 time to first token
+SLO_TTFT_S = 0.5
 WORKLOAD = {"prompt": 1024, "output_tokens": 256, "seed": 11}
-SECONDS = 20.0
-LEAST = 200
-BISECT = 3
-MOST = 512.0  # requests a second: the search stops here
-
-
-def serve(hw: str, rate: float, cache: dict) -> dict:
-    from memsim.serving.serve import serve
-    from memsim.serving.spec import ServeSpec
-    from memsim.workload.requests import synthetic
-
-    spec = ServeSpec(hw=hw, model=MODEL, check=0, **WORKLOAD)  # the requests drawn as memsim serve draws them
-    requests = synthetic(max(LEAST, round(rate * SECONDS)), rate, **spec.drawn())
-    return serve(spec, requests, steps_cache=cache).summary.as_dict()
+SEARCH = {"duration": 30.0, "warmup": 5.0, "bisect": 3}
 
 
 def capacity(hw: str) -> dict:
-    """The highest rate found whose p90 TTFT meets the SLO, and that run's summary."""
-    rate, best, fail, cache = 1.0, None, None, {}
-    while rate <= MOST:
-        s = serve(hw, rate, cache)
-        if s["ttft_s_p90"] > SLO_S:
-            fail = rate
-            break
-        best = (rate, s)
-        rate *= 2
-    if best is None:
-        return {"hw": hw, "rate": 0.0, "summary": None}
-    lo, hi = best[0], fail
-    for _ in range(BISECT if hi is not None else 0):
-        mid = (lo + hi) / 2
-        s = serve(hw, mid, cache)
-        if s["ttft_s_p90"] <= SLO_S:
-            lo, best = mid, (mid, s)
-        else:
-            hi = mid
-    return {"hw": hw, "rate": best[0], "summary": best[1]}
+    """The capacity found on ``hw``, its bound, and the summary of the run at it."""
+    from memsim.serving.capacity import CapacitySpec, find
+    from memsim.serving.spec import ServeSpec
+
+    result = find(ServeSpec(hw=hw, model=MODEL, slo_ttft=SLO_TTFT_S, check=0, **WORKLOAD), CapacitySpec(**SEARCH))
+    return {"hw": hw, "rate": result.capacity.rate, "bound": result.capacity.bound,
+            "summary": result.at.as_dict() if result.at is not None else None}
 
 
 def study() -> list[dict]:
@@ -63,13 +41,15 @@ def study() -> list[dict]:
 
 
 def markdown(rows: list[dict]) -> str:
-    lines = [f"| chip | requests/s at p90 TTFT <= {SLO_S:g} s | output tokens/s | p90 TPOT | KV cache | limited by |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| chip | requests/s within the SLOs | output tokens/s | p90 TTFT | p90 TPOT | KV cache | limited by |",
+             "|---|---|---|---|---|---|---|"]
     for r in rows:
         s = r["summary"]
         kv = s["kv"]
         where = ", ".join(kv["levels"])
-        lines.append(f"| {r['hw']} | {r['rate']:.3g} | {s['output_tokens_per_s']:,.0f} | {s['tpot_s_p90'] * 1e3:.3g} ms | "
+        said = {"at least": ">= ", "below": "< "}.get(r["bound"], "")
+        lines.append(f"| {r['hw']} | {said}{r['rate']:.3g} | {s['output_tokens_per_s']:,.0f} | "
+                     f"{s['ttft_s_p90'] * 1e3:.3g} ms | {s['tpot_s_p90'] * 1e3:.3g} ms | "
                      f"{kv['blocks'] * kv['block_tokens'] * kv['bytes_per_token'] / 1e9:.1f} GB in {where} | "
                      f"{s['limit']['by']} |")
     return "\n".join(lines)

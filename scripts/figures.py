@@ -235,7 +235,7 @@ def validate_serving() -> str:
 
 
 def serve_capacity() -> str:
-    """Requests a second at a p90 TTFT SLO on three chips (``scripts/capacity.py``)."""
+    """Requests a second within p90 TTFT and TPOT SLOs on three chips (``scripts/capacity.py``)."""
     sys.path.insert(0, str(ROOT / "scripts"))
     import capacity
 

@@ -12,12 +12,15 @@ from memsim.hardware.reference import reference as hardware_reference
 from memsim.report.columns import reference as columns_reference
 from memsim.report.summary_fields import reference as summary_reference
 from memsim.run.explain import reference as explain_reference
+from memsim.serving.capacity import reference as capacity_reference
 from memsim.serving.summary import reference as serve_reference
 from memsim.stack.reference import reference as stack_reference
+from memsim.sweep.explain_serve import reference as explain_serve_reference
 from memsim.workload.trace_schema import reference as trace_reference
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
-PAGES = {"summary.md": summary_reference, "explain.md": explain_reference, "cli.md": cli_reference,
+PAGES = {"summary.md": summary_reference, "explain.md": lambda: explain_reference() + explain_serve_reference(),
+         "cli.md": cli_reference, "capacity.md": capacity_reference,
          "hardware-fields.md": hardware_reference,
          "stack-fields.md": stack_reference, "columns.md": columns_reference, "trace-schema.md": trace_reference,
          "serve-json.md": serve_reference}

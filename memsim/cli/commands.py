@@ -12,6 +12,8 @@ TITLE = "memsim: where does the memory wall bite?"
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 # Each command's help: its first sentence is the line ``memsim --help`` gives it.
 COMMANDS = {
+    "capacity": "Find the highest request rate a deployment serves within its TTFT and TPOT SLOs: doubled, then "
+                "bisected.",
     "explain": "Rank the hardware changes that would speed a run up: each quantity scaled down and up.",
     "import": "Import a graph from another format into a memsim trace file.",
     "list": "List shipped hardware presets (family, matrix peak, memory levels), models or runtime stacks.",

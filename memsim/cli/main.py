@@ -11,6 +11,7 @@ import click
 
 from memsim import hardware, report, workload
 from memsim.cli import catalog, commands
+from memsim.cli.capacity import capacity_cmd
 from memsim.cli.commands import COMMANDS
 from memsim.cli.console import by_interrupt, interrupted
 from memsim.cli.options import progress_option, spec_options, spec_values
@@ -25,7 +26,7 @@ from memsim.run import explain as whatif
 from memsim.run import table as console_table
 from memsim.run.runspec import RunSpec
 from memsim.stack import presets as stack_presets
-from memsim.sweep import explaining
+from memsim.sweep import explain_serve, explaining
 from memsim.sweep import runner as sweeping
 from memsim.sweep import serve as serve_sweep
 from memsim.workload.importers import IMPORTERS, OUTPUT, Importer
@@ -148,13 +149,19 @@ def sweep(sets, sweep_file, out, workers, scheduler, keep, no_progress, serve, *
 @click.option("--workers", type=int, help="local worker processes (default: every core)")
 @click.option("--scheduler", help="Dask scheduler address (tcp://host:8786): run the reruns on that cluster")
 @click.option("--keep", is_flag=True, help="also write each rerun's full outputs under OUT/points/")
-def explain(factors, output, out, workers, scheduler, keep, **kwargs):
+@click.option("--serve", is_flag=True, help="rank the changes by a deployment's capacity at its SLOs (memsim capacity): "
+              "its serving and search keywords as --set NAME=VALUE")
+def explain(factors, output, out, workers, scheduler, keep, serve, **kwargs):
     whatif.check_factors(tuple(factors) or whatif.FACTORS, "--factor")
-    spec = api.resolve(**_spec_values(kwargs))
-    if output:
-        check_output_file(Path(output), "--output", inputs.files(spec))
-    frame = explaining.explain_run(spec, tuple(factors) or whatif.FACTORS, workers, scheduler, out, keep)
-    click.echo(whatif.table(frame))
+    if serve:  # by capacity at the SLOs: its keywords as --set NAME=VALUE, as sweep --serve takes them
+        frame = explain_serve.command(_spec_values(kwargs), tuple(factors) or whatif.FACTORS, workers, scheduler, out, keep,
+                                      output)
+    else:
+        spec = api.resolve(**_spec_values(kwargs))
+        if output:
+            check_output_file(Path(output), "--output", inputs.files(spec))
+        frame = explaining.explain_run(spec, tuple(factors) or whatif.FACTORS, workers, scheduler, out, keep)
+    click.echo(explain_serve.table(frame) if serve else whatif.table(frame))
     if output:
         _writing("--output", output, lambda: atomic_write_text(Path(output), frame.to_csv(index=False)))
         click.echo(f"wrote {output}")
@@ -336,6 +343,7 @@ _PLAIN_WARNING = warnings.showwarning
 
 
 main.add_command(serve_cmd)
+main.add_command(capacity_cmd)
 
 
 def entry() -> None:

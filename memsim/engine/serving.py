@@ -27,7 +27,8 @@ from memsim.core import progress
 from memsim.core.errors import ConfigError
 from memsim.core.units import PS_PER_S, ps_of
 from memsim.engine.schedulers import SCHEDULERS
-from memsim.engine.serving_state import Batch, HostWork, Limits, Seq, State
+from memsim.engine.sequence import Seq
+from memsim.engine.serving_state import Batch, HostWork, Limits, State
 from memsim.engine.simpy_fast import Environment
 
 
@@ -61,17 +62,20 @@ class Counter:
 
 
 def serve(requests: Iterable, scheduler: str, limits: Limits, step_time: Callable[[Batch], float],
-          users: int = 0, think_s: float = 0.0) -> tuple[list[Seq], list[dict], float]:
+          users: int = 0, think_s: float | Sequence[float] = 0.0) -> tuple[list[Seq], list[dict], float]:
     """One instance: see ``serve_instances``."""
     return serve_instances(requests, [Instance(scheduler=scheduler, limits=limits, step_time=step_time)],
                            users=users, think_s=think_s)
 
 
 def serve_instances(requests: Iterable, instances: Sequence[Instance], handoff: Callable[[Seq], float] | None = None,
-                    users: int = 0, think_s: float = 0.0) -> tuple[list[Seq], list[dict], float]:
+                    users: int = 0, think_s: float | Sequence[float] = 0.0,
+                    starts_s: Sequence[float] = ()) -> tuple[list[Seq], list[dict], float]:
     """Simulate every request from arrival to last token; returns the sequences (with their times), one row per
     step (instance, start, end, sequences, tokens, blocks used, waiting) and the time integral of the requests
-    in the system."""
+    in the system. A closed loop (``users`` > 0): client ``u`` sends its first request at ``starts_s[u]`` (0
+    where none is given) and each next one ``think_s`` after its last finished (a number, or one for each
+    request: the think time before it)."""
     for inst in instances:
         SCHEDULERS.get(inst.scheduler)  # an unknown name: one line naming the known ones
     entry = [i for i, inst in enumerate(instances) if inst.role in ("both", "prefill")]
@@ -107,7 +111,10 @@ def serve_instances(requests: Iterable, instances: Sequence[Instance], handoff: 
         return min(among, key=lambda i: (states[i].load, i))
 
     front = ps_of(instances[entry[0]].host.frontend_s)  # the front end a request passes before a scheduler sees it
-    think = ps_of(think_s)
+    thinks = [ps_of(think_s)] * len(seqs) if isinstance(think_s, (int, float)) else [ps_of(t) for t in think_s]
+    if len(thinks) != len(seqs):
+        raise ConfigError(f"{len(thinks)} think times for {len(seqs)} requests", field="think")
+    starts = [ps_of(t) for t in starts_s]
 
     def arrive(seq: Seq) -> None:
         seq.arrival_ps = env.now_ps
@@ -124,12 +131,14 @@ def serve_instances(requests: Iterable, instances: Sequence[Instance], handoff: 
             arrive(seq)
 
     def closed_loop(user: int):
+        if user < len(starts) and starts[user]:
+            yield env.timeout(starts[user])
         for k in range(user, len(seqs), users):
             seq = seqs[k]
             arrive(seq)
             yield finished[k]
-            if think:
-                yield env.timeout(think)
+            if k + users < len(seqs) and thinks[k + users]:
+                yield env.timeout(thinks[k + users])
 
     def send(seq: Seq):
         assert handoff is not None
@@ -211,8 +220,11 @@ def advance(state: State, batch: Batch, seqs: list[Seq], now: int, hands_off: bo
                 seq.first_token_ps = now
             seq.generated += 1
             seq.recompute = 0
+            seq.token(now)
     for seq_id, _ in batch.decodes:
-        seqs[seq_id].generated += 1
+        seq = seqs[seq_id]
+        seq.generated += 1
+        seq.token(now)
     leaving = [s for s in state.running if s.generated >= s.output or (hands_off and s.decoding)]
     for seq in leaving:
         state.release(seq)

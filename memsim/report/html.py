@@ -22,7 +22,6 @@ from memsim.report.output import DATA, read_table
 from memsim.report.run_plots import TIMELINE_READ, colours, label_of, read_energy, timeline_labels, weight_dtype
 
 MAX_BARS = 20_000  # beyond this the timeline merges intervals per operator, as the Gantt chart does
-MIN_WIDTH = 0.002  # of the step: narrower intervals are drawn this wide (their hover gives the true time)
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;padding:0 1.5em;max-width:1200px;color:#222}
 table{border-collapse:collapse;margin:.5em 0}td,th{border-bottom:1px solid #ddd;padding:.2em .8em;text-align:left}
 td.n{text-align:right;font-variant-numeric:tabular-nums}h2{margin-top:1.6em}.note{color:#666}"""
@@ -65,18 +64,19 @@ def _summary_rows(s: dict[str, Any]) -> list[tuple[str, Any]]:
     return rows
 
 
-def _timeline_figure(go, tl: pd.DataFrame, chip: str, palette: dict[str, str], step_ms: float):
+def _timeline_figure(go, tl: pd.DataFrame, chip: str, palette: dict[str, str]):
     part = tl[tl.chip == chip]
     if len(part) > MAX_BARS:
         part = part.groupby(["resource", "op", "kind", "cause"], dropna=False, sort=False).agg(
             start_s=("start_s", "min"), end_s=("end_s", "max")).reset_index()
     fig = go.Figure()
     width = (part.end_s - part.start_s) * 1e3
-    part = part.assign(_label=[label_of(k, c) for k, c in zip(part.kind, part.cause)], _ms=width,
-                       _drawn=width.clip(lower=step_ms * MIN_WIDTH))
+    # each interval as wide as it lasted, never widened: a colour's area is its time (zoom in to see the short ones)
+    part = part.assign(_label=[label_of(k, c) for k, c in zip(part.kind, part.cause)], _ms=width)
     for name, rows in part.groupby("_label", sort=False):
-        fig.add_trace(go.Bar(base=rows.start_s * 1e3, x=rows._drawn, y=rows.resource, orientation="h", name=str(name),
-                             marker_color=palette[str(name)], customdata=list(zip(rows.op.fillna(""), rows._ms)),
+        fig.add_trace(go.Bar(base=rows.start_s * 1e3, x=rows._ms, y=rows.resource, orientation="h", name=str(name),
+                             marker_color=palette[str(name)], marker_line_width=0,
+                             customdata=list(zip(rows.op.fillna(""), rows._ms)),
                              hovertemplate="%{customdata[0]}<br>%{base:.4f} ms, %{customdata[1]:.4f} ms long"
                                            f"<extra>{html.escape(str(name))}</extra>"))
     fig.update_layout(barmode="overlay", title=f"{chip}: compute, stalls by cause, transfers", xaxis_title="time (ms)",
@@ -138,7 +138,7 @@ def render(folder: Path) -> str:
                                                                  "compute idle, by cause", "ms", palette)))
     for i, chip_id in enumerate(dict.fromkeys(tl.chip)):  # ids made here: nothing read from the folder names an element
         figures.append((f"timeline-{i}", f"Timeline of {chip_id}",
-                        _timeline_figure(go, tl, chip_id, palette, s["step_time_s"] * 1e3)))
+                        _timeline_figure(go, tl, chip_id, palette)))
     dtype = run_dtype(chip, weight_dtype(folder / "summary.json"))
     figures.append(("roofline", "Roofline", _roofline_figure(go, ops, chip, dtype)))
     if spent is not None:

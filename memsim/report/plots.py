@@ -8,6 +8,7 @@ import pandas as pd
 from memsim.core import units
 from memsim.core.errors import ConfigError, run_field
 from memsim.report.output import as_numbers, read_table
+from memsim.report.run_plots import pyplot
 
 # A swept quantity's parser and how its tick labels are written (sizes in KiB/MiB/GiB, not 2^20).
 _SIZE_PARSERS = ((units.parse_bytes, units.format_bytes), (units.parse_bandwidth, units.format_bandwidth),
@@ -121,40 +122,59 @@ def _what(rows) -> str:
 
 
 def plot_explain(table: Path, output: Path | None = None, top: int = 12) -> Path:
-    """A tornado plot of ``memsim explain``'s explain.csv: for each quantity (the ``top`` ranked
-    first, the first at the top), a bar from the run's step time to the step time at each factor;
-    speed-ups to the left of the run, slow-downs to the right."""
+    """A tornado plot of ``memsim explain``'s explain.csv (``tornado``), written beside it as a PNG."""
     df = read_table(table, "explain.csv", ("rank", "quantity", "factor", "step_time_s", "speedup"),
                     ("rank", "factor", "step_time_s", "speedup"))
     ok = df[df["step_time_s"].notna() & df["speedup"].notna() & (df["speedup"] > 0)]
     if ok.empty:
         raise ConfigError("no change in the explain.csv ran: nothing to plot", file=str(table))
-    base = float((ok["step_time_s"] * ok["speedup"]).median())  # each row's run step time, the same for all
-    ranked = sorted(ok["quantity"].unique(), key=lambda q: ok.loc[ok["quantity"] == q, "rank"].min())[:top]
-    try:
-        import matplotlib
+    return save_figure(tornado(ok, top), output or table.with_suffix(".png"))
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise ConfigError("plots need matplotlib (pip install '.[plot]')", field="plot") from None
-    fig, ax = plt.subplots(figsize=(9, 0.45 * len(ranked) + 1.5))
+
+ESTIMATES_SHOWN = 6  # estimated values drawn below the ranked changes, the widest ranges first
+
+
+def tornado(ok: pd.DataFrame, top: int = 12):
+    """For each quantity (the ``top`` ranked first, the first at the top), a bar from the run's step time to
+    the step time at each factor, speed-ups to the left of the run, slow-downs to the right, each factor its
+    colour; below, apart and grey, the estimated preset values (``kind`` ``estimate``): each a bar spanning
+    the step times at the two ends of its range, labelled with them, not a factor."""
+    plt = pyplot()
+    kind = ok["kind"].fillna("") if "kind" in ok else pd.Series("", index=ok.index)
+    changes, estimates = ok[kind != "estimate"], ok[kind == "estimate"]
+    base = float((ok["step_time_s"] * ok["speedup"]).median())  # each row's run step time, the same for all
+    ranked = sorted(changes["quantity"].unique(), key=lambda q: changes.loc[changes["quantity"] == q, "rank"].min())[:top]
+    spans = estimates.groupby("quantity", sort=False)["step_time_s"].agg(["min", "max"])
+    spans = spans.assign(lo=spans["min"].clip(upper=base), hi=spans["max"].clip(lower=base))
+    shown = list((spans.hi - spans.lo).sort_values(ascending=False).index[:ESTIMATES_SHOWN])
+    rows = len(ranked) + (len(shown) + 1 if shown else 0)
+    fig, ax = plt.subplots(figsize=(9, 0.45 * rows + 1.5))
     colours: dict[str, str] = {}
-    for y, quantity in enumerate(reversed(ranked)):
-        for _, row in ok[ok["quantity"] == quantity].iterrows():
+    for y, quantity in enumerate(reversed(ranked), start=len(shown) + 1 if shown else 0):
+        for _, row in changes[changes["quantity"] == quantity].iterrows():
             label = f"x{row['factor']:g}"
             colour = colours.setdefault(label, f"C{len(colours)}")
-            t = row["step_time_s"] * 1e3
-            ax.barh(y, t - base * 1e3, left=base * 1e3, color=colour, alpha=0.8,
+            ax.barh(y, row["step_time_s"] * 1e3 - base * 1e3, left=base * 1e3, color=colour, alpha=0.8,
                     label=label if label not in ax.get_legend_handles_labels()[1] else None)
+    for y, quantity in enumerate(reversed(shown)):
+        lo, hi = spans.loc[quantity, "lo"] * 1e3, spans.loc[quantity, "hi"] * 1e3
+        ends = estimates.loc[estimates["quantity"] == quantity, "new_value"].astype(str) \
+            if "new_value" in estimates else pd.Series(dtype=str)
+        ax.barh(y, hi - lo, left=lo, color="0.75", hatch="//", edgecolor="0.45", lw=0,
+                label="an estimate, its range's ends" if y == len(shown) - 1 else None)
+        ax.annotate(" to ".join(ends), (hi, y), xytext=(4, 0), textcoords="offset points", va="center", fontsize=7)
+    if shown:
+        ax.axhline(len(shown), color="0.6", lw=0.8, ls=":")
+    names = [f"{q} (estimate)" for q in reversed(shown)] + ([""] if shown else []) + list(reversed(ranked))
+    ax.set_yticks(range(rows), names, fontsize=8)
     ax.axvline(base * 1e3, color="black", linewidth=1)
-    ax.set_yticks(range(len(ranked)), list(reversed(ranked)), fontsize=8)
     ax.set_xlabel("step time (ms); the vertical line is the run as given")
-    ax.set_title("what would change the step time (memsim explain)")
+    ax.set_title("what would change the step time (memsim explain)" +
+                 ("; below, the estimated values at their ranges' ends" if shown else ""), fontsize=10)
     ax.legend(fontsize=8, loc="lower right")
     ax.grid(True, axis="x", alpha=0.3)
     fig.tight_layout()
-    return save_figure(fig, output or table.with_suffix(".png"))
+    return fig
 
 
 def save_figure(fig, output: Path) -> Path:

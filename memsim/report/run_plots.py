@@ -1,5 +1,6 @@
 """Figures of one run (matplotlib, the ``plot`` extra), read back from its output folder:
-a Gantt chart per resource with stalls coloured by cause, a roofline chart of every operator,
+a Gantt chart per resource with stalls coloured by cause (each slice of the run stacked with each
+cause's share of it, so a colour's area is its time, and memory and link rows as utilisation), a roofline chart of every operator,
 the stall breakdown per layer, and the run's energy split into compute, levels, links and static.
 
 Colours come from :func:`colours`, one fixed qualitative palette shared by every figure: compute,
@@ -13,6 +14,7 @@ import math
 from collections.abc import Iterable
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from memsim.core.dtypes import DTYPES
@@ -21,7 +23,8 @@ from memsim.core.files import load_json
 from memsim.hardware.kinds import KINDS
 from memsim.hardware.loader import load_chip
 from memsim.report.ceilings import ceilings, run_dtype
-from memsim.report.output import DATA, FIGURES, read_table
+from memsim.report.output import DATA, FIGURES, as_numbers, read_table
+from memsim.report.thin import coverage
 
 # tab10 and tab20b shades: compute green, transfers blue, every stall cause its own hue; a level's
 # stalls in its kind's colour (``memsim.hardware.kinds``: levels are named after their kinds in the presets)
@@ -31,9 +34,10 @@ FIXED_COLORS = {"compute": "#2ca02c", "transfer": "#1f77b4", **{k.name: k.color 
 EXTRA_COLORS = ("#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#dbdb8d", "#9edae5",
                 "#637939", "#8c6d31", "#843c39", "#7b4173", "#e7ba52", "#6b6ecf", "#b5cf6b", "#de9ed6")
 MIN_DISTANCE = 0.2  # in RGB space (0-1 per channel): colours closer than this are hard to tell apart
-MAX_BARS = 60_000  # beyond this the Gantt chart merges intervals per operator
-MIN_WIDTH = 0.0015  # of the span: a narrower interval is drawn this wide, so it shows at all (never wider)
+GANTT_BINS = 1000  # slices of the run across the Gantt chart: about its pixels across at the saved resolution
+SHARE_LABEL = 0.15  # a share of a compute row at least this large is written on its bar
 TIMELINE_READ = ("start_s", "end_s", "chip", "resource", "kind", "op", "cause", "layer")  # the columns drawn
+TIMELINE_OPTIONAL = ("busy_s",)  # read where present: a transfer's busy time, for its row's utilisation
 
 
 def _rgb(color: str) -> tuple[float, float, float]:
@@ -102,30 +106,72 @@ def timeline_labels(timeline: pd.DataFrame) -> list[str]:
 
 
 def gantt(timeline: pd.DataFrame, path: Path, palette: dict[str, str] | None = None) -> Path:
+    return save_figure(gantt_figure(timeline, palette), path)
+
+
+def track_shares(rows: pd.DataFrame, edges: np.ndarray, labels: list[str]) -> dict[str, np.ndarray]:
+    """Each label's share of each slice between ``edges`` on one track: the time its intervals hold of the
+    slice (a transfer weighted by the share of its interval the resource was busy, ``busy_s``), so that
+    drawn as a height its area is its time, and a memory or link row shows its utilisation."""
+    busy = rows["busy_s"] if "busy_s" in rows else pd.Series(float("nan"), index=rows.index)
+    long = rows.end_s - rows.start_s
+    weight = np.where((rows.kind == "transfer") & busy.notna() & (long > 0), busy / long.where(long > 0, 1), 1.0)
+    widths = np.diff(edges)
+    out = {}
+    for label in labels:
+        mine = (rows._label == label).to_numpy()
+        if mine.any():
+            held = coverage(rows.start_s.to_numpy()[mine], rows.end_s.to_numpy()[mine], edges, weight[mine])
+            out[label] = np.clip(held / widths, 0.0, None)
+    return out
+
+
+def gantt_figure(timeline: pd.DataFrame, palette: dict[str, str] | None = None):
+    """The Gantt chart: a row per chip and resource, each slice of ``GANTT_BINS`` across the run stacked with
+    each label's share of it (compute, each stall cause, transfers: ``track_shares``), so a colour's area is
+    the time it took, however short its intervals; beside it, each compute row's shares of the whole run."""
     plt = pyplot()
-    tl = timeline
-    if len(tl) > MAX_BARS:  # merge per (track, op, kind, cause)
-        keys = ["chip", "resource", "op", "kind", "cause"]
-        tl = tl.groupby(keys, dropna=False, sort=False).agg(start_s=("start_s", "min"), end_s=("end_s", "max"))
-        tl = tl.reset_index()
-    palette = palette or colours(timeline_labels(tl))
-    tl = tl.assign(_label=[label_of(k, c) for k, c in zip(tl["kind"], tl["cause"])])
+    tl = timeline.assign(_label=[label_of(k, c) for k, c in zip(timeline["kind"], timeline["cause"])])
+    labels = list(dict.fromkeys(tl._label))
+    palette = palette or colours(labels)
     tracks = list(dict.fromkeys(zip(tl.chip, tl.resource)))
-    fig, ax = plt.subplots(figsize=(13, 0.5 * len(tracks) + 1.5))
-    least = (tl.end_s.max() - tl.start_s.min()) * 1e3 * MIN_WIDTH if len(tl) else 0.0
+    t0, t1 = float(tl.start_s.min()), float(tl.end_s.max())
+    edges = np.linspace(t0, t1 if t1 > t0 else t0 + 1e-12, GANTT_BINS + 1)
+    height = 0.45 * len(tracks) + 1.3
+    fig, (ax, bar) = plt.subplots(1, 2, figsize=(14, height), sharey=True,
+                                  gridspec_kw={"width_ratios": [12, 1.6], "wspace": 0.04})
+    whole: dict[tuple[str, str], dict[str, float]] = {}
     for y, (chip, res) in enumerate(tracks):
         rows = tl[(tl.chip == chip) & (tl.resource == res)]
-        for key, part in rows.groupby("_label", sort=False):
-            bars = list(zip(part.start_s * 1e3, ((part.end_s - part.start_s) * 1e3).clip(lower=least)))
-            ax.broken_barh(bars, (y - 0.4, 0.8), color=palette[key], label=key, linewidth=0)  # edges widen thin bars
-    handles, labels = ax.get_legend_handles_labels()
-    unique = dict(zip(labels, handles))
-    ax.legend(unique.values(), unique.keys(), fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+        low = np.full(GANTT_BINS, y - 0.4)
+        for label, share in track_shares(rows, edges, labels).items():
+            high = low + 0.8 * np.minimum(share, np.clip(y + 0.4 - low, 0.0, None) / 0.8)  # a row holds at most 1
+            ax.stairs(high, edges * 1e3, baseline=low, fill=True, color=palette[label], label=label, lw=0)
+            low = high
+        if rows.kind.isin(["compute", "stall"]).any():
+            spent = (rows.end_s - rows.start_s).groupby(rows._label, sort=False).sum()
+            whole[(chip, res)] = (spent / spent.sum()).to_dict() if spent.sum() > 0 else {}
+    for y, (chip, res) in enumerate(tracks):
+        left = 0.0
+        for label, share in sorted(whole.get((chip, res), {}).items(), key=lambda kv: -kv[1]):
+            bar.barh(y, share * 100, left=left, height=0.8, color=palette[label], lw=0)
+            if share >= SHARE_LABEL:
+                bar.text(left + share * 50, y, f"{share:.0%}", ha="center", va="center", fontsize=7)
+            left += share * 100
+    handles, names = ax.get_legend_handles_labels()
+    unique = dict(zip(names, handles))
+    bar.legend(unique.values(), unique.keys(), fontsize=8, loc="upper left", bbox_to_anchor=(1.05, 1))
     ax.set_yticks(range(len(tracks)), [f"{c} {r}" for c, r in tracks], fontsize=8)
+    ax.set_ylim(-0.6, len(tracks) - 0.4)
+    ax.set_xlim(edges[0] * 1e3, edges[-1] * 1e3)
     ax.set_xlabel("time (ms)")
-    ax.set_title("timeline: compute, stalls by cause, transfers")
-    fig.tight_layout()
-    return save_figure(fig, path)
+    ax.set_title(f"timeline: each row's share of each of {GANTT_BINS} slices (compute, stalls by cause, transfers "
+                 "as utilisation)", fontsize=10)
+    bar.set_xlim(0, 100)
+    bar.set_xlabel("% of the run")
+    bar.set_title("compute rows", fontsize=9)
+    fig.subplots_adjust(left=0.12, right=0.86, bottom=0.55 / height, top=1 - 0.4 / height)
+    return fig
 
 
 def roofline(ops: pd.DataFrame, hardware: dict, path: Path, chip=None, dtype: str | None = None) -> Path:
@@ -285,7 +331,10 @@ def plot_run(folder: Path, output: Path | None = None) -> list[Path]:
     for name in DATA:
         if not (folder / name).is_file():
             raise ConfigError(f"missing {name}: not a memsim run folder", file=str(folder))
-    timeline = read_table(folder / "timeline.csv", "timeline", TIMELINE_READ, ("start_s", "end_s", "layer"))
+    timeline = read_table(folder / "timeline.csv", "timeline", TIMELINE_READ, ("start_s", "end_s", "layer"),
+                          optional=TIMELINE_OPTIONAL)
+    if "busy_s" in timeline:
+        timeline = as_numbers(timeline, ("busy_s",), str(folder / "timeline.csv"))
     ops = read_table(folder / "ops.csv", "ops table", ("op_kind", "flops", "duration_s", "arithmetic_intensity"),
                      ("flops", "duration_s", "arithmetic_intensity"))
     chip, hardware = load_chip(folder / "hardware.yaml")

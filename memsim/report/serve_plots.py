@@ -20,7 +20,7 @@ from memsim.core.errors import ConfigError
 from memsim.core.files import check_file, load_json
 from memsim.report.output import as_numbers, read_table
 from memsim.report.run_plots import pyplot, save_figure
-from memsim.report.thin import BINS, binned_mean, m4
+from memsim.report.thin import BINS, binned_mean, held_slices, m4
 
 FIGURES = ("serve-latency.png", "serve-kv.png", "serve-batch.png")  # what ``memsim plot serve`` writes
 FILES = ("requests.csv", "steps.csv", "serve.json")  # what it reads
@@ -164,13 +164,11 @@ def kv_occupancy(steps: pd.DataFrame, summary: dict[str, Any], path: Path) -> Pa
     fig, (ax_kv, ax_q) = plt.subplots(2, 1, figsize=(11, 5), sharex=True, gridspec_kw={"height_ratios": [2, 1]})
     groups = instances(steps)
     for i, (label, part) in enumerate(groups):
-        x, y = m4(*step_series(part["start_s"], part["end_s"], occupancy(part, blocks) * 100))
         color = "#9467bd" if len(groups) == 1 else f"C{i}"
+        x, y = _held(ax_kv, part, occupancy(part, blocks) * 100, color, f"KV blocks in use {label}".strip())
         if len(groups) == 1:
             ax_kv.fill_between(x, 0, y, color=color, alpha=0.35, lw=0)
-        ax_kv.plot(x, y, color=color, lw=1, label=f"KV blocks in use {label}".strip())
-        x, y = m4(*step_series(part["start_s"], part["end_s"], part["waiting"]))
-        ax_q.plot(x, y, color="#d62728" if len(groups) == 1 else f"C{i}", lw=1, label=f"waiting {label}".strip())
+        _held(ax_q, part, part["waiting"], "#d62728" if len(groups) == 1 else f"C{i}", f"waiting {label}".strip())
     peak = float(fraction.max())
     ax_kv.axhline(peak * 100, color="0.4", ls=":", lw=1, label=f"peak {peak:.1%}")
     if peak > 0.5:
@@ -190,6 +188,20 @@ def kv_occupancy(steps: pd.DataFrame, summary: dict[str, Any], path: Path) -> Pa
     ax_kv.set_title(f"KV cache: {size}; {mean:.1%} used on average while busy, peak {peak:.1%}", fontsize=10)
     fig.tight_layout()
     return save_figure(fig, path)
+
+
+def _held(ax: Any, steps: pd.DataFrame, values: pd.Series, color: str, label: str) -> tuple[np.ndarray, np.ndarray]:
+    """A state each step leaves until the next, drawn step by step where there are few steps; where there are
+    more than ``BINS``, as each slice's mean over time with the range the steps in it took shaded, so that a
+    value that flickers between two levels shows its mean, not a solid band between them."""
+    if len(steps) <= BINS:
+        x, y = step_series(steps["start_s"], steps["end_s"], values)
+        ax.plot(x, y, color=color, lw=1, label=label)
+        return x, y
+    x, mean, low, high = held_slices(steps["start_s"].to_numpy(), values.to_numpy(), float(steps["end_s"].max()))
+    ax.fill_between(x, low, high, color=color, alpha=0.15, lw=0, label=f"{label}: range within a slice")
+    ax.plot(x, mean, color=color, lw=1, label=f"{label}: mean of each of {BINS:,} slices")
+    return x, mean
 
 
 def batch_sizes(steps: pd.DataFrame, path: Path) -> Path:

@@ -4,7 +4,9 @@
 point (the M4 aggregation of Jugel et al., "M4: A Visualization-Oriented Time Series Data
 Aggregation", VLDB 2014): a line drawn through them covers the same pixels as the whole series at
 a figure's width of ``bins`` pixels or fewer. ``binned_mean`` gives, on shared slices, a series'
-mean weighted by how long each value held, for stacked areas that must share their x.
+mean weighted by how long each value held, for stacked areas that must share their x. ``coverage``
+gives the time each slice holds of a set of intervals, each split exactly across the slices it
+spans, so a figure drawn from it gives each interval the area its time gives it, however short.
 """
 from __future__ import annotations
 
@@ -34,3 +36,41 @@ def binned_mean(start: np.ndarray, end: np.ndarray, values: np.ndarray, edges: n
     start, end, values = (np.asarray(a, dtype=float) for a in (start, end, values))
     slot = np.clip(np.searchsorted(edges, start, side="right") - 1, 0, len(edges) - 2)
     return np.bincount(slot, weights=values * (end - start), minlength=len(edges) - 1) / np.diff(edges)
+
+
+def coverage(start: np.ndarray, end: np.ndarray, edges: np.ndarray, weight: np.ndarray | None = None) -> np.ndarray:
+    """The time each slice between ``edges`` holds of the intervals [``start``, ``end``] (each counted with its
+    ``weight``, 1 by default: a share of the interval the resource was busy), split exactly where an interval
+    spans slices. In O((intervals + slices) log intervals): the covered time up to ``t`` is the sum over
+    intervals begun by ``t`` of ``t - start`` less the sum over those ended by ``t`` of ``t - end``."""
+    start, end = np.asarray(start, dtype=float), np.asarray(end, dtype=float)
+    w = np.ones_like(start) if weight is None else np.asarray(weight, dtype=float)
+    edges = np.asarray(edges, dtype=float)
+
+    def since(times: np.ndarray) -> np.ndarray:  # sum of w * (edge - time) over the times at or before each edge
+        order = np.argsort(times, kind="stable")
+        t, ws = times[order], w[order]
+        count = np.concatenate([[0.0], np.cumsum(ws)])
+        moment = np.concatenate([[0.0], np.cumsum(ws * t)])
+        k = np.searchsorted(t, edges, side="right")
+        return count[k] * edges - moment[k]
+
+    return np.diff(since(start) - since(end))
+
+
+def held_slices(start: np.ndarray, values: np.ndarray, last_end: float,
+                bins: int = BINS) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A state held from each ``start`` to the next (the last to ``last_end``), as ``bins`` slices: their
+    centres, each slice's mean over time (``coverage``: exact however the steps fall), and the lowest and
+    highest value any step starting in it took (a slice no step starts in holds the value before it)."""
+    start, values = np.asarray(start, dtype=float), np.asarray(values, dtype=float)
+    after = np.append(start[1:], max(last_end, start[-1]))
+    edges = np.linspace(start[0], after[-1] if after[-1] > start[0] else start[0] + 1e-12, bins + 1)
+    mean = coverage(start, after, edges, values) / np.diff(edges)
+    slot = np.clip(np.searchsorted(edges, start, side="right") - 1, 0, bins - 1)
+    low, high = np.full(bins, np.inf), np.full(bins, -np.inf)
+    np.minimum.at(low, slot, values)
+    np.maximum.at(high, slot, values)
+    empty = ~np.isfinite(low)
+    low[empty], high[empty] = mean[empty], mean[empty]
+    return (edges[:-1] + edges[1:]) / 2, mean, np.minimum(low, mean), np.maximum(high, mean)

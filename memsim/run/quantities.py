@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 from memsim.core import units
 from memsim.hardware.estimates import set_path
@@ -119,8 +120,10 @@ def dtypes_of(chip: ChipSpec, graph) -> tuple[set[str], bool, bool]:
     return matrix, any(op.kind not in MATRIX_KINDS for op in graph), special
 
 
-def changed(spec: RunSpec, q: Quantity, value: int) -> RunSpec:
-    """``spec`` with ``q`` at ``value``."""
+def changed(spec: Any, q: Quantity, value: int) -> Any:
+    """``spec`` (a ``RunSpec``, or any spec with ``set`` overrides, as a serving run's) with ``q`` at ``value``;
+    a quantity the spec already sets is set anew, not given twice."""
     if q.kind == "chips":
         return dataclasses.replace(spec, tp=value, chips=None)
-    return dataclasses.replace(spec, set=(*spec.set, (q.path, q.written(value))))
+    kept = tuple(kv for kv in spec.set if kv[0] != q.path)
+    return dataclasses.replace(spec, set=(*kept, (q.path, q.written(value))))

@@ -19,27 +19,35 @@ PERCENTILES = (50, 90, 99)
 FILES = ("requests.csv", "steps.csv", "serve.json")
 
 
-def summarize(reqs: pd.DataFrame, steps: pd.DataFrame, *, blocks: int, slo: Slo,
+def summarize(reqs: pd.DataFrame, steps: pd.DataFrame, *, blocks: int, slo: Slo, gaps: np.ndarray | None = None,
               other_energy_j: float = 0.0) -> dict[str, Any]:
-    """The run's figures from its requests and steps, as ``ServeSummary``'s keywords (``kv``: those of
-    ``KvUse`` the tables give; ``blocks``: one instance's KV cache; ``other_energy_j``: energy spent
-    outside the steps, as KV caches handed between instances, in every energy figure)."""
-    span = float(reqs.e2e_s.add(reqs.arrival_s).max() - reqs.arrival_s.min())
+    """The run's figures from its measured requests and the steps from their first arrival on, as
+    ``ServeSummary``'s keywords (``kv``: those of ``KvUse`` the tables give; ``blocks``: one instance's KV
+    cache; ``gaps``: the seconds between consecutive output tokens of the measured requests;
+    ``other_energy_j``: energy spent outside the steps, as KV caches
+    handed between instances, in every energy figure)."""
+    first = float(reqs.arrival_s.min())
+    span = float(reqs.e2e_s.add(reqs.arrival_s).max() - first)
     busy = float((steps.end_s - steps.start_s).sum()) if len(steps) else 0.0
     tokens = int(reqs.output_tokens.sum())
     good = reqs[(reqs.ttft_s <= slo.ttft_s) & (reqs.tpot_s <= slo.tpot_s)]
     area = float(((steps.end_s - steps.start_s) * steps.kv_blocks_used).sum()) if len(steps) else 0.0
-    pct = {f"{col}_p{p}": float(np.percentile(reqs[col], p)) for col in ("ttft_s", "tpot_s", "e2e_s", "queue_s")
-           for p in PERCENTILES}
+    gaps = np.zeros(1) if gaps is None or not len(gaps) else gaps
+    pct = {f"{col}_p{p}": float(np.percentile(values, p))
+           for col, values in (("ttft_s", reqs.ttft_s), ("tpot_s", reqs.tpot_s), ("itl_s", gaps),
+                               ("e2e_s", reqs.e2e_s), ("queue_s", reqs.queue_s)) for p in PERCENTILES}
     energy = (float(steps["energy_j"].sum()) if "energy_j" in steps else 0.0) + other_energy_j
+    window = float(reqs.arrival_s.max()) - first
 
     def per_s(n: float) -> float:
         return n / span if span else 0.0
 
     return {"requests": len(reqs), "span_s": span, "requests_per_s": per_s(len(reqs)),
+            "offered_requests_per_s": (len(reqs) - 1) / window if window else 0.0,
             "output_tokens_per_s": per_s(tokens), **pct,
             "ttft_s_mean": float(reqs.ttft_s.mean()), "tpot_s_mean": float(reqs.tpot_s.mean()),
-            "e2e_s_mean": float(reqs.e2e_s.mean()), "goodput_requests_per_s": per_s(len(good)),
+            "e2e_s_mean": float(reqs.e2e_s.mean()), "itl_s_mean": float(gaps.mean()),
+            "goodput_requests_per_s": per_s(len(good)),
             "slo": slo, "busy_fraction": busy / span if span else 0.0,
             "preemptions": int(reqs.preemptions.sum()),
             "swapped_blocks": int(steps.swapped_blocks.sum()) if len(steps) else 0,
@@ -47,6 +55,12 @@ def summarize(reqs: pd.DataFrame, steps: pd.DataFrame, *, blocks: int, slo: Slo,
                    "peak_blocks": int(steps.kv_blocks_used.max()) if len(steps) else 0},
             "energy_j": energy, "energy_per_token_j": energy / tokens if tokens else 0.0,
             "avg_power_w": per_s(energy), "steps": len(steps)}
+
+
+def served_rate(ends: pd.Series, start: float, stop: float) -> float:
+    """Requests finished a second from ``start`` to ``stop`` (``ends``: every request's finish, warm-up's
+    included: the deployment's pace while requests arrive); 0 for an empty window."""
+    return float(((ends >= start) & (ends <= stop)).sum() / (stop - start)) if stop > start else 0.0
 
 
 def check_out(out: Path, inputs: Iterable[Path] = ()) -> None:
@@ -74,6 +88,16 @@ def write(requests: pd.DataFrame, steps: pd.DataFrame, summary: ServeSummary, ou
     atomic_write_text(paths[1], steps.to_csv(index=False))
     atomic_write_text(paths[2], json.dumps(summary.as_dict(), indent=2) + "\n")
     return paths
+
+
+# Finishing below this share of the offered rate while requests arrive, a deployment is falling behind.
+BEHIND = 0.9
+
+
+def _behind(s: ServeSummary) -> str:
+    if s.served_requests_per_s < BEHIND * s.offered_requests_per_s:
+        return " (falling behind: its queue grows)"
+    return ""
 
 
 def _rounds(steps: int) -> str:
@@ -110,8 +134,14 @@ def header(spec: Any, s: ServeSummary) -> list[str]:
             process = f"{spec.users} clients in a closed loop (think {spec.think:g} s)"
         shape = "fixed" if spec.lengths == "fixed" else f"{spec.lengths}, spread {spec.spread:g}"
         shared = f", a {spec.prefix}-token shared prefix" if spec.prefix else ""
-        asked = (f"{s.requests} drawn: {process}; prompt {spec.prompt} and output {spec.output_tokens} tokens "
+        if spec.users and (spec.ramp or spec.think_dist != "fixed"):
+            process = (f"{spec.users} clients in a closed loop (think {spec.think_dist} {spec.think:g} s, starts over "
+                       f"{spec.ramp:g} s)")
+        drawn = f"{s.requests + s.warmup_requests} drawn" + (f" in {spec.duration:g} s" if spec.duration else "")
+        asked = (f"{drawn}: {process}; prompt {spec.prompt} and output {spec.output_tokens} tokens "
                  f"({shape}){shared}; seed {spec.seed}")
+    if s.warmup_requests:
+        asked += f"; the first {s.warmup_s:g} s a warm-up ({s.warmup_requests} requests, not measured)"
     return [first, f"  requests         {asked}",
             f"  SLOs             TTFT {s.slo.ttft_s:g} s, TPOT {s.slo.tpot_s:g} s (goodput counts the requests "
             "within both)"]
@@ -122,8 +152,10 @@ def summary_table(s: ServeSummary, spec: Any = None) -> str:
     kv = s.kv
     lines = [*(header(spec, s) if spec is not None else []),
              f"served {s.requests} requests in {s.span_s:.4g} s: {s.requests_per_s:.4g} req/s, "
-             f"{s.output_tokens_per_s:.4g} output tokens/s ({s.scheduler}; {s.deployment.layout})"]
-    for name, key in (("TTFT", "ttft_s"), ("TPOT", "tpot_s"), ("E2E", "e2e_s"), ("queue", "queue_s")):
+             f"{s.output_tokens_per_s:.4g} output tokens/s ({s.scheduler}; {s.deployment.layout})",
+             f"  rate             offered {s.offered_requests_per_s:.4g} req/s; finished {s.served_requests_per_s:.4g} "
+             f"req/s while requests arrived{_behind(s)}"]
+    for name, key in (("TTFT", "ttft_s"), ("TPOT", "tpot_s"), ("ITL", "itl_s"), ("E2E", "e2e_s"), ("queue", "queue_s")):
         p50, p90, p99 = (getattr(s, f"{key}_p{p}") * 1e3 for p in PERCENTILES)
         lines.append(f"  {name:<6} ms   p50 {p50:10.4g}   p90 {p90:10.4g}   p99 {p99:10.4g}")
     lines.append(f"  goodput          {s.goodput_requests_per_s:.4g} req/s within TTFT {s.slo.ttft_s:g} s "

@@ -16,13 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from memsim.core.errors import ConfigError, MemsimWarning, run_field
 from memsim.core.units import PS_PER_S
 from memsim.engine.schedulers import SCHEDULERS
+from memsim.engine.sequence import Seq
 from memsim.engine.serving import Instance, serve_instances
-from memsim.engine.serving_state import HostWork, Limits, Seq
+from memsim.engine.serving_state import HostWork, Limits
 from memsim.hardware.loader import one_reading
 from memsim.run.chipfile import chip_path
 from memsim.run.inputs import files
@@ -66,12 +68,14 @@ def instances(spec: ServeSpec, stack: StackSpec, kv: KVCache, times: StepTimes) 
                                                          role="decode", host=host)] * (spec.decode_instances * spec.pp))
 
 
-def serve(spec: ServeSpec, requests: tuple[Request, ...], steps_cache: dict | None = None) -> ServeResult:
+def serve(spec: ServeSpec, requests: tuple[Request, ...], steps_cache: dict | None = None,
+          model: StepModel | None = None) -> ServeResult:
     """Simulate the requests on the deployment ``spec`` declares, under its policy (``users`` > 0: a closed loop
     of that many clients; ``check`` steps' interpolated times checked in full); returns its ``requests`` and
     ``steps`` (DataFrames) and its typed ``summary``. ``steps_cache``: the simulated steps of earlier runs of the
-    same deployment and block size, shared (each grid step is the same simulation)."""
-    model = StepModel.of(spec)  # the chip, stack and model loaded once
+    same deployment and block size, shared (each grid step is the same simulation); ``model``: the deployment's
+    step model, where an earlier run of it built one (its chip, stack and model, and the steps it simulated)."""
+    model = model if model is not None else StepModel.of(spec)  # the chip, stack and model loaded once
     kv = kv_capacity(spec, *probe(model, spec.block_tokens), spec.block_tokens)
     stack = model.stack
     spec = spec.resolved(stack)  # what it leaves to the stack (scheduler, max_seqs, max_tokens) filled in
@@ -83,11 +87,19 @@ def serve(spec: ServeSpec, requests: tuple[Request, ...], steps_cache: dict | No
     def handoff(seq: Seq) -> float:
         return kv.handoff_latency_s + seq.context * kv.bytes_per_token / kv.handoff_bytes_per_s
 
+    think, starts = clients(spec, len(requests))
     seqs, steps, area = serve_instances(requests, instances(spec, stack, kv, times),
-                                        handoff if spec.prefill_instances else None, users=spec.users, think_s=spec.think)
+                                        handoff if spec.prefill_instances else None, users=spec.users, think_s=think,
+                                        starts_s=starts)
     if (line := model.over_cap()) is not None:
         warnings.warn(MemsimWarning(line), stacklevel=2)
-    reqs = pd.DataFrame([s.row() for s in seqs])
+    every = pd.DataFrame([s.row() for s in seqs])
+    measured = (every.arrival_s >= every.arrival_s.min() + spec.warmup).to_numpy()
+    if not measured.any():
+        raise ConfigError(f"no request arrives after the {spec.warmup:g} s warm-up (the last arrives at "
+                          f"{every.arrival_s.max():.4g} s)", field=run_field("warmup"))
+    reqs = every[measured].reset_index(drop=True)
+    gaps = np.concatenate([np.asarray(s.gaps, dtype=np.int64) for s, m in zip(seqs, measured) if m]) / PS_PER_S
     rows = pd.DataFrame(steps)
     if len(rows):  # the simulated shape each step was timed as, its energy and its KV blocks in each level
         rows.insert(3, "shape", [" ".join(map(str, times.calls[i])) for i in rows.call])
@@ -99,15 +111,22 @@ def serve(spec: ServeSpec, requests: tuple[Request, ...], steps_cache: dict | No
             below += held // spec.pp
     handed_j = float((reqs.prompt_tokens + 1).sum() * kv.bytes_per_token * spec.tp * kv.handoff_j_per_byte) \
         if spec.prefill_instances else 0.0
-    base = serving_report.summarize(reqs, rows, blocks=kv.blocks // spec.pp, other_energy_j=handed_j,
+    first = float(reqs.arrival_s.min())
+    base = serving_report.summarize(reqs, rows[rows.start_s >= first] if spec.warmup and len(rows) else rows,
+                                    blocks=kv.blocks // spec.pp, other_energy_j=handed_j, gaps=gaps,
                                     slo=Slo(ttft_s=spec.slo_ttft, tpot_s=spec.slo_tpot))
+    last = float(reqs.arrival_s.max())
+    served = serving_report.served_rate(every.arrival_s + every.e2e_s, first, last) if last > first else \
+        base["requests_per_s"]
+    in_system = area if not spec.warmup else float(reqs.e2e_s.sum())  # the measured requests' time in the system
     use = base.pop("kv")
     summary = ServeSummary(  # serve.json, built by keyword in one place (memsim.serving.summary declares it)
         **base, kv=KvUse(**use, block_tokens=spec.block_tokens, bytes_per_token=kv.bytes_per_token,
                          levels=kv.levels, fill=kv.fill, host=kv.host, host_blocks=kv.host_blocks),
         handoff=Handoff(mean_s=float(reqs.handoff_s.mean()) if spec.prefill_instances else 0.0, energy_j=handed_j,
                         total_s=float(reqs.handoff_s.sum())),
-        mean_in_system=area / base["span_s"] if base["span_s"] else 0.0,
+        mean_in_system=in_system / base["span_s"] if base["span_s"] else 0.0,
+        warmup_s=spec.warmup, warmup_requests=int((~measured).sum()), served_requests_per_s=served,
         surrogate=times.check(spec.check), limit=limit(spec, rows, times, kv),
         deployment=Served(hw=spec.hw, model=spec.model, tp=spec.tp, pp=spec.pp,
                           replicas=spec.replicas if not spec.prefill_instances else 0, prefill=spec.prefill_instances,
@@ -136,6 +155,18 @@ def preempting(s: ServeSummary, spec: ServeSpec) -> str | None:
             f"memory (--tp, a chip with more){swap} would avoid them")
 
 
+def clients(spec: ServeSpec, n: int) -> tuple[float | tuple[float, ...], tuple[float, ...]]:
+    """A closed loop's think time before each of the ``n`` requests (one number where fixed) and each client's
+    first send: uniform over the ramp-up, drawn from the run's seed apart from its requests'."""
+    if not spec.users or (spec.think_dist == "fixed" and not spec.ramp):
+        return spec.think, ()
+    rng = np.random.default_rng([spec.seed, 1])
+    starts = tuple(float(t) for t in rng.uniform(0.0, spec.ramp, spec.users)) if spec.ramp else ()
+    if spec.think_dist == "fixed":
+        return spec.think, starts
+    return tuple(float(t) for t in rng.exponential(spec.think, n)), starts
+
+
 def host_summary(host: HostWork, steps: pd.DataFrame) -> HostAdded:
     """What the stack's host added to the steps (the time each step took beyond its device's), its share of
     the busy time, and the policies that set it."""
@@ -146,11 +177,13 @@ def host_summary(host: HostWork, steps: pd.DataFrame) -> HostAdded:
 
 
 FULL = 0.95  # a KV cache this full turns sequences away
+HOST_BOUND = 0.5  # a run whose steps are this much its host's work is limited by the stack, not the chip
 
 
 def limit(spec: ServeSpec, steps: pd.DataFrame, times: StepTimes, kv: KVCache) -> Limit | None:
     """What limits the run: the KV cache's capacity where it was full for a tenth of the busy time or more, else
-    the resource that bounds its most frequent step (``roofline_bound``: a memory level, a link or compute)."""
+    the stack's host where it made half the busy time or more, else the resource that bounds its most frequent
+    step (``roofline_bound``: a memory level, a link or compute)."""
     if not len(steps):
         return None
     busy = steps.end_s - steps.start_s
@@ -158,7 +191,9 @@ def limit(spec: ServeSpec, steps: pd.DataFrame, times: StepTimes, kv: KVCache) -
     key = pd.Series([" ".join(map(str, k)) for k in times.calls]).mode().iloc[0].split()
     shape = (key[0], *map(int, key[1:]))
     bound = times.cost(shape).bound
+    host = float(steps.host_s.sum() / busy.sum()) if busy.sum() else 0.0
     by = (f"KV cache capacity ({', '.join(n for n, b in kv.fill.items() if b)})" if full >= 0.1 else
+          f"the stack's host work ({host:.0%} of the busy time)" if host >= HOST_BOUND else
           "compute" if bound == "compute" else f"{bound} bandwidth")
     return Limit(by=by, kv_full_fraction=full, step=" ".join(key), step_bound=bound)
 

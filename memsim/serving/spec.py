@@ -27,13 +27,15 @@ from memsim.workload.dtypes import KV_DTYPES, WEIGHT_DTYPES
 from memsim.workload.requests import ARRIVALS, BURSTINESS, LENGTHS, MAX_TOKENS
 
 SERVE = ("serve",)  # the command whose options these fields are
+SERVED = ("serve", "capacity")  # the deployment and its workload's shape: a capacity search's too
+THINK = ("fixed", "exponential")
 MAX_INSTANCES = 1024  # instances of a deployment, of each kind
 MAX_BLOCK_TOKENS = 4096  # tokens in one KV block (serving stacks use 8 to 256)
 POSITIVE = 1e-9  # the least rate (requests a second) or SLO (seconds) taken: "positive", as a number
 
 
 def _serve(default: Any, help: str, **kw: Any) -> Any:
-    return param(default, help, commands=kw.pop("commands", SERVE), **kw)
+    return param(default, help, commands=kw.pop("commands", SERVED), **kw)
 
 
 @dataclass(frozen=True)
@@ -61,9 +63,11 @@ class ServeSpec:
     stack: str = _serve("auto", "runtime stack (memsim list stacks): its kernels, collectives, host work per step "
                         "and serving policies")
     requests: str | None = _serve(None, "request trace CSV (docs/serving.md); without one, requests are drawn",
-                                  sweepable=False)
-    count: int = _serve(100, "drawn requests: how many", kind=int, minimum=1, maximum=limits.MAX_OPS)
-    rate: float = _serve(1.0, "drawn requests: arrivals a second", kind=float, minimum=POSITIVE)
+                                  sweepable=False, commands=SERVE)
+    count: int = _serve(100, "drawn requests: how many", kind=int, minimum=1, maximum=limits.MAX_OPS, commands=SERVE)
+    duration: float | None = _serve(None, f"drawn requests: every one that arrives in this many seconds, in place of "
+                                    f"{run_field('count')}", kind=float, minimum=POSITIVE, commands=SERVE)
+    rate: float = _serve(1.0, "drawn requests: arrivals a second", kind=float, minimum=POSITIVE, commands=SERVE)
     arrival: str = _serve("poisson", f"drawn requests: exponential gaps, or gamma gaps of coefficient of "
                           f"variation {run_field('burstiness')}", choices=ARRIVALS)
     burstiness: float = _serve(1.0, "gamma arrivals: the gaps' coefficient of variation", kind=float,
@@ -76,9 +80,16 @@ class ServeSpec:
     prefix: int = _serve(0, "drawn requests: prompt tokens every request shares", kind=int, minimum=0,
                          maximum=MAX_TOKENS)
     seed: int = _serve(0, "drawn requests: the random seed", kind=int, minimum=0, maximum=2**63 - 1)
+    warmup: float = _serve(0.0, "seconds from the first arrival whose requests are served but left out of every "
+                           "figure (the deployment filling up)", kind=float, minimum=0, commands=SERVE)
     users: int = _serve(0, "a closed loop: this many clients, each sending its next request when its last is done",
-                        kind=int, minimum=0, maximum=1 << 20)
-    think: float = _serve(0.0, "closed loop: seconds between a client's requests", kind=float, minimum=0)
+                        kind=int, minimum=0, maximum=1 << 20, commands=SERVE)
+    think: float = _serve(0.0, "closed loop: seconds between a client's requests (the mean, if exponential)",
+                          kind=float, minimum=0, commands=SERVE)
+    think_dist: str = _serve("fixed", "closed loop: think times fixed, or drawn exponential", choices=THINK,
+                             commands=SERVE)
+    ramp: float = _serve(0.0, "closed loop: each client's first request at a time drawn uniformly over this many "
+                         "seconds (0: every client at once)", kind=float, minimum=0, commands=SERVE)
     scheduler: str | None = _serve(None, f"batching policy: a registered scheduler ({', '.join(chosen())}: "
                                    "docs/serving.md; default: the stack's)")
     preemption: str = _serve("recompute", "a preempted sequence's KV cache: recomputed, or swapped to the host level",
@@ -89,8 +100,8 @@ class ServeSpec:
     max_tokens: int | None = _serve(None, "tokens computed in one step at most (chunked: the step's token budget; "
                                     "default: the stack's)", kind=int, minimum=1, maximum=1 << 24)
     prefix_caching: bool = _serve(False, "share the KV blocks of a common prefix", kind=bool)
-    slo_ttft: float = _serve(1.0, "goodput: time to first token, s", kind=float, minimum=POSITIVE)
-    slo_tpot: float = _serve(0.1, "goodput: time per output token, s", kind=float, minimum=POSITIVE)
+    slo_ttft: float = _serve(1.0, "the SLO on time to first token (goodput; memsim capacity), s", kind=float, minimum=POSITIVE)
+    slo_tpot: float = _serve(0.1, "the SLO on time per output token (goodput; memsim capacity), s", kind=float, minimum=POSITIVE)
     check: int = _serve(8, "steps whose interpolated time is checked against a full simulation", kind=int,
                         minimum=0, maximum=1000, sweepable=False, commands=())
 
@@ -101,6 +112,9 @@ class ServeSpec:
         object.__setattr__(self, "set", overrides(self.set))
         if self.scheduler is not None and self.scheduler not in chosen():  # read when run: one registered late counts
             raise ConfigError(f"{self.scheduler!r} is not one of {', '.join(chosen())}", field=run_field("scheduler"))
+        if self.duration is not None and (self.users or self.requests is not None):
+            raise ConfigError("draws open-loop arrivals: a closed loop sends count requests, a trace gives its own",
+                              field=run_field("duration"))
         if (self.prefill_instances > 0) != (self.decode_instances > 0):
             raise ConfigError(f"disaggregated serving needs both {run_field('prefill_instances')} and "
                               f"{run_field('decode_instances')}", field=run_field("prefill_instances"))
@@ -118,7 +132,7 @@ class ServeSpec:
         """The keywords of ``workload.requests.synthetic`` this spec gives."""
         return {"arrival": self.arrival, "burstiness": self.burstiness, "prompt": self.prompt,
                 "output": self.output_tokens, "lengths": self.lengths, "spread": self.spread, "seed": self.seed,
-                "prefix": self.prefix}
+                "prefix": self.prefix, "duration": self.duration}
 
     def trace_path(self) -> Path | None:
         return Path(self.requests) if self.requests is not None else None

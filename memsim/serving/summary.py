@@ -91,9 +91,18 @@ class HostAdded:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServeSummary:
-    requests: int = serve_field("1", "requests served")
-    span_s: float = serve_field("s", "from the first arrival to the last token")
-    requests_per_s: float = serve_field("1/s", "requests served a second over the span")
+    requests: int = serve_field("1", "requests measured: served, and arrived after the warm-up")
+    warmup_s: float = serve_field("s", "the warm-up: requests that arrive this long after the first are measured")
+    warmup_requests: int = serve_field("1", "requests that arrived in the warm-up: served, and left out of every "
+                                       "figure")
+    span_s: float = serve_field("s", "from the first measured arrival to the last measured request's last token")
+    requests_per_s: float = serve_field("1/s", "requests measured over the span (the drain after the last arrival "
+                                        "included: below the offered rate)")
+    offered_requests_per_s: float = serve_field("1/s", "requests a second sent: the measured requests' arrivals over "
+                                                "their spread (a drawn rate's realisation, a trace's, a closed loop's)")
+    served_requests_per_s: float = serve_field("1/s", "requests finished a second while the measured requests "
+                                               "arrived: below `offered_requests_per_s`, the deployment falls "
+                                               "behind and its queue grows")
     output_tokens_per_s: float = serve_field("1/s", "output tokens a second over the span")
     ttft_s_p50: float = serve_field("s", "time to first token (arrival to first output token), 50th percentile")
     ttft_s_p90: float = serve_field("s", "time to first token, 90th percentile")
@@ -101,6 +110,11 @@ class ServeSummary:
     tpot_s_p50: float = serve_field("s", "time per output token after the first, 50th percentile")
     tpot_s_p90: float = serve_field("s", "time per output token, 90th percentile")
     tpot_s_p99: float = serve_field("s", "time per output token, 99th percentile")
+    itl_s_p50: float = serve_field("s", "inter-token latency: the gap between an output token and the one before, "
+                                   "over every gap of the measured requests, 50th percentile")
+    itl_s_p90: float = serve_field("s", "inter-token latency, 90th percentile")
+    itl_s_p99: float = serve_field("s", "inter-token latency, 99th percentile (a stall behind a prefill, a "
+                                   "preemption)")
     e2e_s_p50: float = serve_field("s", "arrival to last token, 50th percentile")
     e2e_s_p90: float = serve_field("s", "arrival to last token, 90th percentile")
     e2e_s_p99: float = serve_field("s", "arrival to last token, 99th percentile")
@@ -110,6 +124,7 @@ class ServeSummary:
     ttft_s_mean: float = serve_field("s", "time to first token, mean")
     tpot_s_mean: float = serve_field("s", "time per output token, mean")
     e2e_s_mean: float = serve_field("s", "arrival to last token, mean")
+    itl_s_mean: float = serve_field("s", "inter-token latency, mean")
     goodput_requests_per_s: float = serve_field("1/s", "requests a second that met both SLOs (`slo`)")
     slo: Slo = serve_field("object", "the SLOs goodput counts against: `ttft_s`, `tpot_s`")
     busy_fraction: float = serve_field("1", "share of the span some instance was computing a step")

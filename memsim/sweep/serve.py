@@ -4,7 +4,7 @@
 local process pool, into ``results.csv``: the swept values (quantities also in base units) and the
 point's ``serve.json`` flattened, or its error. ``capacity`` reads a "requests a second at an SLO" table
 off the results: for each setting of the other swept fields, the highest swept rate whose p90 time to
-first token (or another percentile's column) meets the SLO.
+first token and time per output token meet the SLOs, marked where no higher rate was swept.
 """
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ from memsim.run.inputs import FILE_FIELDS
 from memsim.run.machine import load_chip
 from memsim.run.runspec import check, defaults
 from memsim.run.runspec import parse_value as runspec_parse
+from memsim.serving.capacity import AT_LEAST, BELOW, FOUND
+from memsim.serving.report import BEHIND
 from memsim.serving.spec import ServeSpec, sweepable
 from memsim.sweep import store as sweep_store
 from memsim.sweep.runner import Kind, points, run_sweep, size
@@ -91,21 +93,29 @@ def run(base: dict[str, Any], sweeps: dict[str, list[str]], out: Path, workers: 
     return pd.read_csv(out / "results.csv", dtype={"error": str})  # an error column of no errors is text, not NaN
 
 
-def capacity(results: pd.DataFrame, column: str = "ttft_s_p90") -> pd.DataFrame:
-    """For each setting of the fields swept besides ``rate``, the highest swept rate whose ``column`` meets the
-    point's own SLO (``slo.ttft_s``: ``--set slo_ttft=...``), with its throughput (NaN: no rate met it)."""
-    if "rate" not in results or column not in results:
+def capacity(results: pd.DataFrame, percentile: int = 90) -> pd.DataFrame:
+    """For each setting of the fields swept besides ``rate``, the highest swept rate that meets the point's own
+    SLOs (``slo.ttft_s``, ``slo.tpot_s``: ``--set slo_ttft=...``) at ``percentile`` and keeps up with its arrivals
+    (``serving.capacity.judge``'s rule), with its throughput, and ``bound``: ``found`` where a higher swept rate
+    failed, ``at least`` where the highest swept rate met them (the capacity may be higher), ``below`` where none
+    did (NaN rate)."""
+    ttft, tpot = f"ttft_s_p{percentile}", f"tpot_s_p{percentile}"
+    if "rate" not in results or ttft not in results:
         return pd.DataFrame()
-    slo = results["slo.tpot_s" if column.startswith("tpot") else "slo.ttft_s"]
-    ok = results[(results["error"].fillna("") == "") & (results[column] <= slo)]
+    keeps_up = results.served_requests_per_s >= BEHIND * results.offered_requests_per_s \
+        if "served_requests_per_s" in results else True
+    met = (results["error"].fillna("") == "") & (results[ttft] <= results["slo.ttft_s"]) & \
+        (results[tpot] <= results["slo.tpot_s"]) & keeps_up
     others = [c for c in _swept(results) if c != "rate" and not c.endswith(("_bytes", "_bytes_per_s", "_s"))]
     groups = results.groupby(others, sort=False) if others else [((), results)]
     rows = []
     for key, group in groups:
-        met = ok.loc[ok.index.intersection(group.index)]
-        best = met.loc[met.rate.astype(float).idxmax()] if len(met) else None
+        rates = group.rate.astype(float)
+        ok = rates[met.loc[group.index]]
+        best = group.loc[ok.idxmax()] if len(ok) else None
+        bound = BELOW if best is None else FOUND if (rates[~met.loc[group.index]] > ok.max()).any() else AT_LEAST
         rows.append({**dict(zip(others, key if isinstance(key, tuple) else (key,))),
-                     "rate_at_slo": float(best.rate) if best is not None else math.nan,
+                     "rate_at_slo": float(best.rate) if best is not None else math.nan, "bound": bound,
                      "output_tokens_per_s": float(best.output_tokens_per_s) if best is not None else math.nan})
     return pd.DataFrame(rows)
 
@@ -121,7 +131,8 @@ def command(base: dict[str, Any], sweeps: dict[str, list[str]], out: Path, worke
     lines.append(frame[shown].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     table = capacity(frame)
     if len(table):
-        lines.append("requests a second at the p90 TTFT SLO:")
+        lines.append("requests a second within the p90 TTFT and TPOT SLOs (at least: the highest rate swept met "
+                     "them; memsim capacity searches past it):")
         lines.append(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     failed = int((frame["error"].fillna("") != "").sum())
     lines.append(f"wrote {out / 'results.csv'}: {len(frame)} points, {failed} failed")

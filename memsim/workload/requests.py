@@ -31,7 +31,7 @@ COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens", "prefix_id", "prefix_t
 REQUIRED = COLUMNS[:3]
 # What ``memsim serve`` writes beside these in its requests.csv (a request's number and outcome: the
 # engine's ``Sequence.row``): read back and left aside, so a run's requests.csv serves again as a trace.
-WRITTEN = ("id", "queue_s", "ttft_s", "tpot_s", "e2e_s", "preemptions", "handoff_s", "instance")
+WRITTEN = ("id", "queue_s", "ttft_s", "tpot_s", "e2e_s", "itl_s_max", "preemptions", "handoff_s", "instance")
 ARRIVALS = ("poisson", "gamma")
 LENGTHS = ("fixed", "uniform", "lognormal")
 MAX_TOKENS = 1 << 20  # a request's prompt or output
@@ -155,17 +155,52 @@ def _lengths(rng: np.random.Generator, kind: str, median: int, spread: float, n:
     return np.clip(np.rint(values), 1, MAX_TOKENS).astype(int)
 
 
+def _gaps(rng: np.random.Generator, arrival: str, burstiness: float, rate: float, n: int) -> np.ndarray:
+    """``n`` gaps between arrivals at ``rate``: exponential, or gamma of coefficient of variation ``burstiness``."""
+    if arrival == "poisson":
+        return rng.exponential(1 / rate, n)
+    shape = 1 / burstiness ** 2  # gamma gaps of mean 1/rate and coefficient of variation ``burstiness``
+    return rng.gamma(shape, 1 / (rate * shape), n)
+
+
+def _arrivals(rng: np.random.Generator, arrival: str, burstiness: float, rate: float, n: int,
+              duration: float | None) -> np.ndarray:
+    """``n`` arrival times from 0, or with a ``duration`` all that arrive before it (drawn in batches of
+    the expected count until they pass it); past ``MAX_OPS`` requests a one-line error."""
+    if duration is None:
+        gaps = _gaps(rng, arrival, burstiness, rate, n)
+        return np.cumsum(gaps) - gaps[0]  # the first request arrives at 0
+    if rate * duration > limits.MAX_OPS:
+        raise ConfigError(f"{rate * duration:,.0f} requests would arrive in {duration:g} s at {rate:g} a second: more "
+                          f"than memsim serves in one run ({limits.MAX_OPS:,})", field=run_field("duration"))
+    batch = min(limits.MAX_OPS, math.ceil(rate * duration) + 16)
+    gaps = _gaps(rng, arrival, burstiness, rate, batch)
+    while gaps[1:].sum() < duration and len(gaps) <= limits.MAX_OPS:
+        gaps = np.concatenate([gaps, _gaps(rng, arrival, burstiness, rate, batch)])
+    arrivals = np.cumsum(gaps) - gaps[0]
+    n = int(np.searchsorted(arrivals, duration))
+    if n > limits.MAX_OPS:
+        raise ConfigError(f"more than {limits.MAX_OPS:,} requests arrive in {duration:g} s at {rate:g} a second "
+                          "(bursts): more than memsim serves in one run", field=run_field("duration"))
+    return arrivals[:n]
+
+
 def synthetic(n: int, rate: float, *, arrival: str = "poisson", burstiness: float = 1.0, prompt: int = 512,
               output: int = 128, lengths: str = "fixed", spread: float = 0.5, seed: int = 0,
-              prefix: int = 0) -> tuple[Request, ...]:
-    """``n`` requests arriving at ``rate`` a second: ``poisson`` (exponential gaps) or ``gamma`` (gaps of
-    coefficient of variation ``burstiness``: above 1 bursty); lengths drawn by ``lengths`` around ``prompt``
-    and ``output``; with ``prefix`` > 0 every request shares its first ``prefix`` prompt tokens (a drawn
-    prompt shorter than the prefix is the prefix: the prefix is part of every prompt)."""
-    if not 1 <= n <= limits.MAX_OPS:
-        raise ConfigError(f"must be 1 to {limits.MAX_OPS:,}", field=run_field("count"))
+              prefix: int = 0, duration: float | None = None) -> tuple[Request, ...]:
+    """``n`` requests arriving at ``rate`` a second (with a ``duration``: every request that arrives in that
+    many seconds, however many): ``poisson`` (exponential gaps) or ``gamma`` (gaps of coefficient of variation
+    ``burstiness``: above 1 bursty); lengths drawn by ``lengths`` around ``prompt`` and ``output``; with
+    ``prefix`` > 0 every request shares its first ``prefix`` prompt tokens (a drawn prompt shorter than the
+    prefix is the prefix: the prefix is part of every prompt)."""
     if not (math.isfinite(rate) and rate > 0):
         raise ConfigError("must be a positive rate (requests a second)", field=run_field("rate"))
+    if duration is not None:
+        if not (math.isfinite(duration) and 0 < duration < HORIZON_S):
+            raise ConfigError(f"must be a positive time within memsim's horizon ({HORIZON_S:.4g} s)",
+                              field=run_field("duration"))
+    elif not 1 <= n <= limits.MAX_OPS:
+        raise ConfigError(f"must be 1 to {limits.MAX_OPS:,}", field=run_field("count"))
     if arrival not in ARRIVALS:
         raise ConfigError(f"unknown arrival process {arrival!r} ({', '.join(ARRIVALS)})", field=run_field("arrival"))
     if not (math.isfinite(burstiness) and BURSTINESS[0] <= burstiness <= BURSTINESS[1]):
@@ -179,12 +214,8 @@ def synthetic(n: int, rate: float, *, arrival: str = "poisson", burstiness: floa
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ConfigError(f"must be a whole number from 0, not {seed!r}", field=run_field("seed"))
     rng = np.random.default_rng(seed)
-    if arrival == "poisson":
-        gaps = rng.exponential(1 / rate, n)
-    else:  # gamma gaps of mean 1/rate and coefficient of variation ``burstiness``
-        shape = 1 / burstiness ** 2
-        gaps = rng.gamma(shape, 1 / (rate * shape), n)
-    arrivals = np.cumsum(gaps) - gaps[0]  # the first request arrives at 0
+    arrivals = _arrivals(rng, arrival, burstiness, rate, n, duration)
+    n = len(arrivals)
     if not arrivals[-1] < HORIZON_S:
         raise ConfigError(f"{n:,} requests at {rate:g} a second arrive past memsim's horizon ({HORIZON_S:.4g} s)",
                           field=run_field("rate"))

@@ -9,8 +9,9 @@ import pytest
 
 import memsim
 from memsim.engine.schedulers import SCHEDULERS, chosen
+from memsim.engine.sequence import Seq
 from memsim.engine.serving import advance
-from memsim.engine.serving_state import Limits, Seq, State
+from memsim.engine.serving_state import Limits, State
 
 MODULE = '''
 from memsim.engine.schedulers import scheduler

@@ -206,3 +206,34 @@ def test_the_loop_keeps_integer_picoseconds_so_ten_steps_of_a_tenth_end_at_one_s
     assert all(isinstance(t, int) for s in seqs for t in (s.arrival_ps, s.scheduled_ps, s.first_token_ps, s.end_ps))
     assert seqs[0].end_ps == 10**12 == seqs[1].arrival_ps
     assert steps[9]["end_s"] == 1.0 and steps[10]["start_s"] == 1.0
+
+
+def test_each_output_token_keeps_its_gap_from_the_one_before():
+    seqs, _, _ = serve(reqs((0.0, 100, 5), (0.0, 100, 3)), "prefill_first", Limits(kv_blocks=100), step_time)
+    first, second = seqs
+    assert len(first.gaps) == 4 and len(second.gaps) == 2  # the first token has no gap before it
+    assert sum(first.gaps) == first.end_ps - first.first_token_ps
+    assert first.gaps[0] == pytest.approx(step_time_of(decodes=2) * 1e12, abs=1)  # both decode together
+    assert first.gaps[-1] == pytest.approx(step_time_of(decodes=1) * 1e12, abs=1)  # alone, once the other ends
+    assert first.row()["itl_s_max"] == pytest.approx(step_time_of(decodes=2))
+
+
+def test_a_preemption_shows_as_one_long_gap():
+    # 4 blocks of 16 tokens: the newer sequence is preempted and its context recomputed
+    seqs, _, _ = serve(reqs((0.0, 20, 40), (0.0, 20, 40)), "prefill_first", Limits(kv_blocks=4), step_time)
+    stalled = max(seqs, key=lambda s: s.preemptions)
+    assert stalled.preemptions >= 1
+    assert max(stalled.gaps) > 2 * sorted(stalled.gaps)[len(stalled.gaps) // 2]  # a stall, not a step
+
+
+def test_closed_loop_clients_start_when_told_and_think_per_request():
+    specs = [(0.0, 50, 10)] * 6
+    thinks = [0.0, 0.0, 0.1, 0.2, 0.3, 0.4]
+    seqs, _, _ = serve_instances(reqs(*specs), [Instance(scheduler="prefill_first", limits=Limits(kv_blocks=1000),
+                                                         step_time=step_time)],
+                                 users=2, think_s=thinks, starts_s=[0.0, 0.25])
+    assert seqs[0].arrival_s == 0.0 and seqs[1].arrival_s == pytest.approx(0.25)
+    for k in range(2, 6):  # the think time before request k, after its client's last one
+        assert seqs[k].arrival_s == pytest.approx(seqs[k - 2].end_s + thinks[k])
+    with pytest.raises(ConfigError, match="5 think times for 6 requests"):
+        serve(reqs(*specs), "prefill_first", Limits(kv_blocks=1000), step_time, users=2, think_s=thinks[:5])

@@ -147,7 +147,10 @@ def test_the_explain_page_is_current():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    assert (root / "docs" / "explain.md").read_text() == whatif.reference(), "python scripts/reference.py --write"
+    from memsim.sweep import explain_serve
+
+    page = whatif.reference() + explain_serve.reference()  # and memsim explain --serve's section
+    assert (root / "docs" / "explain.md").read_text() == page, "python scripts/reference.py --write"
 
 
 @pytest.mark.slow
@@ -189,3 +192,12 @@ def test_explain_refuses_a_malformed_scheduler_in_one_line_before_it_runs(monkey
                                    "-o", str(out))
     assert code == 2 and "--scheduler" in stderr and len(stderr.strip().splitlines()) == 1
     assert "Traceback" not in stderr and not stdout and not out.exists()
+
+
+def test_a_quantity_the_run_sets_is_set_anew_not_given_twice():
+    from memsim.run.quantities import Quantity, changed
+    from memsim.run.runspec import RunSpec
+
+    spec = RunSpec.make({"model": "llama-3.2-1b", "set": ["levels.hbm.bandwidth=3000GB/s", "compute.peak.bf16=500T"]})
+    q = Quantity(name="levels[hbm].bandwidth", kind="bandwidth", unit="bandwidth", value=3_000_000_000_000)
+    assert changed(spec, q, 6_000_000_000_000).set == (("compute.peak.bf16", "500T"), ("levels.hbm.bandwidth", "6 TB/s"))

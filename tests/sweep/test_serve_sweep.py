@@ -21,14 +21,22 @@ def test_a_point_splits_into_typed_serving_keywords_and_hardware_overrides():
         serve_sweep.split({"count": "many"})
 
 
-def test_capacity_is_the_highest_rate_meeting_each_points_own_slo():
-    results = pd.DataFrame({"rate": [1, 2, 4, 1, 2, 4], "hbm.capacity": ["40GB"] * 3 + ["80GB"] * 3,
-                            "hbm.capacity_bytes": [40e9] * 3 + [80e9] * 3, "error": [""] * 6,
-                            "ttft_s_p90": [0.1, 0.6, 3.0, 0.1, 0.2, 0.45], "slo.ttft_s": [0.5] * 6,
-                            "slo.tpot_s": [0.1] * 6, "output_tokens_per_s": [10, 20, 30, 10, 20, 40]})
+def test_capacity_is_the_highest_rate_meeting_both_slos_and_says_when_it_is_censored():
+    results = pd.DataFrame({"rate": [1, 2, 4] * 3, "hbm.capacity": ["40GB"] * 3 + ["80GB"] * 3 + ["20GB"] * 3,
+                            "hbm.capacity_bytes": [40e9] * 3 + [80e9] * 3 + [20e9] * 3, "error": [""] * 9,
+                            "ttft_s_p90": [0.1, 0.2, 0.6, 0.1, 0.2, 0.45, 0.9, 0.9, 0.9], "slo.ttft_s": [0.5] * 9,
+                            "tpot_s_p90": [0.05, 0.2, 0.05, 0.05, 0.05, 0.05, 0.05, 0.05, 0.05], "slo.tpot_s": [0.1] * 9,
+                            "output_tokens_per_s": [10, 20, 30, 10, 20, 40, 1, 2, 3]})
     table = serve_sweep.capacity(results)
-    assert table.to_dict("records") == [{"hbm.capacity": "40GB", "rate_at_slo": 1.0, "output_tokens_per_s": 10.0},
-                                        {"hbm.capacity": "80GB", "rate_at_slo": 4.0, "output_tokens_per_s": 40.0}]
+    assert table.to_dict("records")[:2] == [
+        # 2 req/s misses the TPOT SLO though its TTFT is within
+        {"hbm.capacity": "40GB", "rate_at_slo": 1.0, "bound": "found", "output_tokens_per_s": 10.0},
+        # the highest rate swept met both: a lower bound, not the capacity
+        {"hbm.capacity": "80GB", "rate_at_slo": 4.0, "bound": "at least", "output_tokens_per_s": 40.0}]
+    last = table.to_dict("records")[2]
+    assert last["bound"] == "below" and last["rate_at_slo"] != last["rate_at_slo"]  # NaN: none met them
+    falls_behind = results.assign(offered_requests_per_s=results.rate, served_requests_per_s=results.rate * 0.5)
+    assert set(serve_sweep.capacity(falls_behind).bound) == {"below"}
 
 
 def test_the_command_sweeps_serving_runs_and_refuses_a_step_option(monkeypatch, capsys, tmp_path):
@@ -46,7 +54,7 @@ def test_the_command_sweeps_serving_runs_and_refuses_a_step_option(monkeypatch, 
     results = pd.read_csv(tmp_path / "s" / "results.csv")
     assert list(results.rate) == [2, 200] and (results.requests == 12).all()
     assert results.ttft_s_p90[1] > results.ttft_s_p90[0]  # a queue at the higher rate
-    assert "requests a second at the p90 TTFT SLO" in io.out
+    assert "requests a second within the p90 TTFT and TPOT SLOs" in io.out
     code, io = memsim_cli("--batch", "8", "--set", "rate=1,2", "--out", str(tmp_path / "t"))
     assert code == 2 and "--batch" in io.err and len(io.err.strip().splitlines()) == 1
     assert not (tmp_path / "t").exists()

@@ -93,3 +93,16 @@ def test_drawn_requests_refuse_what_they_cannot_draw_in_one_line(kw, field):
     with pytest.raises(ConfigError) as info:
         synthetic(args.pop("n"), args.pop("rate"), **args)
     assert info.value.field == field and "\n" not in info.value.one_line()
+
+
+def test_a_duration_draws_every_request_that_arrives_in_it():
+    reqs = synthetic(1, 50.0, duration=20.0, seed=3)
+    assert all(r.arrival_s < 20.0 for r in reqs) and reqs[-1].arrival_s > 19.0
+    assert 800 < len(reqs) < 1200  # Poisson: 1000 expected
+    bursty = synthetic(1, 50.0, duration=20.0, arrival="gamma", burstiness=30.0, seed=3)  # batches drawn till covered
+    assert all(r.arrival_s < 20.0 for r in bursty)
+    assert synthetic(1, 5.0, duration=4.0, seed=1) == synthetic(1, 5.0, duration=4.0, seed=1)
+    with pytest.raises(ConfigError, match="more than memsim serves in one run"):
+        synthetic(1, 1e6, duration=1e3)
+    with pytest.raises(ConfigError, match="duration"):
+        synthetic(1, 1.0, duration=-1.0)

@@ -4,7 +4,8 @@ and the batch a step runs. Each works on the draft a scheduler decides on, throu
 (``State.take``, ``grow``, ``preempt``, ``swap_back``, ``evict``), which the draft records."""
 from __future__ import annotations
 
-from memsim.engine.serving_state import Batch, Seq, State
+from memsim.engine.sequence import Seq
+from memsim.engine.serving_state import Batch, State
 
 
 def admit(state: State, seq: Seq) -> int | None:
