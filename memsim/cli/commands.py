@@ -18,8 +18,8 @@ COMMANDS = {
     "import": "Import a graph from another format into a memsim trace file.",
     "list": "List shipped hardware presets (family, matrix peak, memory levels), models or runtime stacks.",
     "plot": "Figures from results (needs the plot extra: matplotlib).",
-    "report": "One self-contained HTML page of a run's --out folder: summary, placement, stalls, timeline, roofline, "
-              "energy.",
+    "report": "An HTML page of any folder memsim writes: a run's (summary, placement, stalls, timeline, roofline, "
+              "energy), a serving run's, a capacity search's, a sweep's (with its kept points' pages) or explain's.",
     "run": "Simulate one decode or prefill step, or a whole generation, and print a summary.",
     "serve": "Simulate requests arriving at a deployment: continuous batching, a paged KV cache, latency percentiles.",
     "show": "Print a hardware preset's or a stack's YAML, comments and sources included (a file with a base: as it "

@@ -19,7 +19,7 @@ from memsim.cli.serve import serve_cmd
 from memsim.core import limits
 from memsim.core.atomic import atomic_write_text, check_output_file
 from memsim.core.errors import FLAGS, MemsimError, MemsimWarning, flags_named
-from memsim.report import html as report_html
+from memsim.report import folders as report_folders
 from memsim.report import plots, run_plots, serve_plots
 from memsim.run import api, inputs, runspec, steps
 from memsim.run import explain as whatif
@@ -232,10 +232,10 @@ def report_cmd(folder, output):
 
 def _report(folder: str, output: str | None) -> None:
     path = Path(output) if output else Path(folder) / report.REPORT
-    check_output_file(path, "--output" if output else "FOLDER", [Path(folder) / name for name in report.DATA])
-    page = report_html.render(Path(folder))
-    _writing("--output" if output else "FOLDER", str(path), lambda: atomic_write_text(path, page))
-    click.echo(f"wrote {path}")
+    check_output_file(path, "--output" if output else "FOLDER", report_folders.inputs(Path(folder)))
+    for written in _writing("--output" if output else "FOLDER", str(path),
+                            lambda: report_folders.write(Path(folder), Path(output) if output else None)):
+        click.echo(f"wrote {written}")
 
 
 @main.command(help=COMMANDS["trace"])

@@ -20,6 +20,7 @@ from memsim.hardware.loader import load_chip
 from memsim.report.ceilings import ceilings, run_dtype
 from memsim.report.output import DATA, read_table
 from memsim.report.run_plots import TIMELINE_READ, colours, label_of, read_energy, timeline_labels, weight_dtype
+from memsim.report.summary_fields import FIELDS, scope_tag
 
 MAX_BARS = 20_000  # beyond this the timeline merges intervals per operator, as the Gantt chart does
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;padding:0 1.5em;max-width:1200px;color:#222}
@@ -33,7 +34,7 @@ def script_json(value: Any) -> str:
     return json.dumps(value).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def _plotly():
+def plotly():
     try:
         import plotly.graph_objects as go
         import plotly.io as pio
@@ -43,25 +44,72 @@ def _plotly():
     return go, pio, get_plotlyjs
 
 
-def _table(rows: list[tuple[Any, ...]], head: tuple[str, ...]) -> str:
-    def cell(v: Any) -> str:
+def table(rows: list[tuple[Any, ...]], head: tuple[str, ...], links: int | None = None) -> str:
+    """An HTML table of ``rows`` under ``head``, every cell escaped; the cells of column ``links`` (a path
+    relative to the page, made by memsim) are links, those of a path that is not one are plain text."""
+    def cell(v: Any, i: int) -> str:
+        if i == links and isinstance(v, str) and v and _relative_path(v):
+            return f'<td><a href="{html.escape(v)}">{html.escape(v)}</a></td>'
         return f'<td class="n">{v:.6g}</td>' if isinstance(v, float) else f"<td>{html.escape(str(v))}</td>"
-    body = "".join("<tr>" + "".join(cell(v) for v in row) + "</tr>" for row in rows)
+    body = "".join("<tr>" + "".join(cell(v, i) for i, v in enumerate(row)) + "</tr>" for row in rows)
     return "<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>" + body + "</table>"
 
 
-def _summary_rows(s: dict[str, Any]) -> list[tuple[str, Any]]:
+def _relative_path(text: str) -> bool:
+    """Whether ``text`` is a plain relative path (no scheme, no absolute root): a link that stays on disk."""
+    return ":" not in text and not text.startswith(("/", "\\")) and all(c.isprintable() for c in text)
+
+
+def page(title: str, body: list[str], figures: list[tuple[str, str, Any]], plotly_src: str | None = None) -> str:
+    """A page: ``body`` (HTML already escaped), then each figure under its heading; plotly.js inlined, or
+    loaded from ``plotly_src`` (a path relative to the page, memsim's own: ``report.folders.PLOTLY``)."""
+    _, pio, plotlyjs = plotly()
+    script = f"<script>{plotlyjs()}</script>" if plotly_src is None else \
+        f"<script src='{html.escape(plotly_src)}'></script>"
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
+             f"<style>{STYLE}</style>{script}</head><body>", f"<h1>{html.escape(title)}</h1>", *body]
+    for div, heading, fig in figures:
+        parts += [f"<h2>{html.escape(heading)}</h2>",
+                  pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=div,
+                              config={"displaylogo": False, "responsive": True})]
+    parts.append(f"<script>document.body.dataset.figures = {script_json([d for d, _, _ in figures])}.length;</script>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def _summary_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
+    """The summary as the console writes it (``memsim run``): each figure with its unit, in words."""
     w = s.get("workload", {})
     derived = f", {s['derived_from']}" if s.get("derived_from") else ""
+    shape = " ".join(f"{k}={w[k]}" for k in ("batch", "tokens", "context") if w.get(k) is not None)
+    formats = ", ".join(f"{k.split('_')[0]} {w[k]}" for k in ("weight_dtype", "kv_dtype") if w.get(k))
+    grid = f"; tp {w['tp']}" if w.get("tp", 1) > 1 else ""
+    util = f", utilisation {s['compute_utilization']:.1%}" if isinstance(s.get("compute_utilization"), float) else ""
     rows = [("hardware", f"{s['hardware']} ({s.get('family', '')}{derived})"),
-            ("workload", " ".join(f"{k}={v}" for k, v in w.items() if v is not None)),
-            ("step time (ms)", s["step_time_s"] * 1e3), ("roofline (ms)", s["roofline_s"] * 1e3),
-            ("bound", s.get("roofline_bound", "")), ("FLOPs", float(s["flops_total"])),
-            ("compute busy (ms)", s["compute_busy_s"] * 1e3)]
-    rows += [(f"{lvl} bytes", human_bytes(b["total"])) for lvl, b in s.get("bytes_per_level", {}).items() if b["total"]]
+            ("workload", f"{w.get('model') or w.get('source', 'trace')}  {w.get('phase', '')}  {shape}"
+                         f"{'; ' + formats if formats else ''}{grid}"),
+            ("step time", f"{s['step_time_s'] * 1e3:.4f} ms"),
+            ("roofline", f"{s['roofline_s'] * 1e3:.4f} ms (bound: {s.get('roofline_bound', '')}, "
+                         f"x{s['step_time_s'] / s['roofline_s']:.2f})" if s.get("roofline_s") else "none"),
+            ("FLOPs", f"{float(s['flops_total']):.4e}{util}"),
+            ("compute busy", f"{s['compute_busy_s'] * 1e3:.4f} ms")]
+    rows += [(lvl, f"read {human_bytes(b.get('read', 0))}, written {human_bytes(b.get('written', 0))}")
+             for lvl, b in s.get("bytes_per_level", {}).items() if b.get("total")]
+    stalls = sorted(s.get("stall_s", {}).items(), key=lambda kv: -kv[1])
+    if stalls:
+        rows.append(("stalls", ", ".join(f"{k} {v * 1e3:.4f} ms" for k, v in stalls)))
     e = s.get("energy_j", {})
-    rows.append(("energy (J)", e["total"]) if e.get("total") else ("energy", "not modelled: the chip gives no energy"))
-    return rows
+    parts = ", ".join(f"{k} {e[k]:.4f} J" for k in ("compute", "dynamic", "static") if isinstance(e.get(k), float))
+    rows.append(("energy", f"{e['total']:.4f} J ({parts})") if e.get("total") else
+                ("energy", "not modelled: the chip gives no energy"))
+    keys = {"FLOPs": "flops_total", "compute busy": "compute_busy_s", "energy": "energy_j", "stalls": "stall_s",
+            **{lvl: "bytes_per_level" for lvl in s.get("bytes_per_level", {})}}
+    chips, stages = int(s.get("chips", 1) or 1), int((s.get("grid") or {}).get("pp", 1) or 1)
+    tagged = []  # with several chips, whose figure each is, as the console tags it
+    for name, text in rows:
+        tag = scope_tag(FIELDS[keys[name]].metadata["scope"], chips, stages) if name in keys else ""
+        tagged.append((name, f"{text}  [{tag}]" if tag else text))
+    return tagged
 
 
 def _timeline_figure(go, tl: pd.DataFrame, chip: str, palette: dict[str, str]):
@@ -115,9 +163,9 @@ def _bar_figure(go, values: dict[str, float], title: str, unit: str, palette: di
         title=title, xaxis_title=unit, height=140 + 30 * len(names), yaxis={"autorange": "reversed"})
 
 
-def render(folder: Path) -> str:
-    """The page of the run in ``folder``."""
-    go, pio, plotlyjs = _plotly()
+def render(folder: Path, plotly_src: str | None = None) -> str:
+    """The page of the run in ``folder`` (``plotly_src``: where it loads plotly.js from; None: inlined)."""
+    go, _, _ = plotly()
     folder = Path(folder)
     for name in DATA:
         if not (folder / name).is_file():
@@ -146,18 +194,10 @@ def render(folder: Path) -> str:
     placed = [(klass, lvl, human_bytes(b)) for klass, levels in s.get("placement", {}).items() for lvl, b in levels.items()]
     w = s.get("workload", {})
     title = f"memsim: {s['hardware']}, {w.get('model') or w.get('source', 'trace')} {w.get('phase', '')}"
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
-             f"<style>{STYLE}</style><script>{plotlyjs()}</script></head><body>", f"<h1>{html.escape(title)}</h1>",
-             "<h2>Summary</h2>", _table(_summary_rows(s), ("", "")),
-             "<h2>Placement</h2>", _table(placed, ("tensors", "level", "bytes")) if placed else "<p>none</p>"]
+    body = ["<h2>Summary</h2>", table(_summary_rows(s), ("", "")),
+            "<h2>Placement</h2>", table(placed, ("tensors", "level", "bytes")) if placed else "<p>none</p>"]
     used = s.get("estimates", {}).get("used", []) if isinstance(s.get("estimates"), dict) else []
     if used:
-        parts.append(f"<p class='note'>The result rests on {len(used)} estimated preset values: "
-                     f"{html.escape(', '.join(map(str, used)))} (summary.json, estimates).</p>")
-    for div, heading, fig in figures:
-        parts += [f"<h2>{html.escape(heading)}</h2>",
-                  pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=div,
-                              config={"displaylogo": False, "responsive": True})]
-    parts.append(f"<script>document.body.dataset.figures = {script_json([d for d, _, _ in figures])}.length;</script>")
-    parts.append("</body></html>")
-    return "\n".join(parts)
+        body.append(f"<p class='note'>The result rests on {len(used)} estimated preset values: "
+                    f"{html.escape(', '.join(map(str, used)))} (summary.json, estimates).</p>")
+    return page(title, body, figures, plotly_src)

@@ -29,6 +29,7 @@ from memsim.core.atomic import atomic_write_text, check_apart, check_writable_pa
 from memsim.core.errors import ConfigError, MemsimWarning, run_field
 from memsim.core.pages import lead, meanings
 from memsim.hardware.loader import one_reading
+from memsim.report.output import REPORT
 from memsim.run.inputs import files
 from memsim.run.runspec import check, param
 from memsim.serving.model import StepModel
@@ -239,7 +240,7 @@ FILES = ("capacity.json", "points.csv")
 
 def check_out(out: Path, inputs: tuple[Path, ...] = ()) -> None:
     """Refuse an ``--out`` holding anything a capacity search does not write, or one of its inputs."""
-    foreign = [name for name in folder_entries(Path(out), run_field("out")) if name not in FILES]
+    foreign = [name for name in folder_entries(Path(out), run_field("out")) if name not in (*FILES, REPORT)]
     if foreign:
         raise ConfigError(f"holds {foreign[0]!r}, which no capacity search writes: give a new or empty folder",
                           file=str(out), field=run_field("out"))

@@ -12,6 +12,7 @@ import pandas as pd
 
 from memsim.core.atomic import atomic_write_text, check_apart, check_writable_parent, folder_entries
 from memsim.core.errors import ConfigError, run_field
+from memsim.report.output import REPORT
 from memsim.report.serve_plots import FIGURES
 from memsim.serving.summary import ServeSummary, Slo
 
@@ -66,7 +67,7 @@ def served_rate(ends: pd.Series, start: float, stop: float) -> float:
 def check_out(out: Path, inputs: Iterable[Path] = ()) -> None:
     """Refuse an ``--out`` that holds anything a serving run does not write, or one of the run's
     ``inputs`` (its request trace, chip, model or stack file); nothing is created."""
-    foreign = [name for name in folder_entries(Path(out), run_field("out")) if name not in (*FILES, *FIGURES)]
+    foreign = [name for name in folder_entries(Path(out), run_field("out")) if name not in (*FILES, *FIGURES, REPORT)]
     if foreign:
         raise ConfigError(f"holds {foreign[0]!r}, which no serving run writes: give a new or empty folder",
                           file=str(out), field=run_field("out"))
@@ -80,7 +81,7 @@ def write(requests: pd.DataFrame, steps: pd.DataFrame, summary: ServeSummary, ou
     out = Path(out)
     check_out(out, inputs)
     out.mkdir(parents=True, exist_ok=True)
-    for name in FIGURES:  # an earlier run's figures: stale beside the new tables
+    for name in (*FIGURES, REPORT):  # an earlier run's figures and page: stale beside the new tables
         if (out / name).is_file() and not (out / name).is_symlink():
             (out / name).unlink()
     paths = [out / name for name in FILES]

@@ -48,10 +48,11 @@ class Folder:
     noun: str
 
 
+PAGES = frozenset({"report.html", "plotly.min.js"})  # memsim report's page of the folder, and the plotly.js it loads
 SWEEP = Folder(manifest="sweep.json", own=frozenset({".lock", "sweep.json", "points.jsonl", "results.csv", "results.png",
-                                                    "points"}), what="a sweep's", noun="sweep")
-EXPLAIN = Folder(manifest="explain.json", own=frozenset({".lock", "explain.json", "points.jsonl", "explain.csv", "points"}),
-                 what="memsim explain's", noun="explain run")
+                                                    "points", *PAGES}), what="a sweep's", noun="sweep")
+EXPLAIN = Folder(manifest="explain.json", own=frozenset({".lock", "explain.json", "points.jsonl", "explain.csv", "points",
+                                                         *PAGES}), what="memsim explain's", noun="explain run")
 FOLDERS = (SWEEP, EXPLAIN)
 MANIFEST, OWN = SWEEP.manifest, SWEEP.own
 SWEPT_FILES = "swept_files"  # the manifest's record of the swept files' contents

@@ -72,8 +72,12 @@ def test_memsim_report_writes_the_page_and_refuses_a_folder_that_is_no_run(monke
     assert code == 0 and (tmp_path / "page.html").read_text().startswith("<!doctype html>")
     (tmp_path / "empty").mkdir()
     code, io = cli_run("report", str(tmp_path / "empty"))
-    assert code == 2 and io.err.strip().endswith("missing summary.json: not a memsim run folder")
+    assert code == 2 and "not a folder memsim writes: a run's (summary.json" in io.err
     assert list((tmp_path / "empty").iterdir()) == []
+    (tmp_path / "half").mkdir()
+    (tmp_path / "half" / "summary.json").write_text("{}")
+    code, io = cli_run("report", str(tmp_path / "half"))
+    assert code == 2 and io.err.strip().endswith("missing timeline.csv: not a memsim run folder")
 
 
 # What a hostile run folder may hold in any text field: each would run script if it reached the page raw.
@@ -132,3 +136,14 @@ def test_hostile_strings_in_every_field_of_a_run_folder_run_no_script(run_folder
                                     "a[href^=javascript]').length, document.body.dataset.figures]")
     pwned, made, figures = seen.value
     assert pwned == "undefined" and made == 0 and int(figures) >= 3, seen.value
+
+
+def test_the_summary_reads_as_the_console_does_each_figure_with_its_unit(run_folder):
+    import json
+
+    s = json.loads((run_folder / "summary.json").read_text())
+    page = render(run_folder)
+    assert f"<td>step time</td><td>{s['step_time_s'] * 1e3:.4f} ms</td>" in page
+    assert "<td>workload</td><td>gpt2  decode  batch=1 tokens=1 context=64; weight bf16, kv bf16</td>" in page
+    summary = page.split("<h2>Summary</h2>")[1].split("<h2>Placement")[0]
+    assert "model=" not in summary and 'class="n"' not in summary  # no repr-style cell, no bare float
