@@ -140,9 +140,9 @@ def _micro_tasks(contexts: list[Context], shape: Shaper, stage_of: dict[str, int
         if op_cx.compute_share < 1:  # a region: its share of each level's channels, whatever the family
             steps = tuple(s if s.share <= op_cx.compute_share else dataclasses.replace(s, share=op_cx.compute_share)
                           for s in steps)
-        bound = bounds.get(steps)
-        if bound is None:
-            bound = bounds[steps] = _bound(chip, steps)
+        if steps not in bounds:  # a compute-bound op's bound is None: cached as such, not looked up again
+            bounds[steps] = _bound(chip, steps)
+        bound = bounds[steps]
         releases = prefetch.acquires if prefetch is not None else 0
         stream = BRANCH if op.name in cache["branches"] else COMPUTE
         k = _overlap_chunks(op, graph, deps, chip, tp, steps, chips)

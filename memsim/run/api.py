@@ -20,6 +20,7 @@ from memsim.report import spill
 from memsim.report.summary_records import ABSENT, plain
 from memsim.run import generation, grid, inputs, powercap, sensitivity, speculative
 from memsim.run.chipfile import chip_path
+from memsim.run.lazytables import Tables
 from memsim.run.machine import (  # noqa: F401  (the loaders, as callers know them here)
     blamed,
     estimates,
@@ -39,11 +40,10 @@ DEFAULT_SAMPLES = RunSpec.samples  # decode steps simulated for a generation; th
 @dataclass(frozen=True)
 class Result:
     """A finished run. ``summary`` is a ``memsim.report.Summary`` (``summary.as_dict()``: what
-    summary.json holds); ``timeline`` and ``ops`` are DataFrames."""
+    summary.json holds); ``timeline`` and ``ops`` are DataFrames, built when first read."""
 
     summary: report.Summary
-    timeline: pd.DataFrame
-    ops: pd.DataFrame
+    tables: Tables
     chip: hardware.ChipSpec
     graph: workload.OpGraph
     plan: mapping.Plan
@@ -57,6 +57,16 @@ class Result:
         w = self.summary.workload
         return (f"Result({self.summary.hardware}, {w.model or w.source or 'trace'} "
                 f"{w.phase or ''}, batch {1 if w.batch is None else w.batch}, step {self.summary.step_time_s * 1e3:.4g} ms)")
+
+    @property
+    def timeline(self) -> pd.DataFrame:
+        """One row per interval (docs/columns.md): timeline.csv."""
+        return self.tables.get("timeline")
+
+    @property
+    def ops(self) -> pd.DataFrame:
+        """One row per operator (docs/columns.md): ops.csv."""
+        return self.tables.get("ops")
 
     @property
     def stalls(self) -> pd.Series:
@@ -105,8 +115,8 @@ def _run(chip: hardware.ChipSpec, hw_file: str, graph: workload.OpGraph, fast_fo
         plan, result = powercap.run(
             chip, lambda at: mapping.make_plan(graph, at, mapping.Grid.of(graph, pp), micro, stack),
             lambda p: engine.run(p, fast_forward=fast_forward, memoize=memoize))
-    return Result(report.summarize(graph, plan, result, micro), report.timeline(result),
-                  report.ops(graph, plan, result), chip, graph, plan, result,
+    return Result(report.summarize(graph, plan, result, micro),
+                  Tables(lambda: report.timeline(result), lambda: report.ops(graph, plan, result)), chip, graph, plan, result,
                   frozenset(u.resource.ref for u in result.usage if u.read or u.written))
 
 
@@ -199,11 +209,12 @@ def _simulate(spec: RunSpec) -> Result:
     prefill, summary, decodes = generation.generate(run_step, spec.tokens("prefill"), spec.generate, spec.samples)
     first = decodes[min(decodes)]
     shift = prefill.summary.step_time_s
-    timeline = pd.concat([prefill.timeline, first.timeline.assign(start_s=first.timeline.start_s + shift,
-                                                                  end_s=first.timeline.end_s + shift)])
-    ops = pd.concat([prefill.ops, first.ops.assign(start_s=first.ops.start_s + shift,
-                                                   end_s=first.ops.end_s + shift)])
-    return Result(summary, timeline.reset_index(drop=True), ops.reset_index(drop=True), chip, prefill.graph,
+    def joined(name: str) -> pd.DataFrame:  # the prefill's rows, then the first decode step's after it
+        after = first.tables.get(name)
+        return pd.concat([prefill.tables.get(name), after.assign(start_s=after.start_s + shift,
+                                                                 end_s=after.end_s + shift)]).reset_index(drop=True)
+
+    return Result(summary, Tables(lambda: joined("timeline"), lambda: joined("ops")), chip, prefill.graph,
                   prefill.plan, prefill.engine, prefill.moved.union(*(r.moved for r in decodes.values())))
 
 

@@ -33,6 +33,7 @@ from memsim.core.errors import CapacityError, ConfigError, MemsimError, run_fiel
 from memsim.report.summary_fields import COMBINE, ONCE, SUMMED, Summary
 from memsim.report.summary_records import Speculated, present
 from memsim.run import generation
+from memsim.run.lazytables import Tables
 from memsim.run.runspec import SELF_DRAFT as SELF
 from memsim.run.runspec import RunSpec, Speculation
 
@@ -120,9 +121,9 @@ def speculative_step(spec: RunSpec, options: Speculation, verify: Any, run: Call
     times = _draft_times(shown, context, k)
     parts = [(shown[c], start, f"draft{c - context + 1}/") for c, start in times]
     parts.append((verify, drafted["step_time_s"], ""))
-    return dataclasses.replace(verify, summary=summary,
-                               timeline=_joined([(r.timeline, s, p) for r, s, p in parts]),
-                               ops=_joined([(r.ops, s, p) for r, s, p in parts]),
+    tables = Tables(lambda: _joined([(r.timeline, s, p) for r, s, p in parts]),
+                    lambda: _joined([(r.ops, s, p) for r, s, p in parts]))
+    return dataclasses.replace(verify, summary=summary, tables=tables,
                                moved=verify.moved.union(*(r.moved for r in shown.values())))
 
 

@@ -97,3 +97,11 @@ def test_sweep_frame_returns_the_results_table(tmp_path):
     assert df.groupby("batch")["step_time_s"].mean().is_monotonic_increasing
     with pytest.raises(memsim.ConfigError, match="expected a dict"):
         memsim.sweep_frame("h100-sxm", "gpt2", ["sram.capacity"])
+
+
+def test_a_runs_tables_are_built_when_first_read_and_then_kept():
+    r = memsim.simulate("h100-sxm", "gpt2", context=64, sensitivity=0)
+    assert r.tables._made == {}  # nobody read them yet: a rerun that only wants the summary builds none
+    ops = r.ops
+    assert set(r.tables._made) == {"ops"} and r.ops is ops and len(ops) > 0
+    assert abs(r.timeline.end_s.max() - r.summary.step_time_s) < 1e-9 * r.summary.step_time_s + 1e-15

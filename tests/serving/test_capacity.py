@@ -11,6 +11,8 @@ import memsim
 from memsim.core.errors import ConfigError
 from memsim.engine.serving import Limits, serve
 from memsim.serving.capacity import AT_LEAST, BELOW, FOUND, CapacitySpec, Point, search
+from memsim.serving.report import header
+from memsim.serving.spec import ServeSpec
 from memsim.workload.requests import synthetic
 from tests.cli.test_cli import run_cli
 from tests.conftest import TINY_MODEL
@@ -99,7 +101,6 @@ def test_the_command_reports_a_censored_capacity_and_writes_its_points(monkeypat
 
 def test_a_tight_slo_brackets_the_capacity_between_two_rates_tried(model):
     from memsim.serving.capacity import find
-    from memsim.serving.spec import ServeSpec
 
     spec = ServeSpec(hw="h100-sxm", model=model, prompt=32, output_tokens=8, slo_ttft=0.002, max_seqs=1, check=0)
     alone = memsim.serve("h100-sxm", model, rate=1, count=3, prompt=32, output_tokens=8, check=0).summary.ttft_s_p50
@@ -108,3 +109,18 @@ def test_a_tight_slo_brackets_the_capacity_between_two_rates_tried(model):
     assert result.capacity.bound == FOUND  # ... and enough of them at once do not
     met = [p for p in result.capacity.points if p.met]
     assert max(p.rate for p in met) == result.capacity.rate and result.at is not None
+
+
+def test_a_closed_loop_ramps_its_clients_up_and_draws_their_think_times(model):
+    kw = dict(users=4, count=24, prompt=32, output_tokens=8, think=0.05, check=0)
+    lockstep = memsim.serve("h100-sxm", model, **kw).requests
+    assert (lockstep.arrival_s.iloc[:4] == 0).all()  # every client at once: prompts in a wave
+    ramped = memsim.serve("h100-sxm", model, ramp=1.0, think_dist="exponential", seed=4, **kw)
+    first = sorted(ramped.requests.arrival_s)[:4]
+    assert len(set(first)) == 4 and all(0 <= t < 1.0 for t in first)  # spread over the ramp
+    again = memsim.serve("h100-sxm", model, ramp=1.0, think_dist="exponential", seed=4, **kw)
+    assert again.requests.arrival_s.tolist() == ramped.requests.arrival_s.tolist()  # from the seed
+    gaps = ramped.requests.sort_values("arrival_s")
+    assert gaps.arrival_s.diff().dropna().std() > 0  # drawn think times, not one fixed pause
+    spec = ServeSpec(hw="h100-sxm", model=model, ramp=1.0, think_dist="exponential", seed=4, **kw)
+    assert "think exponential 0.05 s, starts over 1 s" in "\n".join(header(spec, ramped.summary))
