@@ -153,11 +153,11 @@ def gantt_figure(timeline: pd.DataFrame, palette: dict[str, str] | None = None):
             whole[(chip, res)] = (spent / spent.sum()).to_dict() if spent.sum() > 0 else {}
     for y, (chip, res) in enumerate(tracks):
         left = 0.0
-        for label, share in sorted(whole.get((chip, res), {}).items(), key=lambda kv: -kv[1]):
-            bar.barh(y, share * 100, left=left, height=0.8, color=palette[label], lw=0)
-            if share >= SHARE_LABEL:
-                bar.text(left + share * 50, y, f"{share:.0%}", ha="center", va="center", fontsize=7)
-            left += share * 100
+        for label, fraction in sorted(whole.get((chip, res), {}).items(), key=lambda kv: -kv[1]):
+            bar.barh(y, fraction * 100, left=left, height=0.8, color=palette[label], lw=0)
+            if fraction >= SHARE_LABEL:
+                bar.text(left + fraction * 50, y, f"{fraction:.0%}", ha="center", va="center", fontsize=7)
+            left += fraction * 100
     handles, names = ax.get_legend_handles_labels()
     unique = dict(zip(names, handles))
     bar.legend(unique.values(), unique.keys(), fontsize=8, loc="upper left", bbox_to_anchor=(1.05, 1))

@@ -270,6 +270,9 @@ def find(spec: ServeSpec, cap: CapacitySpec) -> CapacityResult:
         return summary
 
     most = min(cap.most, limits.MAX_OPS / cap.duration / 2)  # a run draws at most MAX_OPS requests
+    if most < cap.least:
+        raise ConfigError(f"{cap.duration:g} s of arrivals at {run_field('least')} {cap.least:g} a second would draw "
+                          f"more requests than memsim serves in one run ({limits.MAX_OPS:,})", field=run_field("duration"))
     found, summaries = measured(run, dataclasses.replace(cap, most=most, start=min(cap.start, most)))
     at = summaries.get(found.rate)
     return CapacityResult(found, spec, cap, at, warned.get(found.rate, ()), files(spec))

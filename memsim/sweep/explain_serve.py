@@ -3,8 +3,8 @@ runtime quantity its steps depend on, scaled down and up, ranked by the capacity
 
 The quantities are ``memsim explain``'s (``run.quantities``), read off two steps of the deployment's
 workload, a prefill of its prompt and a decode at its mean context, so that what a prefill waits for
-ranks beside what a decode does; every level that holds the KV cache adds its capacity (the room for
-sequences in flight). The deployment's own capacity is searched first (``serving.capacity``); each
+ranks beside what a decode does; the capacity of the level that holds the KV cache is among them (the
+room for sequences in flight). The deployment's own capacity is searched first (``serving.capacity``); each
 change is a search of its own from that rate, on the runner the sweeps use (``pools.run_each``: a local
 pool or a Dask cluster), and gives one row (``COLUMNS``). The number of chips is left alone: more chips
 serve more requests, and the question is what each chip would need. A quantity is ranked by the best
@@ -54,14 +54,16 @@ COLUMNS = {
 def steps_of(spec: ServeSpec) -> list[RunSpec]:
     """The two steps whose quantities a deployment's capacity can depend on: a prefill of one prompt and a
     decode at the mean context, on the deployment's chips."""
-    shared = dict(hw=spec.hw, model=spec.model, weight_dtype=spec.weight_dtype, kv_dtype=spec.kv_dtype,
-                  precision=spec.precision, tp=spec.tp, pp=spec.pp, set=spec.set, stack=spec.stack, sensitivity=0)
-    return [api.resolve(phase="prefill", batch=1, prompt=spec.prompt, **shared),
-            api.resolve(phase="decode", batch=1, context=spec.prompt + spec.output_tokens // 2, **shared)]
+    shared: dict[str, Any] = dict(weight_dtype=spec.weight_dtype, kv_dtype=spec.kv_dtype, precision=spec.precision,
+                                  tp=spec.tp, pp=spec.pp, set=spec.set, stack=spec.stack, sensitivity=0)
+    return [api.resolve(spec.hw, spec.model, phase="prefill", batch=1, prompt=spec.prompt, **shared),
+            api.resolve(spec.hw, spec.model, phase="decode", batch=1, context=spec.prompt + spec.output_tokens // 2,
+                        **shared)]
 
 
 def found_quantities(spec: ServeSpec) -> list[Quantity]:
-    """The quantities of ``steps_of``, each once, with the capacity of every level the decode's KV cache is in."""
+    """The quantities of ``steps_of``, each once: among them the capacity of every level a step reads, the
+    KV cache's home among them (the room for sequences in flight)."""
     out: dict[str, Quantity] = {}
     for run in steps_of(spec):
         with warnings.catch_warnings():
@@ -72,11 +74,6 @@ def found_quantities(spec: ServeSpec) -> list[Quantity]:
                 out.setdefault(q.name, q)
         for q in runtime_quantities(result.plan.stack, result.summary):
             out.setdefault(q.name, q)
-        for level in {home for name, home in result.plan.homes if result.graph.tensors[name].klass == "kv"}:
-            name = f"levels[{level}].capacity"
-            if name not in out:
-                out[name] = Quantity(name=name, kind="capacity", unit="bytes",
-                                     value=result.chip.level(level).capacity)
     return list(out.values())
 
 

@@ -112,7 +112,7 @@ def capacity(results: pd.DataFrame, percentile: int = 90) -> pd.DataFrame:
     for key, group in groups:
         rates = group.rate.astype(float)
         ok = rates[met.loc[group.index]]
-        best = group.loc[ok.idxmax()] if len(ok) else None
+        best = group.loc[[ok.idxmax()]].iloc[0] if len(ok) else None
         bound = BELOW if best is None else FOUND if (rates[~met.loc[group.index]] > ok.max()).any() else AT_LEAST
         rows.append({**dict(zip(others, key if isinstance(key, tuple) else (key,))),
                      "rate_at_slo": float(best.rate) if best is not None else math.nan, "bound": bound,

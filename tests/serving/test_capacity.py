@@ -10,7 +10,7 @@ import pytest
 import memsim
 from memsim.core.errors import ConfigError
 from memsim.engine.serving import Limits, serve
-from memsim.serving.capacity import AT_LEAST, BELOW, FOUND, CapacitySpec, Point, search
+from memsim.serving.capacity import AT_LEAST, BELOW, FOUND, CapacitySpec, Point, find, search
 from memsim.serving.report import header
 from memsim.serving.spec import ServeSpec
 from memsim.workload.requests import synthetic
@@ -65,6 +65,8 @@ def test_the_search_is_checked_before_it_runs():
         CapacitySpec(percentile=95)
     with pytest.raises(ConfigError, match="start: must lie from"):
         CapacitySpec(start=2048)
+    with pytest.raises(ConfigError, match=r"duration: .* more requests than memsim serves in one run"):
+        find(ServeSpec(hw="h100-sxm", model="gpt2", check=0), CapacitySpec(duration=1e9, warmup=1, start=1, least=1))
 
 
 def test_a_warm_up_leaves_its_requests_out_and_the_rates_say_what_was_offered_and_served(model):
@@ -100,8 +102,6 @@ def test_the_command_reports_a_censored_capacity_and_writes_its_points(monkeypat
 
 
 def test_a_tight_slo_brackets_the_capacity_between_two_rates_tried(model):
-    from memsim.serving.capacity import find
-
     spec = ServeSpec(hw="h100-sxm", model=model, prompt=32, output_tokens=8, slo_ttft=0.002, max_seqs=1, check=0)
     alone = memsim.serve("h100-sxm", model, rate=1, count=3, prompt=32, output_tokens=8, check=0).summary.ttft_s_p50
     result = find(spec, CapacitySpec(duration=0.2, warmup=0.02, start=256, most=1 << 16, bisect=2))

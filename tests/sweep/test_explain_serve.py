@@ -33,6 +33,7 @@ def test_a_host_bound_deployment_ranks_its_stacks_step_work_first(model):
     hbm = frame[frame.quantity == "levels[hbm].bandwidth"].iloc[0]
     assert hbm["gain"] == pytest.approx(1.0)  # the chip's bandwidth is not what holds it back
     assert (frame["capacity_per_s"] <= top["capacity_per_s"]).all()
+    assert "levels[hbm].capacity" in set(frame.quantity)  # the KV cache's home: the room for sequences in flight
     assert frame.attrs["capacity"] > 0 and set(frame["bound"]) <= {"found", "at least", "below"}
 
 
