@@ -3,9 +3,12 @@ duration in a serving run; the command."""
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import memsim
 from memsim.core.errors import ConfigError
@@ -124,3 +127,28 @@ def test_a_closed_loop_ramps_its_clients_up_and_draws_their_think_times(model):
     assert gaps.arrival_s.diff().dropna().std() > 0  # drawn think times, not one fixed pause
     spec = ServeSpec(hw="h100-sxm", model=model, ramp=1.0, think_dist="exponential", seed=4, **kw)
     assert "think exponential 0.05 s, starts over 1 s" in "\n".join(header(spec, ramped.summary))
+
+
+@settings(max_examples=200, deadline=None)
+@given(capacity=st.floats(min_value=1e-3, max_value=5e3), start=st.floats(min_value=0.01, max_value=1000),
+       bisect=st.integers(min_value=0, max_value=8))
+def test_the_search_brackets_any_threshold_or_says_it_is_censored(capacity, start, bisect):
+    """For a deployment that meets the SLOs exactly below ``capacity``, the answer meets them, the rate it
+    failed does not, and the bracket halves with each bisection; outside the range tried, it says so."""
+    least, most = 0.01, 1024.0
+
+    def meets(rate: float) -> Point:
+        return Point(rate=rate, offered=rate, served=rate, requests=1, ttft_s=0, tpot_s=0, met=rate <= capacity, why="")
+
+    found = search(meets, start=start, least=least, most=most, bisect=bisect)
+    if capacity >= most:
+        assert found.bound == AT_LEAST and found.rate == most
+    elif capacity < least:
+        assert found.bound == BELOW and found.rate == 0 and found.failed == least
+    else:
+        assert found.bound == FOUND and found.rate <= capacity < found.failed
+        first = [p.rate for p in found.points][:len(found.points) - bisect]  # doubling or halving, then bisections
+        met, failed = max(r for r in first if r <= capacity), min(r for r in first if r > capacity)
+        assert failed <= 2 * met  # neighbours of the doubling (or clamped to the range's end)
+        assert found.failed - found.rate == pytest.approx((failed - met) / 2 ** bisect, rel=1e-9)
+    assert len(found.points) <= math.ceil(max(math.log2(most / start), math.log2(start / least), 0)) + 1 + bisect
