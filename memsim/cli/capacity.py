@@ -2,6 +2,7 @@
 shape) and ``CapacitySpec`` (the search), and the call to ``memsim.serving.capacity.find``."""
 from __future__ import annotations
 
+import warnings
 from dataclasses import fields
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import click
 
 from memsim.cli.commands import COMMANDS
 from memsim.cli.options import progress_option, spec_options, spec_values
-from memsim.core.errors import MemsimError, run_field
+from memsim.core.errors import MemsimError, MemsimWarning, run_field
 from memsim.run.chipfile import chip_path
 from memsim.run.inputs import files
 from memsim.serving.capacity import CapacityResult, CapacitySpec, check_out, find
@@ -32,8 +33,8 @@ def capacity_cmd(out, **kwargs):
         check_out(Path(out), files(spec))
     result = find(spec, search)
     click.echo(console(result))
-    for line in result.warned:
-        click.echo(f"warning: {line}", err=True)
+    for line in result.warned:  # the run at the rate found: its warnings, as any command's
+        warnings.warn(MemsimWarning(line), stacklevel=1)
     if out:
         try:
             paths = result.write(Path(out))
