@@ -63,9 +63,9 @@ def serve_page(folder: Path, plotly: str | None = None) -> str:
     if not isinstance(s, dict) or "requests" not in s:
         raise ConfigError("not a memsim serve.json (no requests)", file=str(folder / "serve.json"))
     reqs = read_table(folder / "requests.csv", "requests table", ("ttft_s", "tpot_s", "e2e_s"),
-                      ("ttft_s", "tpot_s", "e2e_s"), optional=("itl_s_max",))
+                      ("ttft_s", "tpot_s", "e2e_s"), optional=())
     steps = read_table(folder / "steps.csv", "steps table", ("start_s", "end_s", "kv_blocks_used", "waiting", "running"),
-                       ("start_s", "end_s", "kv_blocks_used", "waiting", "running"))
+                       ("start_s", "end_s", "kv_blocks_used", "waiting", "running"), optional=())
     d, slo = s.get("deployment", {}), s.get("slo", {})
     rows = [("deployment", f"{d.get('hw', '')} {d.get('model', '')}: {d.get('layout', '')}; scheduler "
                            f"{s.get('scheduler', '')}, stack {d.get('stack', '')}"),
@@ -203,7 +203,10 @@ def write(folder: Path, output: Path | None = None) -> list[Path]:
 
 def kind_of_point(point: Path) -> bool:
     """Whether a sweep's kept point is a run's or a serving run's folder (one with a page of its own)."""
-    return any(all((point / name).is_file() for name in KINDS[kind]) for kind in ("run", "serve"))
+    try:
+        return kind_of(point) in ("run", "serve")
+    except ConfigError:
+        return False
 
 
 def _outputs(folder: Path) -> list[str]:

@@ -25,13 +25,14 @@ from typing import Any
 import pandas as pd
 
 from memsim.core import limits, progress
-from memsim.core.atomic import atomic_write_text, check_apart, check_writable_parent, folder_entries
+from memsim.core.atomic import atomic_write_text
 from memsim.core.errors import ConfigError, MemsimWarning, run_field
 from memsim.core.pages import lead, meanings
 from memsim.hardware.loader import one_reading
 from memsim.report.output import REPORT
 from memsim.run.inputs import files
 from memsim.run.runspec import check, param
+from memsim.serving import report as serving_report
 from memsim.serving.model import StepModel
 from memsim.serving.report import BEHIND, PERCENTILES
 from memsim.serving.serve import serve
@@ -240,12 +241,7 @@ FILES = ("capacity.json", "points.csv")
 
 def check_out(out: Path, inputs: tuple[Path, ...] = ()) -> None:
     """Refuse an ``--out`` holding anything a capacity search does not write, or one of its inputs."""
-    foreign = [name for name in folder_entries(Path(out), run_field("out")) if name not in (*FILES, REPORT)]
-    if foreign:
-        raise ConfigError(f"holds {foreign[0]!r}, which no capacity search writes: give a new or empty folder",
-                          file=str(out), field=run_field("out"))
-    check_apart(Path(out), run_field("out"), inputs, "folder")
-    check_writable_parent(Path(out).absolute(), run_field("out"))
+    serving_report.check_out(out, inputs, (*FILES, REPORT), "capacity search")
 
 
 def find(spec: ServeSpec, cap: CapacitySpec) -> CapacityResult:

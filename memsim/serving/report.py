@@ -64,12 +64,13 @@ def served_rate(ends: pd.Series, start: float, stop: float) -> float:
     return float(((ends >= start) & (ends <= stop)).sum() / (stop - start)) if stop > start else 0.0
 
 
-def check_out(out: Path, inputs: Iterable[Path] = ()) -> None:
-    """Refuse an ``--out`` that holds anything a serving run does not write, or one of the run's
-    ``inputs`` (its request trace, chip, model or stack file); nothing is created."""
-    foreign = [name for name in folder_entries(Path(out), run_field("out")) if name not in (*FILES, *FIGURES, REPORT)]
+def check_out(out: Path, inputs: Iterable[Path] = (), own: tuple[str, ...] = (*FILES, *FIGURES, REPORT),
+              noun: str = "serving run") -> None:
+    """Refuse an ``--out`` that holds anything a ``noun`` does not write (``own``: what it does), or one of
+    the run's ``inputs`` (its request trace, chip, model or stack file); nothing is created."""
+    foreign = [name for name in folder_entries(Path(out), run_field("out")) if name not in own]
     if foreign:
-        raise ConfigError(f"holds {foreign[0]!r}, which no serving run writes: give a new or empty folder",
+        raise ConfigError(f"holds {foreign[0]!r}, which no {noun} writes: give a new or empty folder",
                           file=str(out), field=run_field("out"))
     check_apart(Path(out), run_field("out"), inputs, "folder")
     check_writable_parent(Path(out).absolute(), run_field("out"))

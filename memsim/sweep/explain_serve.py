@@ -32,8 +32,8 @@ from memsim.run.inputs import files
 from memsim.run.quantities import Quantity, changed, dtypes_of, quantities, runtime_quantities
 from memsim.run.runspec import RunSpec, overrides
 from memsim.serving.capacity import CapacitySpec, find
-from memsim.serving.spec import ServeSpec, sweepable
-from memsim.sweep.serve import base_of, parse_value
+from memsim.serving.spec import ServeSpec
+from memsim.sweep.serve import base_of, parse_value, split
 
 COLUMNS = {
     "rank": "the quantity's place, by the best capacity any of its factors gives (1: the most)",
@@ -159,19 +159,10 @@ def command(values: dict[str, Any], factors: tuple[float, ...], workers: int | N
         raise ConfigError(f"keeps no experiment folder when ranking by capacity: write the table with "
                           f"{run_field('output')}",
                           field=run_field("out" if out is not None else "keep"))
+    own = {f.name: f for f in fields(CapacitySpec)}  # the search's own (its duration and warm-up, not a run's)
     given = overrides(values.get("set") or ())
-    serving, search, hardware = {}, {}, []
-    known, own = sweepable(), {f.name: f for f in fields(CapacitySpec)}
-    for name, value in given:
-        if "." in name:
-            hardware.append((name, value))
-        elif name in own:  # the search's own (its duration and warm-up, not a serving run's)
-            search[name] = parse_value(name, own[name], value)
-        elif name in known:
-            serving[name] = parse_value(name, known[name], value)
-        else:
-            raise ConfigError(f"{name}: neither a serving keyword, a search keyword ({', '.join(own)}) nor a "
-                              "hardware field", field=run_field("set"))
+    search = {name: parse_value(name, own[name], value) for name, value in given if name in own}
+    serving, hardware = split({name: value for name, value in given if name not in own})
     base = base_of({**values, "set": ()})
     spec = ServeSpec.make({**base, **serving, "hw": chip_path(base["hw"]), "set": hardware})
     if output is not None:  # the table's file, checked before anything runs
