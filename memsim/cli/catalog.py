@@ -1,4 +1,5 @@
-"""The shipped chips at a glance (``memsim list hw``) and one chip as it resolves (``memsim show hw``).
+"""``memsim list`` and ``memsim show``: the shipped chips at a glance (``memsim list hw``) and one chip
+as it resolves (``memsim show hw``); the models and stacks likewise.
 
 A row gives what a reader choosing a chip asks first: its family, its matrix peak, and its memory
 levels from the fastest out, each with its capacity and bandwidth. ``show`` prints a preset as
@@ -9,12 +10,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memsim import hardware
+import click
+
+from memsim import hardware, workload
+from memsim.cli.commands import COMMANDS
 from memsim.hardware import rates
 from memsim.hardware.estimates import yaml_text
 from memsim.hardware.loader import BASE, read_yaml
 from memsim.hardware.resource import Ref
 from memsim.stack import dump_stack, load_stack
+from memsim.stack import presets as stack_presets
 from memsim.stack.loader import stack_path
 
 
@@ -77,3 +82,22 @@ def show_stack(name_or_path: str) -> str:
         return Path(path).read_text(encoding="utf-8-sig")
     head = f"# {path or name_or_path}, resolved: every field its bases give it\n"
     return head + yaml_text(dump_stack(load_stack(name_or_path)[0]))
+
+
+@click.command("list", help=COMMANDS["list"])
+@click.argument("what", type=click.Choice(["hw", "models", "stacks"]))
+def list_(what):
+    if what == "hw":
+        click.echo(hardware_table(hardware.presets()))
+    elif what == "stacks":
+        click.echo(stacks_table(["ideal", *stack_presets()]))
+    else:
+        for name in workload.models():
+            click.echo(name)
+
+
+@click.command("show", help=COMMANDS["show"])
+@click.argument("what", type=click.Choice(["hw", "stack"]))
+@click.argument("name", metavar="NAME|PATH")
+def show(what, name):
+    click.echo(show_hardware(name) if what == "hw" else show_stack(name), nl=False)

@@ -3,13 +3,15 @@ choices, default and help each field declares, so a command's options are its sp
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import fields
 from typing import Any
 
 import click
 
 from memsim.core import progress
-from memsim.core.errors import shown
-from memsim.run.runspec import flag
+from memsim.core.errors import MemsimError, shown
+from memsim.run import runspec
+from memsim.run.runspec import RunSpec, flag
 
 
 def spec_options(specified: list) -> Callable:
@@ -51,3 +53,22 @@ progress_option = click.option(
     "--no-progress", is_flag=True, expose_value=False, callback=_progress, is_eager=True,
     help=f"no progress bars on stderr (a bar appears after {progress.DELAY:g} s of work, and only where stderr is a "
          "terminal)")
+
+
+def run_options(command: str) -> Callable:
+    """Click options generated from ``RunSpec``'s fields that ``memsim COMMAND`` takes."""
+    return spec_options(runspec.options(command))
+
+
+def run_values(kwargs: dict) -> dict:
+    """Pop the ``RunSpec`` fields out of a command's keyword arguments (``--no-fast-forward`` inverted)."""
+    return spec_values(kwargs, list(fields(RunSpec)))
+
+
+def writing(option: str, target, write):
+    """Run ``write``; a file system error (unwritable folder, full disk) becomes one line naming
+    ``target`` and ``option``."""
+    try:
+        return write()
+    except OSError as exc:
+        raise MemsimError(f"cannot write: {exc.strerror or exc}", file=str(target), field=option) from None

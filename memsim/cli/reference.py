@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from memsim.cli import main as cli
+from memsim.cli.commands import every
 
 
 def _type(param: click.Parameter) -> str:
@@ -45,15 +46,14 @@ def _command(command: click.Command, path: list[str]) -> list[str]:
     if command.help:
         out += [click.unstyle(command.help).strip(), ""]
     out += _options(command, ctx)
-    if isinstance(command, click.Group):
-        for name in sorted(command.commands):
-            out += _command(command.commands[name], [*path, name])
+    for name, sub in sorted(every(command).items()):
+        out += _command(sub, [*path, name])
     return out
 
 
 def reference() -> str:
     head = ["# Command line", "",
-            "Every command and option, generated from the click declarations in `memsim/cli/main.py` by "
+            "Every command and option, generated from the click declarations in `memsim/cli/` (a module per command) by "
             "`python scripts/reference.py --write`; `tests/cli/test_cli_reference.py` keeps it current. What the "
             "commands are for, with examples: [usage.md](usage.md).", ""]
     return "\n".join(head + _command(cli.main, ["memsim"]))

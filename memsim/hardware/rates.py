@@ -24,8 +24,28 @@ from memsim.core.units import PS_PER_S
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
 
-Share = Fraction
-WHOLE = Fraction(1)
+
+class Share(Fraction):
+    """An exact fraction of a chip, a ``Fraction`` whose hash is worked out once: shares key the
+    mapping's caches for every operator of every micro-batch, and a fraction's hash is costly.
+    Arithmetic on shares gives plain fractions; ``share_of`` makes one a share again."""
+
+    __slots__ = ("_hash",)
+
+    def __hash__(self) -> int:  # type: ignore[override]  # Fraction's, kept
+        try:
+            return self._hash
+        except AttributeError:
+            self._hash: int = Fraction.__hash__(self)
+            return self._hash
+
+
+def share_of(value: Fraction | int) -> Share:
+    """``value`` as a ``Share`` (itself where it is one)."""
+    return value if type(value) is Share else Share(value)
+
+
+WHOLE = Share(1)
 
 
 def peak_bandwidth(chip: ChipSpec, where: Ref) -> int:

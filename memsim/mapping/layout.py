@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 
+from memsim.core import memo
 from memsim.core.errors import CapacityError
 from memsim.hardware import rates
 from memsim.hardware.spec import ChipSpec
@@ -74,7 +75,7 @@ class Stages:
 def branches(graph: OpGraph) -> set[str]:
     """Ops of a layer that neither feed nor follow its attention: an independent branch, such as
     the MLP of a parallel block (GPT-J, Falcon), which may run beside the attention."""
-    deps = graph.graph()
+    deps = memo.derived("dependencies", graph, OpGraph.graph)
     order = list(nx.topological_sort(deps))
     at = {name: i for i, name in enumerate(order)}
     by_layer: dict[int, list[Op]] = {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from memsim.hardware.rates import WHOLE, Share
@@ -54,15 +55,25 @@ class Step:
     def __hash__(self) -> int:
         h = self._hash
         if h is None:
-            h = hash(tuple(getattr(self, name) for name in _STEP_FIELDS))
+            h = hash(_step_values(self))
             object.__setattr__(self, "_hash", h)
         return h
+
+    def __eq__(self, other: object) -> bool:
+        # Equal steps are mostly distinct objects (each layer's operator lowers to its own): their kept hashes
+        # tell most unequal ones apart before any field is compared.
+        if self is other:
+            return True
+        if type(other) is not Step:
+            return NotImplemented
+        return hash(self) == hash(other) and _step_values(self) == _step_values(other)
 
     def __reduce__(self):  # rebuilt where unpickled: a string's hash differs between processes
         return _step, (tuple((name, getattr(self, name)) for name in _STEP_FIELDS),)
 
 
 _STEP_FIELDS = tuple(f.name for f in fields(Step) if f.compare)
+_step_values = attrgetter(*_STEP_FIELDS)  # a step's compared fields, as one tuple
 
 
 def _step(values: tuple[tuple[str, object], ...]) -> Step:

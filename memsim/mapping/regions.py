@@ -17,7 +17,7 @@ layers than regions (chips hold uneven stages) merges neighbouring layers.
 """
 from __future__ import annotations
 
-from memsim.hardware.rates import Share
+from memsim.hardware.rates import Share, share_of
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping.partition import Block, working_set
 from memsim.mapping.placement import tile_room
@@ -85,5 +85,5 @@ def fill(floor: list[Share], times: list[Share]) -> list[Share]:
         timed -= held
     if not timed:  # every region at its floor: the rest in proportion to it
         total = sum(floor)
-        return [f / total for f in floor]
-    return [share[r] if r in timed else floor[r] for r in range(len(floor))]
+        return [share_of(f / total) for f in floor]
+    return [share_of(share[r] if r in timed else floor[r]) for r in range(len(floor))]

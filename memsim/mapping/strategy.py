@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+from memsim.core import memo
 from memsim.core.errors import ConfigError, run_field
 from memsim.core.registry import Registry
 from memsim.core.units import PS_PER_S, transfer_ps
@@ -66,12 +67,12 @@ def plan_with(graph: OpGraph, chip: ChipSpec, shape: Shaper, layout: Layout = La
     tasks: list[OpTask] = []
     prefetcher = Prefetcher()
     # and lowering key -> steps, "bounds": shaped steps -> bound
-    cache: dict = {"branches": branches(graph), "programs": dispatch.extra_programs(graph, stack)}
+    cache: dict = {"branches": memo.derived("branches", graph, branches), "programs": dispatch.extra_programs(graph, stack)}
     launch = dispatch_of(chip, stack, graph.meta)
     for m, g in enumerate(micro):
         # Each stage's ops run with its share of its chip and its staging area.
         contexts = [Context(chip, g, homes, attention=attention or stack.kernels.attention,
-                            compute_share=compute_share * share, microbatch=m, staging_bytes=staging, grid=grid,
+                            compute_share=rates.share_of(compute_share * share), microbatch=m, staging_bytes=staging, grid=grid,
                             stage=s, room_bytes=room, stack=stack, dispatch=launch)
                     for s, (share, staging, room) in
                     enumerate(zip(laid.shares, laid.staging, laid.rooms or (-1,) * len(laid.shares)))]
@@ -83,7 +84,7 @@ def plan_with(graph: OpGraph, chip: ChipSpec, shape: Shaper, layout: Layout = La
     links = system.link_bytes(tasks, routes)
     hops = system.hop_seconds(tasks, routes)
     comms = system.collective_seconds(tasks, routes)
-    shares = [compute_share * share for share in laid.shares]
+    shares = [rates.share_of(compute_share * share) for share in laid.shares]
     seconds, bound, need = staged_roofline(per_stage, chip, homes, links, regions, hops, comms, shares)
     return Plan(chip=chip, tasks=tuple(tasks), homes=tuple(sorted(homes.items())), roofline_s=seconds,
                 roofline_bound=bound, compulsory_bytes=tuple(sorted(need.items())), chips=tp * pp, tp=tp,
@@ -99,8 +100,8 @@ def _micro_tasks(contexts: list[Context], shape: Shaper, stage_of: dict[str, int
     chips, regions = system_size
     graph, chip, m = contexts[0].graph, contexts[0].chip, contexts[0].microbatch
     bounds = cache.setdefault("bounds", {})  # shaped steps -> what bounds them
-    deps = graph.graph()
-    order = graph.order()
+    deps = memo.derived("dependencies", graph, OpGraph.graph)  # read only: shared by the reruns of a run
+    order = memo.derived("order", graph, OpGraph.order)
     into: dict[int, str] = {}  # stage -> the send that brings the activation into it
     parts: dict[str, list[str]] = {}  # a GEMM cut into parts -> their task names
     done: dict[str, str] = {}  # an op cut into parts -> the task whose end means it is done
@@ -192,7 +193,13 @@ def make_plan(graph: OpGraph, chip: ChipSpec, grid: Grid | None = None,
     layout = Layout(pp=grid.pp, tp=grid.tp, microbatches=tuple(microbatches),
                     kv_copies=len(microbatches) if len(microbatches) > 1 and
                     len({g.meta.context for g in microbatches}) == 1 else 1)
-    plan = strategy(graph, default_holds(graph, chip, layout.kv_copies), layout, stack)
+    placed = default_holds(graph, chip, layout.kv_copies)
+    # The mapping reads the stack's kernels, dispatch and collectives, never its work per step, which
+    # the host plan below adds: reruns that change only that share one mapping (``memo``). The key
+    # holds the graphs it names by id.
+    key = ("plan", chip.family_of.strategy, id(graph), tuple(map(id, microbatches)), layout.pp, layout.tp,
+           layout.kv_copies, placed, stack.kernels, stack.dispatch, stack.collectives)
+    plan = memo.remembered(key, lambda: (graph, microbatches, strategy(graph, placed, layout, stack)))[2]
     host = dispatch.host_plan([t.chip for t in plan.tasks], [t.host_ps for t in plan.tasks],
                               stack.dispatch.host == "ahead", stack, graph.meta, step_work)
     return dataclasses.replace(plan, stack=stack, host=host)

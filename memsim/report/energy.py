@@ -151,9 +151,10 @@ def profile(records, end_ps: int, of: Spans | None = None) -> tuple[np.ndarray, 
     return times[keep], np.maximum(np.cumsum(summed), 0.0)
 
 
-def window_ps(plan: Plan, result: EngineResult) -> int:
-    """The window power is averaged over: the chip's limiter's, or the whole step when shorter."""
-    window = plan.chip.power.window_ps
+def window_ps(plan: Plan, result: EngineResult, window: int | None = None) -> int:
+    """The window power is averaged over: the chip's limiter's (or ``window`` ps), or the whole step
+    when shorter (or when the window is 0)."""
+    window = plan.chip.power.window_ps if window is None else window
     return min(window, result.end_ps) if window else result.end_ps
 
 
@@ -179,17 +180,18 @@ def peak_power(plan: Plan, result: EngineResult, of: Spans | None = None) -> flo
     return round(_highest_mean(every, result.end_ps, window_ps(plan, result)) + static_w(plan), 6)
 
 
-def chip_power(plan: Plan, result: EngineResult, of: Spans | None = None) -> float:
+def chip_power(plan: Plan, result: EngineResult, of: Spans | None = None, window: int | None = None) -> float:
     """The highest mean power any one chip (its regions together) draws over any window of the
     step, static included: what its power cap limits. Each record counts for the chip whose unit
-    issued it (a link between chips: the sender's, whose ``energy`` includes both ends)."""
+    issued it (a link between chips: the sender's, whose ``energy`` includes both ends). ``window``:
+    its length in ps (default: the chip's limiter's; the whole step where that is shorter)."""
     static = plan.chip.power.static_mw / 1000
     if result.end_ps <= 0:
         return static
     of = of if of is not None else spans(result.records)
     unit = np.maximum(of.unit, 0)  # links between chips (SYSTEM): their sender's
     chips = (unit // plan.tp // plan.regions) * plan.tp + unit % plan.tp  # Plan.chip_of, on arrays
-    window = window_ps(plan, result)
+    window = window_ps(plan, result, window)
     highest = max((_highest_mean(Spans(*(col[chips == c] for col in of)), result.end_ps, window)
                    for c in np.unique(chips)), default=0.0)
     return round(highest + static, 6)

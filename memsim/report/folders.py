@@ -21,7 +21,8 @@ from memsim.core.errors import ConfigError
 from memsim.core.files import load_json
 from memsim.report import html as run_page
 from memsim.report.html import page, table
-from memsim.report.output import REPORT, read_table
+from memsim.report.output import REPORT
+from memsim.report.readback import read_table
 from memsim.report.thin import BINS, held_slices
 
 PLOTLY = "plotly.min.js"  # the one copy of plotly.js a folder's pages load

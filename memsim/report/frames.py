@@ -1,9 +1,8 @@
-"""Tidy tables of a run: the timeline (one row per interval) and per-operator rows."""
+"""Tidy tables of a run: the timeline (one row per interval) and per-operator rows, as plain rows
+(``memsim.report.rows``: written as CSV without pandas, a DataFrame when one is asked for)."""
 from __future__ import annotations
 
 from typing import Any
-
-import pandas as pd
 
 from memsim.core.units import PS_PER_S, transfer_ps
 from memsim.engine import EngineResult
@@ -13,10 +12,12 @@ from memsim.mapping import Plan
 from memsim.mapping.roofline import peak_rate
 from memsim.report.columns import TIMELINE_COLUMNS
 from memsim.report.energy import FJ_PER_J, per_op
+from memsim.report.rows import Rows
 from memsim.workload import OpGraph
 
 
-def timeline(result: EngineResult) -> pd.DataFrame:
+def timeline(result: EngineResult) -> Rows:
+    """One row per interval, in order of start (then resource), columns as ``TIMELINE_COLUMNS``."""
     names: dict = {}  # each resource, cause and chip is named once
 
     def name(x) -> str:
@@ -26,17 +27,16 @@ def timeline(result: EngineResult) -> pd.DataFrame:
         return n
 
     chips = {c: f"chip{c}" for c in {r.chip for r in result.records}}
-    rows = [(r.start_ps, r.end_ps, chips[r.chip], r.stream, name(r.resource), r.kind, r.op, r.op_kind, r.layer,
-             r.bytes, r.flops, r.src, r.dst, name(r.cause), r.cause.holder if r.cause else "", r.count,
-             r.busy_ps / PS_PER_S, r.energy_fj / FJ_PER_J)
+    rows = [(r.start_ps / PS_PER_S, r.end_ps / PS_PER_S, chips[r.chip], r.stream, name(r.resource), r.kind, r.op,
+             r.op_kind, r.layer, r.bytes, r.flops, r.src, r.dst, name(r.cause), r.cause.holder if r.cause else "",
+             r.count, r.busy_ps / PS_PER_S, r.energy_fj / FJ_PER_J)
             for r in result.records]
-    df = pd.DataFrame.from_records(rows, columns=["start_ps", "end_ps", *TIMELINE_COLUMNS[2:]])
-    df.insert(0, "start_s", df.pop("start_ps") / PS_PER_S)
-    df.insert(1, "end_s", df.pop("end_ps") / PS_PER_S)
-    return df.sort_values(["start_s", "resource"], kind="stable").reset_index(drop=True)[TIMELINE_COLUMNS]
+    rows.sort(key=lambda row: (row[0], row[4]))  # stable: records that start together keep their order
+    return Rows(tuple(TIMELINE_COLUMNS), tuple(rows))
 
 
-def ops(graph: OpGraph, plan: Plan, result: EngineResult) -> pd.DataFrame:
+def ops(graph: OpGraph, plan: Plan, result: EngineResult) -> Rows:
+    """One row per task of the plan, in the plan's order (docs/columns.md)."""
     chip = plan.chip
     spans = {op: (s, e) for op, s, e in result.spans}
     used = {ref for t in plan.tasks for ref in t.bytes_by_level()}
@@ -72,7 +72,7 @@ def ops(graph: OpGraph, plan: Plan, result: EngineResult) -> pd.DataFrame:
         row["dynamic_energy_j"] = dynamic
         row["energy_j"] = dynamic + static
         rows.append(row)
-    return pd.DataFrame(rows)
+    return Rows.of_dicts(rows)
 
 
 def flatten(summary: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -18,7 +18,8 @@ from memsim.core.files import load_json
 from memsim.core.units import human_bytes
 from memsim.hardware.loader import load_chip
 from memsim.report.ceilings import ceilings, run_dtype
-from memsim.report.output import DATA, read_table
+from memsim.report.output import DATA
+from memsim.report.readback import read_table
 from memsim.report.run_plots import TIMELINE_READ, colours, label_of, read_energy, timeline_labels, weight_dtype
 from memsim.report.summary_fields import FIELDS, scope_tag
 

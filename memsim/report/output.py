@@ -1,5 +1,5 @@
-"""Writing a run's outputs (the folder is replaced as a whole, or left as it was), and reading its
-tables back.
+"""Writing a run's outputs (the folder is replaced as a whole, or left as it was); its tables are
+read back by ``memsim.report.readback``.
 
 The files are written into a temporary folder beside ``out`` and swapped in with two renames
 (``out`` aside to an ``old`` folder, the new folder in), so a re-run leaves no file of the
@@ -25,12 +25,10 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from memsim.core.atomic import check_apart, check_writable_parent, folder_entries, umask
 from memsim.core.errors import ConfigError, run_field
-from memsim.core.files import check_file
 from memsim.hardware.estimates import yaml_text
+from memsim.report.rows import Rows
 
 MARKER = "summary.json"  # a folder holding it is a memsim run the next run may replace
 FIGURES = ("gantt.png", "roofline.png", "stalls.png", "energy.png")  # what ``memsim plot run`` adds
@@ -42,7 +40,7 @@ OWN = frozenset({MARKER, "ops.csv", "timeline.csv", "hardware.yaml", "trace.perf
 DEFERRED = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
-def write_outputs(out: Path, summary: dict[str, Any], ops: pd.DataFrame, timeline: pd.DataFrame,
+def write_outputs(out: Path, summary: dict[str, Any], ops: Rows, timeline: Rows,
                   hardware: dict[str, Any], extra: dict[str, str] | None = None,
                   inputs: Iterable[Path] = ()) -> list[Path]:
     """Write every output into a temporary folder beside ``out``, then swap it in for ``out``
@@ -56,8 +54,8 @@ def write_outputs(out: Path, summary: dict[str, Any], ops: pd.DataFrame, timelin
     old, swapped = None, False
     try:
         (tmp / MARKER).write_text(json.dumps(summary, indent=2, default=_plain) + "\n")
-        ops.to_csv(tmp / "ops.csv", index=False)
-        timeline.to_csv(tmp / "timeline.csv", index=False)
+        (tmp / "ops.csv").write_text(ops.csv())
+        (tmp / "timeline.csv").write_text(timeline.csv())
         (tmp / "hardware.yaml").write_text(yaml_text(hardware))
         for name, text in (extra or {}).items():
             (tmp / name).write_text(text)
@@ -162,36 +160,3 @@ def _plain(value: Any) -> Any:
     if hasattr(value, "item"):
         return value.item()
     raise TypeError(f"cannot serialise {type(value).__name__}")
-
-
-def read_table(path: Path, what: str, columns: tuple[str, ...], numeric: tuple[str, ...] = (),
-               optional: tuple[str, ...] | None = None) -> pd.DataFrame:
-    """A CSV that memsim wrote (``what`` says which), read back for a figure: a file that is not a
-    CSV, lacks a column, holds no rows or holds text in a ``numeric`` column is an error naming it.
-    With ``optional`` given, only ``columns`` and those are read (a figure's memory follows what it draws)."""
-    file = str(path)
-    check_file(Path(path))
-    wanted = None if optional is None else {*columns, *optional}
-    try:
-        df = pd.read_csv(path, usecols=None if wanted is None else (lambda c: c in wanted))
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ConfigError(f"not a CSV file ({reason[:80]})", file=file) from None
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise ConfigError(f"not a memsim {what}: no column {missing[0]!r}", file=file)
-    if df.empty:
-        raise ConfigError(f"the {what} holds no rows", file=file)
-    return as_numbers(df, numeric, file)
-
-
-def as_numbers(df: pd.DataFrame, columns: tuple[str, ...] | list[str], file: str) -> pd.DataFrame:
-    """``df`` with ``columns`` as numbers (empty cells stay missing); text in one is an error."""
-    for col in columns:
-        values = pd.to_numeric(df[col], errors="coerce")
-        bad = values.isna() & df[col].notna()
-        if bad.any():
-            row = int(bad.to_numpy().nonzero()[0][0])
-            raise ConfigError(f"row {row + 2}: {str(df[col].iloc[row])[:40]!r} is not a number", file=file, field=col)
-        df[col] = values
-    return df

@@ -7,7 +7,7 @@ import pandas as pd
 
 from memsim.core import units
 from memsim.core.errors import ConfigError, run_field
-from memsim.report.output import as_numbers, read_table
+from memsim.report.readback import as_numbers, read_table
 from memsim.report.run_plots import pyplot
 
 # A swept quantity's parser and how its tick labels are written (sizes in KiB/MiB/GiB, not 2^20).

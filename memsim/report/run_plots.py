@@ -23,7 +23,8 @@ from memsim.core.files import load_json
 from memsim.hardware.kinds import KINDS
 from memsim.hardware.loader import load_chip
 from memsim.report.ceilings import ceilings, run_dtype
-from memsim.report.output import DATA, FIGURES, as_numbers, read_table
+from memsim.report.output import DATA, FIGURES
+from memsim.report.readback import as_numbers, read_table
 from memsim.report.thin import coverage
 
 # tab10 and tab20b shades: compute green, transfers blue, every stall cause its own hue; a level's

@@ -18,7 +18,7 @@ import pandas as pd
 
 from memsim.core.errors import ConfigError
 from memsim.core.files import check_file, load_json
-from memsim.report.output import as_numbers, read_table
+from memsim.report.readback import as_numbers, read_table
 from memsim.report.run_plots import pyplot, save_figure
 from memsim.report.thin import BINS, binned_mean, held_slices, m4
 

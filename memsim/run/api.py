@@ -6,16 +6,15 @@ import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from memsim import engine, hardware, mapping, report, workload
-from memsim.core import units
+from memsim.core import collector, memo, units
 from memsim.core.errors import ConfigError, MemsimWarning, run_field
 from memsim.hardware.dumps import dump_chip, spec_estimates
 from memsim.hardware.loader import one_reading
 from memsim.hardware.resource import Ref
+from memsim.report import rows as table_rows
 from memsim.report import spill
 from memsim.report.summary_records import ABSENT, plain
 from memsim.run import generation, grid, inputs, powercap, sensitivity, speculative
@@ -33,6 +32,9 @@ from memsim.run.runspec import RunSpec
 from memsim.run.steps import load_workload, step_graphs
 from memsim.stack import loader as stack_mod
 from memsim.stack.spec import IDEAL, StackSpec
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 DEFAULT_SAMPLES = RunSpec.samples  # decode steps simulated for a generation; the rest are interpolated
 
@@ -71,10 +73,14 @@ class Result:
     @property
     def stalls(self) -> pd.Series:
         """Seconds compute waited, by cause, largest first (``summary.stall_s``)."""
+        import pandas as pd
+
         return pd.Series(self.summary.stall_s, name="stall_s", dtype=float).sort_values(ascending=False)
 
     def summary_frame(self) -> pd.DataFrame:
         """The summary as a one-row DataFrame, nested keys flattened with dots (as a sweep's results.csv)."""
+        import pandas as pd
+
         return pd.DataFrame([report.flatten(self.summary.as_dict())])
 
     def write(self, out: str | Path, perfetto: bool = False) -> list[Path]:
@@ -82,8 +88,8 @@ class Result:
         if perfetto:
             meta = {"hardware": self.chip.name, "workload": plain(self.summary.workload)}
             extra["trace.perfetto.json"] = report.perfetto_json(self.plan, self.engine, meta)
-        return report.write_outputs(Path(out), self.summary.as_dict(), self.ops, self.timeline, dump_chip(self.chip), extra,
-                                    self.inputs)
+        return report.write_outputs(Path(out), self.summary.as_dict(), self.tables.rows("ops"),
+                                    self.tables.rows("timeline"), dump_chip(self.chip), extra, self.inputs)
 
 
 def resolve(hw: str = RunSpec.hw, model: str | None = None, **options: Any) -> RunSpec:
@@ -129,9 +135,11 @@ def simulate_graph(hw: str, graph: workload.OpGraph, *, set: Iterable[str] | dic
     chip, hw_path = _load_chip(hw, set)
     runtime = load_stack(stack, chip, set)[0]
     graph.validate()
-    result = _run(chip, hw_path, graph, fast_forward, memoize, stack=runtime)
+    with collector.deferred():
+        result = _run(chip, hw_path, graph, fast_forward, memoize, stack=runtime)
     found = spec_estimates(chip) + stack_estimates(runtime)
-    used = sensitivity.report(result.summary, found, result.moved)
+    used = sensitivity.report(result.summary, found, result.moved,
+                              known=sensitivity.known_of(result.plan, result.engine, result.moved))
     return dataclasses.replace(result, summary=dataclasses.replace(result.summary, estimates=used))
 
 
@@ -150,7 +158,8 @@ def run(spec: RunSpec) -> Result:
     their ranges (``memsim.run.sensitivity``)."""
     if not isinstance(spec, RunSpec):
         raise ConfigError(f"expected a RunSpec (memsim.resolve), got {units.shown(spec)}", field="spec")
-    with one_reading():  # the run, its estimates and its reruns read each file once: one version of it
+    # the run, its estimates and its reruns read each file once (one version of it) and share their graphs and plans
+    with one_reading(), memo.shared(), collector.deferred():
         return _run_reading_once(spec)
 
 
@@ -171,7 +180,9 @@ def _run_reading_once(spec: RunSpec) -> Result:
         return _simulate(dataclasses.replace(spec, set=(*spec.set, (path, value)))).summary
 
     top = spec.sensitivity if spec.sensitivity is not None else sensitivity.auto(result.summary)
-    shown = sensitivity.report(result.summary, found, result.moved, top, rerun)
+    one_step = spec.phase != "generate" and spec.draft is None  # the plan and records are the whole run's
+    known = sensitivity.known_of(result.plan, result.engine, result.moved) if one_step else sensitivity.Known()
+    shown = sensitivity.report(result.summary, found, result.moved, top, rerun, known)
     defaults = [e.path for e in found if e.by_family]  # the efficiencies its family filled in
     if defaults:
         shown = dataclasses.replace(shown, defaults=tuple(defaults))
@@ -209,10 +220,8 @@ def _simulate(spec: RunSpec) -> Result:
     prefill, summary, decodes = generation.generate(run_step, spec.tokens("prefill"), spec.generate, spec.samples)
     first = decodes[min(decodes)]
     shift = prefill.summary.step_time_s
-    def joined(name: str) -> pd.DataFrame:  # the prefill's rows, then the first decode step's after it
-        after = first.tables.get(name)
-        return pd.concat([prefill.tables.get(name), after.assign(start_s=after.start_s + shift,
-                                                                 end_s=after.end_s + shift)]).reset_index(drop=True)
+    def joined(name: str) -> table_rows.Rows:  # the prefill's rows, then the first decode step's after it
+        return table_rows.joined([(prefill.tables.rows(name), 0.0, ""), (first.tables.rows(name), shift, "")])
 
     return Result(summary, Tables(lambda: joined("timeline"), lambda: joined("ops")), chip, prefill.graph,
                   prefill.plan, prefill.engine, prefill.moved.union(*(r.moved for r in decodes.values())))

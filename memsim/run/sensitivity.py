@@ -22,17 +22,27 @@ engine's typed accounts) rule out the others, exactly:
   ``ridge_clock``, ``floor_voltage``, ``max_clock``) when the run was not power-limited: they
   only shape a lowered clock, and a run at its full clock fits its cap whatever they are;
 - the limiter's window, in a run at full clock, when at either end of its range the chip could
-  not exceed its cap even if all the step's dynamic energy fell within one window.
+  not exceed its cap even if all the step's dynamic energy fell within one window; or, for one
+  step whose records are at hand (``Known``), when at both ends each chip's highest mean power over
+  a window that long, read off the run's own power profile, is within the cap: the limiter would
+  keep the full clock, so the rerun would be the run itself;
+- for one step, the capacity of a level the run moved no byte through that comes after every level
+  holding one of its tensors (``Known``): placement fills levels fastest first and takes the first
+  that fits, so it never reached that level, whatever its size.
 An end of a range equal to the value is the run itself and is not rerun.
 """
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from memsim.core import progress
+from memsim.engine import EngineResult
 from memsim.hardware.estimates import Estimate
 from memsim.hardware.resource import Ref
+from memsim.mapping import Plan
+from memsim.report.energy import chip_power
 from memsim.report.summary_fields import Summary
 from memsim.report.summary_records import ABSENT, Estimates, Sensitive
 
@@ -41,6 +51,24 @@ Moved = frozenset[Ref] | None  # the levels and links a run moved bytes through 
 ENERGY_UNITS = ("bit_energy", "flop_energy")
 # What shapes the clock a capped run is lowered to (``memsim.mapping.power``): nothing at full clock.
 CLOCK_SHAPE = ("power.min_clock", "power.clock_step", "power.ridge_clock", "power.floor_voltage", "power.max_clock")
+
+
+@dataclass(frozen=True)
+class Known:
+    """What the run of one step knows beyond its summary: the levels placement never reached (after
+    every level holding a tensor, and moved no byte) and each chip's highest mean power over a
+    window of a given length in ps, static included (what its limiter checks)."""
+
+    unreached: frozenset[Ref] = frozenset()
+    window_power_w: Callable[[int], float] | None = None
+
+
+def known_of(plan: Plan, result: EngineResult, moved: frozenset[Ref]) -> Known:
+    """``Known`` of one step's plan and records (``moved``: the levels and links it moved bytes through)."""
+    held = {name for _, name in plan.homes}
+    last = max((i for i, lvl in enumerate(plan.chip.levels) if lvl.name in held), default=len(plan.chip.levels))
+    unreached = frozenset(Ref.level(lvl.name) for lvl in plan.chip.levels[last + 1:]) - moved
+    return Known(unreached=unreached, window_power_w=lambda window: chip_power(plan, result, window=window))
 
 
 def _peak_per_chip(summary: Summary) -> float:
@@ -85,9 +113,10 @@ def _unused_by_stack(e: Estimate, summary: Summary) -> bool:
             or (path in ("dispatch.graph", "dispatch.node") and launch == "eager"))
 
 
-def affects_time(e: Estimate, summary: Summary, moved: Moved = None) -> bool:
+def affects_time(e: Estimate, summary: Summary, moved: Moved = None, known: Known = Known()) -> bool:
     """Whether the step time can depend on ``e``: False only where it provably cannot."""
-    if _unused_level_or_link(e, moved) or _unused_by_stack(e, summary):
+    if _unused_level_or_link(e, moved) or _unused_by_stack(e, summary) or \
+            (e.key == "capacity" and e.owner in known.unreached):
         return False
     if e.section == "system" and summary.chips <= 1:
         return False
@@ -101,7 +130,11 @@ def affects_time(e: Estimate, summary: Summary, moved: Moved = None) -> bool:
     if e.path in CLOCK_SHAPE:
         return summary.clock < 1
     if e.path == "power.window":
-        return cap is not None and (summary.clock < 1 or not _window_cannot_bind(e, summary, cap))
+        if cap is None or summary.clock < 1:
+            return cap is not None
+        if known.window_power_w is not None:  # the limiter's check at each end, on the run's own profile
+            return any(known.window_power_w(int(end)) > cap for end in (e.low, e.high))
+        return not _window_cannot_bind(e, summary, cap)
     return True
 
 
@@ -146,12 +179,13 @@ def auto(summary: Summary) -> int:
 
 
 def report(summary: Summary, found: tuple[Estimate, ...], moved: Moved, top: int = 0,
-           rerun: Callable[[str, str], Summary] | None = None) -> Estimates:
+           rerun: Callable[[str, str], Summary] | None = None, known: Known = Known()) -> Estimates:
     """The ``estimates`` key of a run's summary: every estimate the result rests on and, with
     ``top`` > 0, the ``top`` it is most sensitive to with the step time and energy at both ends
     of their ranges. ``rerun(path, value)`` gives the summary of the same run with one more
-    ``--set`` (two reruns for each estimate that can change the step time)."""
-    used = [e for e in found if affects_time(e, summary, moved) or energy_at(e, summary, moved) is not None]
+    ``--set`` (two reruns for each estimate that can change the step time). ``known``: what the run of
+    one step knows beyond its summary (``known_of``)."""
+    used = [e for e in found if affects_time(e, summary, moved, known) or energy_at(e, summary, moved) is not None]
     out = Estimates(count=len(found), used=tuple(e.path for e in used))
     if top <= 0 or not used or rerun is None:
         return out
@@ -159,7 +193,7 @@ def report(summary: Summary, found: tuple[Estimate, ...], moved: Moved, top: int
     rows = []
     with progress.bar(len(used), "estimate", "estimates' ranges") as shown:
         for e in used:
-            rows.append(_row(e, summary, moved, rerun, base_s, base_j))
+            rows.append(_row(e, summary, moved, rerun, base_s, base_j, known))
             shown.update()
     rows.sort(key=lambda r: r[0], reverse=True)
     every = [base_s, *(t for _, row in rows for t in row.step_time_s)]
@@ -168,11 +202,11 @@ def report(summary: Summary, found: tuple[Estimate, ...], moved: Moved, top: int
 
 
 def _row(e: Estimate, summary: Summary, moved: Moved, rerun: Callable[[str, str], Summary], base_s: float,
-         base_j: float) -> tuple[tuple[float, float], Sensitive]:
+         base_j: float, known: Known) -> tuple[tuple[float, float], Sensitive]:
     """One estimate's row: the step time and energy at both ends of its range (reruns where the time
     can change), and how far each swings, its sort key first."""
     energy = energy_at(e, summary, moved)
-    if energy is not None and not affects_time(e, summary, moved):
+    if energy is not None and not affects_time(e, summary, moved, known):
         times = (base_s, base_s)
     else:
         low, high = [summary if end == e.value else rerun(e.set_path, text)

@@ -26,10 +26,10 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from memsim import workload
 from memsim.core.errors import CapacityError, ConfigError, MemsimError, run_field
+from memsim.report.rows import joined
 from memsim.report.summary_fields import COMBINE, ONCE, SUMMED, Summary
 from memsim.report.summary_records import Speculated, present
 from memsim.run import generation
@@ -121,8 +121,8 @@ def speculative_step(spec: RunSpec, options: Speculation, verify: Any, run: Call
     times = _draft_times(shown, context, k)
     parts = [(shown[c], start, f"draft{c - context + 1}/") for c, start in times]
     parts.append((verify, drafted["step_time_s"], ""))
-    tables = Tables(lambda: _joined([(r.timeline, s, p) for r, s, p in parts]),
-                    lambda: _joined([(r.ops, s, p) for r, s, p in parts]))
+    tables = Tables(lambda: joined([(r.tables.rows("timeline"), s, p) for r, s, p in parts]),
+                    lambda: joined([(r.tables.rows("ops"), s, p) for r, s, p in parts]))
     return dataclasses.replace(verify, summary=summary, tables=tables,
                                moved=verify.moved.union(*(r.moved for r in shown.values())))
 
@@ -203,14 +203,3 @@ def _draft_times(shown: dict[int, Any], context: int, k: int) -> list[tuple[int,
     each = np.interp(np.arange(context, context + k, dtype=float), xs, [shown[c].summary.step_time_s for c in xs])
     starts = np.concatenate(([0.0], np.cumsum(each)[:-1]))
     return [(c, float(starts[c - context])) for c in xs]
-
-
-def _joined(frames: list[tuple[pd.DataFrame, float, str]]) -> pd.DataFrame:
-    """Tables of steps run one after another: each shifted to its start, its ops named with its prefix."""
-    shifted = []
-    for frame, start, prefix in frames:
-        moved = frame.assign(start_s=frame.start_s + start, end_s=frame.end_s + start)
-        if prefix:
-            moved["op"] = moved.op.map(lambda name, prefix=prefix: f"{prefix}{name}" if isinstance(name, str) and name else name)
-        shifted.append(moved)
-    return pd.concat(shifted).reset_index(drop=True)

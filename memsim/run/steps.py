@@ -1,14 +1,22 @@
 """The graphs of one step of a model: the step a run spec describes, its operator DAG, and the
 micro-batches a chip runs it as (a layer-pipelined chip streams a prefill through its regions in
-prompt chunks). Pure construction from the workload and the mapping's shard count; no simulation."""
+prompt chunks). Pure construction from the workload and the mapping's shard count; no simulation.
+
+Inside ``memo.shared`` (a run with its estimates' reruns) each distinct step of a model is built once:
+a graph is never changed once built, so the reruns, which change the chip and not the workload, share it."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from memsim import hardware, mapping, workload
-from memsim.core import limits
+from memsim.core import limits, memo
 from memsim.core.errors import run_field
 from memsim.run.runspec import RunSpec
+
+
+def build(config: workload.ModelConfig, step: workload.StepSpec) -> workload.OpGraph:
+    """``workload.build_step``, once a distinct step inside ``memo.shared`` (a run and its reruns)."""
+    return memo.remembered(("graph", config, step), lambda: workload.build_step(config, step))
 
 
 def step_of(spec: RunSpec, phase: str, tokens: int, quantize_embeddings: bool = False,
@@ -37,8 +45,8 @@ def load_workload(spec: RunSpec, phase: str | None = None, tokens: int | None = 
         return workload.read_trace(Path(spec.trace))
     phase = phase or spec.phase
     tokens = tokens if tokens is not None else spec.tokens(phase)
-    return workload.build_step(config or workload.model_config(spec.required_model()),
-                               step_of(spec, phase, tokens, quantize_embeddings, embedding_shards))
+    return build(config or workload.model_config(spec.required_model()),
+                 step_of(spec, phase, tokens, quantize_embeddings, embedding_shards))
 
 
 def micro_graphs(spec: RunSpec, config: workload.ModelConfig, phase: str, tokens: int, parts: int,
@@ -50,7 +58,7 @@ def micro_graphs(spec: RunSpec, config: workload.ModelConfig, phase: str, tokens
     steps = workload.split(step_of(spec, phase, tokens, quantize_embeddings, embedding_shards), parts, prompt_chunks)
     for s in steps:
         if s not in built:  # each distinct part built once
-            built[s] = workload.build_step(config, s)
+            built[s] = build(config, s)
     return tuple(built[s] for s in steps)
 
 

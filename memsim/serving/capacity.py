@@ -24,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from memsim.core import limits, progress
+from memsim.core import collector, limits, progress
 from memsim.core.atomic import atomic_write_text
 from memsim.core.errors import ConfigError, MemsimWarning, run_field
 from memsim.core.pages import lead, meanings
@@ -260,7 +260,7 @@ def find(spec: ServeSpec, cap: CapacitySpec) -> CapacityResult:
                                     duration=max(cap.duration, cap.warmup + LEAST_MEASURED / rate))
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", MemsimWarning)
-            with one_reading():
+            with one_reading(), collector.deferred():
                 summary = serve(point, synthetic(1, rate, **point.drawn()), steps_cache=cache, model=model).summary
         warned[rate] = tuple(str(w.message) for w in caught if issubclass(w.category, MemsimWarning))
         return summary

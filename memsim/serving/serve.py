@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from memsim.core import collector
 from memsim.core.errors import ConfigError, MemsimWarning, run_field
 from memsim.core.units import PS_PER_S
 from memsim.engine.schedulers import SCHEDULERS
@@ -231,6 +232,6 @@ def serve_spec(spec: ServeSpec) -> ServeResult:
     """Serve the requests ``spec`` names or draws on the deployment it declares."""
     trace = spec.trace_path()
     reqs = read_requests(trace) if trace is not None else synthetic(spec.count, spec.rate, **spec.drawn())
-    with one_reading():  # every step it simulates sees one version of the chip and stack files
+    with one_reading(), collector.deferred():  # every step it simulates sees one version of the chip and stack files
         result = serve(spec, reqs)
     return dataclasses.replace(result, inputs=files(spec))

@@ -38,6 +38,8 @@ def _fail(message: str, field: str) -> NoReturn:
 
 
 def _whole(value: object, field: str, least: int = 0) -> int | float:
+    if type(value) is int and least <= value <= units.MAX_VALUE:  # the usual case, without a call
+        return value
     try:
         return units.check_number(value, least)
     except units.UnitError as exc:
@@ -70,6 +72,10 @@ class Tensor:
     bytes: int
 
     def __post_init__(self) -> None:
+        if type(self.shape) is tuple and all(type(d) is int and 0 <= d <= units.MAX_VALUE for d in self.shape) and \
+                type(self.bytes) is int and 0 <= self.bytes <= units.MAX_VALUE and self.dtype in DTYPES and \
+                self.klass in TENSOR_CLASSES and isinstance(self.name, str) and self.name:
+            return  # the usual case, checked at once; otherwise each field in turn, the first wrong one named
         _name(self.name, "tensors[]")
         where = units.entry("tensors", self.name)
         if not isinstance(self.shape, tuple):
@@ -101,6 +107,8 @@ class Op:
     deps: tuple[str, ...] = ()  # control dependencies (op names)
 
     def __post_init__(self) -> None:
+        if self._plainly_whole():
+            return  # the usual case (a builder's op), checked at once; otherwise each field in turn, the first wrong one named
         _name(self.name, "ops[]")
         where = units.entry("ops", self.name)
         if self.kind not in OP_KINDS:
@@ -121,6 +129,32 @@ class Op:
             _fail("an op writes at least one tensor", f"{where}.outputs")
         _names(self.deps, f"{where}.deps")
         self._check_dims(where)
+
+    def _plainly_whole(self) -> bool:
+        """Whether every check below passes, tested at once without naming fields: it accepts only
+        what they accept (a test holds it to that), and an op it refuses goes through them to be named."""
+        most = units.MAX_VALUE
+        if not (isinstance(self.name, str) and self.name and self.kind in OP_KINDS and type(self.layer) is int
+                and -1 <= self.layer <= most and self.dtype in DTYPES and type(self.flops) is int and 0 <= self.flops <= most
+                and type(self.inputs) is tuple and len(self.inputs) >= len(MIN_INPUTS.get(self.kind, ()))
+                and type(self.outputs) is tuple and self.outputs and type(self.deps) is tuple and type(self.dims) is tuple):
+            return False
+        if not all(type(r) is Read and isinstance(r.tensor, str) and r.tensor and type(r.bytes) is int
+                   and 0 <= r.bytes <= most for r in self.inputs) or \
+                not all(isinstance(n, str) and n for names in (self.outputs, self.deps) for n in names):
+            return False
+        dims: dict[str, int] = {}
+        for d in self.dims:
+            if type(d) is not tuple or len(d) != 2:
+                return False
+            key, value = d
+            if not isinstance(key, str) or not key or key in dims or type(value) is not int or value > most \
+                    or value < (1 if key in POSITIVE_DIMS else 0) or (key == "ranks" and value > limits.MAX_RANKS):
+                return False
+            dims[key] = value
+        if any(key not in dims for key in REQUIRED_DIMS.get(self.kind, ())):
+            return False
+        return not (self.kind == "attention" and dims["heads"] % dims["kv_heads"]) and dims.get("causal", 0) in (0, 1)
 
     def _check_dims(self, where: str) -> None:
         if not isinstance(self.dims, tuple) or not all(isinstance(d, tuple) and len(d) == 2 for d in self.dims):

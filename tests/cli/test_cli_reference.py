@@ -6,16 +6,16 @@ from pathlib import Path
 import click
 
 from memsim.cli import main as cli
+from memsim.cli.commands import every
 from memsim.cli.reference import reference
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 
 
 def _commands(group: click.Group, path: str = "memsim"):
-    for name, command in group.commands.items():
+    for name, command in every(group).items():
         yield f"{path} {name}", command
-        if isinstance(command, click.Group):
-            yield from _commands(command, f"{path} {name}")
+        yield from _commands(command, f"{path} {name}")
 
 
 def test_the_page_is_current():

@@ -27,8 +27,8 @@ def test_the_front_door_answers_as_the_full_command_line_does(args):
 def test_every_command_is_declared_once_with_its_help():
     from memsim.cli.main import main
 
-    assert set(main.commands) == set(commands.COMMANDS)
-    for name, cmd in main.commands.items():
+    assert set(commands.every(main)) == set(commands.COMMANDS) == set(commands.WHERE)
+    for name, cmd in commands.every(main).items():
         assert cmd.help == commands.COMMANDS[name]
     assert not commands.front(["run", "--help"]) and not commands.front([])  # a command's own help is its own
 
@@ -42,3 +42,26 @@ def test_help_and_version_load_none_of_the_simulators_libraries():
             " ('memsim.cli', 'memsim.cli.console', 'memsim.cli.commands')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.splitlines() == ["memsim, version 0.1.0", "[] []"]
+
+
+def test_a_run_loads_its_commands_module_and_none_of_the_others_libraries(tmp_path):
+    """``memsim run`` (its folder written) imports neither pandas nor the sweeps', serving's, figures'
+    or importers' modules: only what a run needs is loaded (``commands.WHERE``)."""
+    code = ("import sys\nfrom memsim.cli.console import entry\n"
+            f"sys.argv = ['memsim', 'run', '--hw', 'h100-sxm', '--model', 'gpt2', '--context', '16', '--out', "
+            f"{str(tmp_path / 'run')!r}]\n"
+            "try:\n    entry()\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pandas', 'matplotlib', 'plotly', 'dask')"
+            " or m.startswith(('memsim.sweep', 'memsim.serving', 'memsim.cli.sweeps', 'memsim.cli.figures', "
+            "'memsim.cli.imports', 'memsim.report.plots', 'memsim.report.readback', 'memsim.workload.importers.'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[-1] == "[]" and (tmp_path / "run" / "timeline.csv").is_file()
+
+
+def test_a_command_is_loaded_only_when_asked_for():
+    code = ("import sys\nfrom memsim.cli.main import main\nimport click\n"
+            "ctx = click.Context(main)\nbefore = 'memsim.cli.sweeps' in sys.modules\n"
+            "main.get_command(ctx, 'sweep')\nprint(before, 'memsim.cli.sweeps' in sys.modules, "
+            "main.get_command(ctx, 'nothing'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "True", "None"]

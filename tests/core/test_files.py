@@ -1,8 +1,11 @@
 """Reading the files people give: UTF-8 text, strict YAML and JSON, errors naming the file."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from memsim.core import files
 from memsim.core.errors import ConfigError, MemsimError, TraceError
 from memsim.core.files import load_json, load_yaml, read_text
 
@@ -105,3 +108,25 @@ def test_a_surrogate_pair_and_an_escaped_backslash_are_text(tmp_path):
     path = tmp_path / "t.json"
     path.write_text('{"a": "\\ud83d\\ude00", "b": "\\\\ud800"}')
     assert load_json(path) == {"a": "\U0001f600", "b": "\\ud800"}
+
+
+SHIPPED = sorted(Path(__file__).resolve().parents[2].glob("configs/**/*.y*ml"))
+
+
+@pytest.mark.skipif(files._FastLoader is None, reason="PyYAML built without libyaml")
+def test_the_fast_parser_reads_every_shipped_file_as_pyyamls_own_does(monkeypatch):
+    assert len(SHIPPED) > 30
+    fast = [load_yaml(path) for path in SHIPPED]
+    monkeypatch.setattr(files, "_FastLoader", None)
+    assert fast == [load_yaml(path) for path in SHIPPED]
+
+
+@pytest.mark.parametrize("text", ["a: 1\na: 2\n", "a: [1, 2\n", 'd: "x\\ud800"\n', "a: !!python/object:os.system x\n",
+                                  "- [a\n", "k: v\n- x\n"])
+def test_a_refused_file_gets_the_error_pyyamls_own_parser_gives(monkeypatch, tmp_path, text):
+    path = tmp_path / "h.yaml"
+    path.write_text(text)
+    fast = _error(load_yaml, path)
+    monkeypatch.setattr(files, "_FastLoader", None)
+    slow = _error(load_yaml, path)
+    assert (fast.message, fast.field) == (slow.message, slow.field)

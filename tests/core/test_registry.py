@@ -9,6 +9,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
+from memsim.cli import imports
 from memsim.cli import main as cli
 from memsim.core.errors import ConfigError
 from memsim.core.registry import Registry
@@ -88,7 +89,7 @@ def test_the_registries_cover_what_the_loader_and_the_graph_accept():
 
 
 def test_memsim_import_has_one_command_per_registered_importer():
-    assert tuple(sorted(cli.import_.commands)) == IMPORTERS.names() == ("chakra", "onnx", "torch")
+    assert tuple(sorted(imports.import_.commands)) == IMPORTERS.names() == ("chakra", "onnx", "torch")
     listed = CliRunner().invoke(cli.main, ["import", "--help"]).output.split("Commands:")[1].splitlines()
     assert tuple(line.split()[0] for line in listed if line.startswith("  ")) == IMPORTERS.names()
     for name, importer in IMPORTERS.items():

@@ -36,7 +36,8 @@ MEMSIM_DIR = Path(memsim.__file__).resolve().parent
 TIMEOUT, CPU = "timeout", "cpu limit"  # the classes of a command stopped by the wall clock, by its CPU time
 WARNING = re.compile(r"^(.+?):(\d+): (\w*Warning): ")
 FRAME = re.compile(r'File "(.+?)", line (\d+) in (\S+)')
-ORCHESTRATION = ("cli/main.py", "run/api.py", "run/generation.py", "sweep/runner.py")
+ORCHESTRATION = ("cli/main.py", "cli/step.py", "cli/sweeps.py", "cli/serve.py", "cli/capacity.py", "run/api.py",
+                 "run/generation.py", "sweep/runner.py")
 
 
 @dataclass(frozen=True)

@@ -77,9 +77,9 @@ def test_a_crash_is_caught_in_the_forked_child(monkeypatch, tmp_path):
     monkeypatch.setenv("MEMSIM_DEBUG", "1")
     o = run.run_forked(["run", "--model", "gpt2"], tmp_path, run.Limits(wall_s=60))
     assert o.rc == 1 and o.exception["type"] == "ZeroDivisionError"
-    assert o.exception["location"].startswith("memsim/cli/main.py:") and "Traceback" in o.stderr
+    assert o.exception["location"].startswith("memsim/cli/step.py:") and "Traceback" in o.stderr
     [(cls, _)] = run.judge(["run", "--model", "gpt2"], o, tmp_path, set())
-    assert cls.startswith("ZeroDivisionError at memsim/cli/main.py:")
+    assert cls.startswith("ZeroDivisionError at memsim/cli/step.py:")
 
 
 def test_a_hang_is_stopped_by_its_cpu_time_and_named(monkeypatch, tmp_path):
@@ -112,7 +112,7 @@ def test_replay(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(memsim.run.api, "run", lambda *a, **k: 1 / 0)
     monkeypatch.setenv("MEMSIM_DEBUG", "1")  # the traceback escapes, as without the CLI's safety net
     assert campaign.main(["--replay", str(report), "--isolate", "none"]) == 1
-    assert "ZeroDivisionError at memsim/cli/main.py" in capsys.readouterr().out
+    assert "ZeroDivisionError at memsim/cli/step.py" in capsys.readouterr().out
 
 
 def test_a_signal_at_any_moment_leaves_a_whole_run(tmp_path):

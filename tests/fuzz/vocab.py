@@ -75,10 +75,11 @@ def importers() -> tuple[str, ...]:
 def _commands() -> dict[str, Any]:
     """Each command by name, a subcommand as ``import onnx``."""
     from memsim.cli import main as cli
+    from memsim.cli.commands import every
 
     found = {}
-    for name, command in cli.main.commands.items():
-        subs = getattr(command, "commands", None)
+    for name, command in every(cli.main).items():
+        subs = every(command)
         found.update({f"{name} {sub}": c for sub, c in subs.items()} if subs else {name: command})
     return found
 

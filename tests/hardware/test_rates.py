@@ -30,3 +30,18 @@ def test_exact_unit_moves_in_whole_picoseconds(bw, channels, share):
     assert (unit * PS_PER_S * den) % num == 0
     if unit <= 10**6:  # and it is the fewest
         assert all((n * PS_PER_S * den) % num for n in range(1, unit))
+
+
+def test_a_share_is_a_fraction_that_keeps_its_hash():
+    from fractions import Fraction
+
+    from memsim.hardware.rates import WHOLE, Share, share_of
+
+    third = Share(1, 3)
+    assert third == Fraction(1, 3) and hash(third) == hash(Fraction(1, 3)) == hash(third)
+    assert {third: "a"}[Fraction(1, 3)] == "a" and type(third * 2) is Fraction
+    assert share_of(third) is third and type(share_of(Fraction(2, 3))) is Share and share_of(1) == WHOLE
+    import pickle
+
+    again = pickle.loads(pickle.dumps(third))
+    assert type(again) is Share and again == third and hash(again) == hash(third)

@@ -11,13 +11,12 @@ import pytest
 
 from memsim.core.errors import ConfigError
 from memsim.report import output
+from memsim.report.rows import Rows
 from tests.cli.test_cli import run_cli
 
 
 def _write(out, extra=None):
-    import pandas as pd
-
-    return output.write_outputs(out, {"step_time_s": 1.0}, pd.DataFrame({"a": [1]}), pd.DataFrame({"b": [2]}),
+    return output.write_outputs(out, {"step_time_s": 1.0}, Rows(("a",), ((1,),)), Rows(("b",), ((2,),)),
                                 {"name": "x"}, extra)
 
 
@@ -61,7 +60,7 @@ def test_a_full_disk_is_one_line_and_leaves_the_old_run(monkeypatch, capsys, tmp
     def full(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("pandas.DataFrame.to_csv", full)
+    monkeypatch.setattr("memsim.report.rows.Rows.csv", full)
     code, _, err = run_cli(monkeypatch, capsys, "run", "--model", "gpt2", "--context", "32", "--out", str(out))
     assert code == 2 and err.strip().splitlines() == [f"memsim: error: {out}: --out: cannot write: No space left "
                                                       "on device"]
@@ -85,9 +84,7 @@ def _step(out) -> float:
 
 
 def _write_step(out, step: float):
-    import pandas as pd
-
-    return output.write_outputs(out, {"step_time_s": step}, pd.DataFrame({"a": [1]}), pd.DataFrame({"b": [2]}),
+    return output.write_outputs(out, {"step_time_s": step}, Rows(("a",), ((1,),)), Rows(("b",), ((2,),)),
                                 {"name": "x"})
 
 
@@ -146,14 +143,14 @@ def test_a_signal_inside_the_swap_waits_until_the_new_run_is_in_place(monkeypatc
 def test_a_writer_killed_between_the_renames_leaves_the_old_run_for_the_next_to_put_back(tmp_path):
     out = tmp_path / "run"
     _write_step(out, 1.0)
-    child = ("import os, sys, pandas as pd; from memsim.report import output\n"
+    child = ("import os, sys; from memsim.report import output; from memsim.report.rows import Rows\n"
              "real = os.replace\n"
              "def replace(src, dst):\n"
              "    real(src, dst)\n"
              "    os._exit(9)  # killed outright after the first rename\n"
              "output.os.replace = replace\n"
-             f"output.write_outputs({str(out)!r}, {{'step_time_s': 2.0}}, pd.DataFrame({{'a': [1]}}), "
-             "pd.DataFrame({'b': [2]}), {'name': 'x'})\n")
+             f"output.write_outputs({str(out)!r}, {{'step_time_s': 2.0}}, Rows(('a',), ((1,),)), "
+             "Rows(('b',), ((2,),)), {'name': 'x'})\n")
     assert subprocess.run([sys.executable, "-c", child], check=False).returncode == 9
     assert not out.exists()  # the window: the old run is aside, the new one not yet in
     assert sorted(p.name.split("-")[0] for p in tmp_path.iterdir()) == [".run.old", ".run.tmp"]

@@ -11,7 +11,7 @@ import pytest
 from memsim import simulate
 from memsim.cli import main as cli
 from memsim.core.errors import ConfigError
-from memsim.report.output import read_table
+from memsim.report.readback import read_table
 
 
 @pytest.fixture()

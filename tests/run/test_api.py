@@ -105,3 +105,26 @@ def test_a_runs_tables_are_built_when_first_read_and_then_kept():
     ops = r.ops
     assert set(r.tables._made) == {"ops"} and r.ops is ops and len(ops) > 0
     assert abs(r.timeline.end_s.max() - r.summary.step_time_s) < 1e-9 * r.summary.step_time_s + 1e-15
+
+
+def test_a_run_and_its_reruns_build_each_graph_once_and_map_once_what_only_the_stack_step_changes(monkeypatch):
+    """The estimates' reruns change the chip or the stack, never the workload: the step's graph is built
+    once; a rerun that changes only the stack's work per step reuses the run's mapping; one that changes
+    the chip maps anew. Each result is still the one a run of its own gives."""
+    from memsim import workload
+    from memsim.mapping import strategy
+    from memsim.run import steps
+
+    built, mapped, reruns = [], [], []
+    real_build, real_plan, real_simulate = workload.build_step, strategy.STRATEGIES.get("gpu"), api._simulate
+    monkeypatch.setattr(steps.workload, "build_step", lambda *a: built.append(a[1]) or real_build(*a))
+    monkeypatch.setitem(strategy.STRATEGIES._entries, "gpu", lambda *a: mapped.append(1) or real_plan(*a))
+    monkeypatch.setattr(api, "_simulate", lambda spec: reruns.append(spec.set[-1][0] if spec.set else "") or
+                        real_simulate(spec))
+    result = api.run(api.resolve("h100-sxm", "gpt2", context=64, sensitivity=6))
+    rows = {row.field: row for row in result.summary.estimates.sensitive}
+    assert len(built) == 1 and "stack.step.fixed" in rows and "levels.hbm.latency" in reruns
+    on_chip = [path for path in reruns[1:] if not path.startswith("stack.")]
+    assert len(reruns) > len(on_chip) + 1 and len(mapped) == 1 + len(on_chip)
+    alone = memsim.simulate("h100-sxm", "gpt2", context=64, set={"stack.step.fixed": rows["stack.step.fixed"].range[1]})
+    assert alone.summary.step_time_s == rows["stack.step.fixed"].step_time_s[1]

@@ -8,7 +8,7 @@ import click
 import pytest
 
 from memsim import RunSpec
-from memsim.cli import main as cli
+from memsim.cli.commands import load
 from memsim.core.errors import ConfigError, MemsimWarning
 from memsim.run import api, runspec
 from memsim.sweep import runner as sweeping
@@ -17,7 +17,7 @@ from tests.conftest import keyword
 
 
 def _cli_params(command: str) -> dict[str, click.Parameter]:
-    return {p.name: p for p in cli.main.commands[command].params}
+    return {p.name: p for p in load(command).params}
 
 
 @pytest.mark.parametrize("command", ["run", "sweep", "trace"])

@@ -179,3 +179,40 @@ def test_the_band_of_the_estimates_is_named_when_wider_than_a_tenth_of_the_step(
     low, high = narrow.estimates.band_s
     assert 0 < high - low < 0.1 * narrow.step_time_s
     assert "rests on estimates" not in console_table.table(narrow)
+
+
+def test_a_step_rules_out_the_window_and_an_unreached_level_from_its_own_records():
+    """The quick start's chip: h100-sxm's host DDR holds nothing (placement filled HBM first) and its
+    limiter's window cannot matter (the chip's highest mean power over a window at either end of the
+    range is under its cap): both are left out, and runs at the ends of their ranges are the run itself."""
+    kw = dict(hw="h100-sxm", model="gpt2", context=256)
+    base = memsim.simulate(**kw)
+    found = {e.path: e for e in estimates("h100-sxm")}
+    left_out = ("levels[ddr].capacity", "power.window")
+    assert set(left_out) <= set(found) and not set(left_out) & set(base.summary.estimates.used)
+    known = sensitivity.known_of(base.plan, base.engine, base.moved)
+    assert sensitivity.affects_time(found["levels[ddr].capacity"], base.summary, base.moved)  # by its summary alone
+    assert "ddr" in {ref.name for ref in known.unreached} and "hbm" not in {ref.name for ref in known.unreached}
+    for path in left_out:
+        e = found[path]
+        assert not sensitivity.affects_time(e, base.summary, base.moved, known)
+        for end in e.written[1:]:
+            at = memsim.simulate(**kw, set={e.set_path: end}).summary
+            assert (at.step_time_s, at.energy_j.total) == (base.summary.step_time_s, base.summary.energy_j.total)
+
+
+def test_the_window_is_kept_where_a_chip_can_exceed_its_cap_over_its_shortest_end():
+    base = memsim.simulate("h100-sxm", "gpt2", context=256)
+    window = next(e for e in estimates("h100-sxm") if e.path == "power.window")
+    known = sensitivity.known_of(base.plan, base.engine, base.moved)
+    low = dataclasses.replace(base.summary, power_cap_w=known.window_power_w(int(window.low)) - 1)
+    assert sensitivity.affects_time(window, low, base.moved, known)
+    high = dataclasses.replace(base.summary, power_cap_w=known.window_power_w(int(window.low)) + 1)
+    assert not sensitivity.affects_time(window, high, base.moved, known)
+
+
+def test_a_generation_rules_nothing_out_from_its_prefills_records():
+    run = memsim.simulate("h100-sxm", "gpt2", phase="generate", prompt=16, generate=4)
+    plain = memsim.simulate("h100-sxm", "gpt2", context=256)
+    assert "levels[ddr].capacity" in run.summary.estimates.used
+    assert "levels[ddr].capacity" not in plain.summary.estimates.used

@@ -1,14 +1,18 @@
 """Ops and tensors check their own fields; a graph checks what joins them. Built in Python or read."""
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memsim import simulate_graph
 from memsim.core import limits
 from memsim.core.errors import TraceError
-from memsim.workload import Op, OpGraph, Read, StepMeta, Tensor, read_trace, write_trace
+from memsim.workload import Op, OpGraph, Read, StepMeta, StepSpec, Tensor, build_step, model_config, read_trace, write_trace
+from memsim.workload.graph import OP_KINDS
 
 MATMUL_DIMS = (("k", 8), ("m", 2), ("n", 8))
 ATTN_DIMS = (("batch", 1), ("head_dim", 8), ("heads", 2), ("kv_heads", 1), ("kv_len", 4), ("q_len", 1))
@@ -152,3 +156,53 @@ def test_order_is_networkx_lexicographical_order_by_insertion():
     g.add_op(Op("C", "elementwise", 0, "bf16", 16, (Read("x", 32),), ("c",), deps=("B",)))
     g.add_tensor(Tensor("c", (2, 8), "bf16", "activation", 32))
     assert [op.name for op in g.order()] == reference(g) == ["A", "B", "C"]
+
+
+NAMES = st.one_of(st.sampled_from(["a", "b", "x0", "L0.q"]), st.just(""), st.integers(0, 3), st.none())
+WHOLE = st.one_of(st.integers(-3, 10**31), st.sampled_from([0, 1, 2, 4, 1.0, 2.5, True, float("nan"), "4"]))
+DIM_NAMES = st.sampled_from(["m", "n", "k", "batch", "heads", "kv_heads", "q_len", "kv_len", "head_dim", "bytes",
+                             "causal", "ranks", "elements", "", 7])
+BASES = [  # well-formed ops of several kinds, each then changed in one field
+    dict(name="mm", kind="matmul", layer=0, dtype="bf16", flops=8, inputs=(Read("x", 2), Read("w", 4)),
+         outputs=("y",), dims=(("k", 2), ("m", 1), ("n", 2)), deps=()),
+    dict(name="at", kind="attention", layer=3, dtype="bf16", flops=9, inputs=(Read("q", 2), Read("k", 2), Read("v", 2)),
+         outputs=("o",), dims=(("batch", 1), ("causal", 1), ("head_dim", 2), ("heads", 4), ("kv_heads", 2),
+                               ("kv_len", 8), ("q_len", 1)), deps=("mm",)),
+    dict(name="ar", kind="allreduce", layer=-1, dtype="fp8", flops=0, inputs=(Read("y", 2),), outputs=("z",),
+         dims=(("bytes", 2), ("ranks", 8)), deps=()),
+]
+CHANGES = {"name": NAMES, "kind": st.sampled_from([*OP_KINDS, "conv", 3]), "layer": WHOLE,
+           "dtype": st.sampled_from(["bf16", "fp8", "f16x", None]), "flops": WHOLE,
+           "inputs": st.lists(st.one_of(st.builds(Read, NAMES, WHOLE), st.just("raw")), max_size=4).map(tuple),
+           "outputs": st.one_of(st.lists(NAMES, max_size=3).map(tuple), st.just(["y"])),
+           "deps": st.one_of(st.lists(NAMES, max_size=2).map(tuple), st.just("mm")),
+           "dims": st.one_of(st.lists(st.tuples(DIM_NAMES, WHOLE), max_size=8).map(tuple),
+                             st.just((("m", 1),)), st.just([("m", 1)]), st.just((("m", 1, 2),)))}
+
+
+def _unchecked(**fields) -> Op:
+    op = object.__new__(Op)  # made without its checks: the quick one is asked alone
+    for name, value in fields.items():
+        object.__setattr__(op, name, value)
+    return op
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.sampled_from(BASES), st.data())
+def test_the_quick_check_of_an_op_accepts_only_what_the_full_checks_accept(base, data):
+    """A builder's op is accepted at once (``Op._plainly_whole``); any op it accepts, every field's own
+    check accepts too, so nothing the full checks refuse gets through."""
+    assert _unchecked(**base)._plainly_whole()
+    field = data.draw(st.sampled_from(sorted(CHANGES)))
+    changed = {**base, field: data.draw(CHANGES[field])}
+    if _unchecked(**changed)._plainly_whole():
+        Op(**changed)  # raises if any check refuses it
+    else:
+        with contextlib.suppress(TraceError):  # refused by the quick check: the full checks name what, if anything
+            Op(**changed)
+
+
+def test_every_op_and_tensor_a_model_builds_is_accepted_by_the_quick_checks():
+    for model in ("llama-3.1-8b", "gpt2", "mixtral-8x7b", "bert-base"):
+        graph = build_step(model_config(model), StepSpec.make("prefill", batch=2, prompt=16))
+        assert all(op._plainly_whole() for op in graph.ops.values())

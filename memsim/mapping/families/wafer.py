@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 from fractions import Fraction
 
+from memsim.hardware.rates import WHOLE, Share, share_of
 from memsim.hardware.resource import Ref
 from memsim.hardware.spec import ChipSpec
 from memsim.mapping.layout import Layout
@@ -47,8 +48,8 @@ def plan_wafer(graph: OpGraph, chip: ChipSpec, layout: Layout = Layout(), stack:
 
     def regional(op: Op, steps: tuple[Step, ...], cx: Context):
         if not parts:
-            parts.update(_parts(graph, cx.homes, chip) or {"": Fraction(1)})
-        part = parts.get(op.name, Fraction(1))
+            parts.update(_parts(graph, cx.homes, chip) or {"": WHOLE})
+        part = parts.get(op.name, WHOLE)
         moves = _moves(op, cx.graph) if op.kind in FABRIC_OPS else ()
         key = (steps, cx.compute_share, part, moves, cx.sram_bytes, cx.depth)
         if key not in shaped_for:
@@ -56,7 +57,7 @@ def plan_wafer(graph: OpGraph, chip: ChipSpec, layout: Layout = Layout(), stack:
         return shaped_for[key], 1
 
     def _regional(op: Op, steps: tuple[Step, ...], cx: Context, part: Fraction) -> tuple[Step, ...]:
-        share = cx.compute_share * part  # the cores, SRAM channels and mesh block the operator has
+        share = share_of(cx.compute_share * part)  # the cores, SRAM channels and mesh block the operator has
         if alone:
             shaped = [_on_part(s, share, part) for s in steps]
         else:
@@ -79,7 +80,7 @@ def _moves(op: Op, graph: OpGraph) -> tuple[int, int]:
     return op.inputs[0].bytes, sum(graph.tensors[t].bytes for t in op.outputs)
 
 
-def _on_part(step: Step, share: Fraction, part: Fraction) -> Step:
+def _on_part(step: Step, share: Share, part: Fraction) -> Step:
     """``step``, lowered for the whole region, on ``part`` of it: its channels' share and its
     compute (and unpacking) stretched by the cores it lacks, rounded up."""
     if part == 1:
@@ -101,7 +102,7 @@ def _parts(graph: OpGraph, homes: dict[str, str], chip: ChipSpec) -> dict[str, F
     total: dict[int, int] = {}
     for name, nbytes in own.items():
         total[region[name]] = total.get(region[name], 0) + nbytes
-    return {name: Fraction(nbytes, total[region[name]]) for name, nbytes in own.items() if nbytes}
+    return {name: Share(nbytes, total[region[name]]) for name, nbytes in own.items() if nbytes}
 
 
 def _layer_regions(order: list[Op]) -> dict[str, int]:
