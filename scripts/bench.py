@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -306,9 +307,15 @@ QUICK_START = ["run", "--hw", "h100-sxm", "--model", "llama-2-7b", "--phase", "d
 
 def quick_start_benchmark() -> None:
     """The README's first command as a user runs it: the console script in a fresh process, interpreter
-    start and imports included, writing its folder and printing its estimate lines (median of 3)."""
+    start and imports included, writing its folder and printing its estimate lines (median of 3). The
+    package's bytecode is compiled first, as ``pip install`` leaves it (a checkout run with
+    PYTHONDONTWRITEBYTECODE set would otherwise compile every module again in every process)."""
+    import compileall
     import tempfile
 
+    import memsim
+
+    compileall.compile_dir(os.path.dirname(memsim.__file__), quiet=1)
     took = []
     for _ in range(3):
         with tempfile.TemporaryDirectory() as out:

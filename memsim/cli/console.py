@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from typing import NoReturn
 
 
 def exit_on_lost_interrupt(unraisable) -> None:
@@ -49,6 +50,7 @@ def entry() -> None:
             swallowed()  # a Ctrl-C that a library caught while it loaded
             run()
             swallowed()  # one caught in the run: the command ends as if it had not been
+            finished()
         finally:  # the work is done or being reported: a Ctrl-C from here on is not a traceback either
             signal.signal(signal.SIGINT, signal.SIG_IGN)
     except KeyboardInterrupt:
@@ -81,6 +83,19 @@ def swallowed() -> None:
     command: one line, exit code 130."""
     if _SEEN:
         raise KeyboardInterrupt
+
+
+def finished() -> NoReturn:
+    """End a command that has finished at once, its output flushed: what it leaves needs no teardown,
+    and CPython's, which frees every object of every module loaded, adds a tenth to a quick run's
+    wall time (60 ms after ``memsim run``; mypy ends its runs the same way, for the same reason).
+    Every file a command writes is closed, and its folders swapped in, before it returns."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:  # the reader of stdout left (``memsim list hw | head -1``), as the command line says
+        os._exit(1)
+    os._exit(0)
 
 
 def interrupted() -> None:

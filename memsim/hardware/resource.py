@@ -70,11 +70,11 @@ class Ref:
 
     @classmethod
     def level(cls, name: str) -> Ref:
-        return cls(LEVEL, name)
+        return _interned(cls, LEVEL, name)
 
     @classmethod
     def link(cls, name: str) -> Ref:
-        return cls(LINK, name)
+        return _interned(cls, LINK, name)
 
     @property
     def is_link(self) -> bool:
@@ -86,6 +86,18 @@ class Ref:
 
     def __str__(self) -> str:
         return written_name(self.kind, self.name)
+
+
+# One ``Ref`` object for each level and link name (a chip's few): tuples of steps and traffic that name
+# the same levels then compare equal by identity, without a field-by-field comparison each.
+_REFS: dict[tuple[ResourceKind, str], Ref] = {}
+
+
+def _interned(cls: type[Ref], kind: ResourceKind, name: str) -> Ref:
+    ref = _REFS.get((kind, name))
+    if ref is None:
+        ref = _REFS[(kind, name)] = cls(kind, name)
+    return ref
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +132,7 @@ class ResourceId:
     @property
     def ref(self) -> Ref:
         """The level or link as the plan names it, without its chip and direction."""
-        return Ref(self.kind, self.name)
+        return _interned(Ref, self.kind, self.name)
 
     def __str__(self) -> str:
         return written_name(self.kind, self.name, self.direction)

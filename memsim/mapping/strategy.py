@@ -141,6 +141,8 @@ def _micro_tasks(contexts: list[Context], shape: Shaper, stage_of: dict[str, int
         if op_cx.compute_share < 1:  # a region: its share of each level's channels, whatever the family
             steps = tuple(s if s.share <= op_cx.compute_share else dataclasses.replace(s, share=op_cx.compute_share)
                           for s in steps)
+        # Equal steps, one object: every later cache and the engine's memos then match them by identity.
+        steps = cache.setdefault(("steps", steps), steps)
         if steps not in bounds:  # a compute-bound op's bound is None: cached as such, not looked up again
             bounds[steps] = _bound(chip, steps)
         bound = bounds[steps]

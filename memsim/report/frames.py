@@ -43,6 +43,9 @@ def ops(graph: OpGraph, plan: Plan, result: EngineResult) -> Rows:
     # a level whose kind is a home for nothing (a scratchpad, an L1) has columns only where it moved bytes
     levels = [Ref.level(lvl.name) for lvl in chip.levels if Ref.level(lvl.name) in used or lvl.kind_of.holds]
     levels += sorted((ref for ref in used if ref.is_link), key=str)
+    columns = [(ref, f"{ref}_read_bytes", f"{ref}_written_bytes", f"{ref}_compulsory_bytes", f"{ref}_capacity_bytes")
+               for ref in levels]
+    peak: dict[Ref, int] = {}  # each level's or link's peak bandwidth, looked up once
     rows = []
     joules = per_op(plan, result)
     for task in plan.tasks:
@@ -50,18 +53,19 @@ def ops(graph: OpGraph, plan: Plan, result: EngineResult) -> Rows:
         start, end = spans[task.op]
         moved, traffic = task.bytes_by_level(), task.traffic()
         off_chip = sum(r + w for r, w in moved.values())
-        row = {"op": task.op, "op_kind": task.kind, "layer": task.layer, "chip": f"chip{task.chip}",
+        row: dict[str, Any] = {"op": task.op, "op_kind": task.kind, "layer": task.layer, "chip": f"chip{task.chip}",
                "start_s": start / PS_PER_S,
                "end_s": end / PS_PER_S, "duration_s": (end - start) / PS_PER_S, "flops": task.flops}
-        for ref in levels:
-            row[f"{ref}_read_bytes"] = moved.get(ref, (0, 0))[0]
-            row[f"{ref}_written_bytes"] = moved.get(ref, (0, 0))[1]
-            row[f"{ref}_compulsory_bytes"], row[f"{ref}_capacity_bytes"] = traffic.get(ref, (0, 0))
+        for ref, read, written, compulsory, capacity in columns:
+            row[read], row[written] = moved.get(ref, (0, 0))
+            row[compulsory], row[capacity] = traffic.get(ref, (0, 0))
         row["arithmetic_intensity"] = task.flops / off_chip if off_chip else float("inf")
         bounds: dict[str | Ref, float] = {
             "compute": task.flops / peak_rate(chip, op, graph) if op is not None and not task.rounds else 0.0}
         for lvl, (r, w) in moved.items():
-            bounds[lvl] = transfer_ps(r + w, peak_bandwidth(chip, lvl)) / PS_PER_S
+            if lvl not in peak:
+                peak[lvl] = peak_bandwidth(chip, lvl)
+            bounds[lvl] = transfer_ps(r + w, peak[lvl]) / PS_PER_S
         # One model for both columns: the op's roofline and the term that sets it (a collective,
         # whose bytes are its links', is bound by its link).
         limit = max(bounds, key=bounds.__getitem__)

@@ -14,8 +14,8 @@ from memsim.core.errors import ConfigError, MemsimWarning, run_field
 from memsim.hardware.dumps import dump_chip, spec_estimates
 from memsim.hardware.loader import one_reading
 from memsim.hardware.resource import Ref
+from memsim.report import energy, spill
 from memsim.report import rows as table_rows
-from memsim.report import spill
 from memsim.report.summary_records import ABSENT, plain
 from memsim.run import generation, grid, inputs, powercap, sensitivity, speculative
 from memsim.run.chipfile import chip_path
@@ -88,8 +88,9 @@ class Result:
         if perfetto:
             meta = {"hardware": self.chip.name, "workload": plain(self.summary.workload)}
             extra["trace.perfetto.json"] = report.perfetto_json(self.plan, self.engine, meta)
-        return report.write_outputs(Path(out), self.summary.as_dict(), self.tables.rows("ops"),
-                                    self.tables.rows("timeline"), dump_chip(self.chip), extra, self.inputs)
+        with collector.deferred():  # the tables are built here, as many objects as the run's records
+            return report.write_outputs(Path(out), self.summary.as_dict(), self.tables.rows("ops"),
+                                        self.tables.rows("timeline"), dump_chip(self.chip), extra, self.inputs)
 
 
 def resolve(hw: str = RunSpec.hw, model: str | None = None, **options: Any) -> RunSpec:
@@ -114,13 +115,19 @@ def _plan(chip: hardware.ChipSpec, hw_file: str, graph: workload.OpGraph, pp: in
         return mapping.make_plan(graph, chip, mapping.Grid.of(graph, pp), micro, stack)
 
 
+def _executed(chip: hardware.ChipSpec, hw_file: str, graph: workload.OpGraph, fast_forward: bool, memoize: bool,
+              pp: int = 1, micro: tuple[workload.OpGraph, ...] = (), trace: str | None = None,
+              stack: StackSpec = IDEAL) -> tuple[mapping.Plan, engine.EngineResult]:
+    """The plan and the engine's result of one step, at the highest clock the power cap allows."""
+    with blamed(hw_file, trace):
+        return powercap.run(chip, lambda at: mapping.make_plan(graph, at, mapping.Grid.of(graph, pp), micro, stack),
+                            lambda p: engine.run(p, fast_forward=fast_forward, memoize=memoize))
+
+
 def _run(chip: hardware.ChipSpec, hw_file: str, graph: workload.OpGraph, fast_forward: bool, memoize: bool,
          pp: int = 1, micro: tuple[workload.OpGraph, ...] = (), trace: str | None = None,
          stack: StackSpec = IDEAL) -> Result:
-    with blamed(hw_file, trace):  # at the highest clock the power cap allows
-        plan, result = powercap.run(
-            chip, lambda at: mapping.make_plan(graph, at, mapping.Grid.of(graph, pp), micro, stack),
-            lambda p: engine.run(p, fast_forward=fast_forward, memoize=memoize))
+    plan, result = _executed(chip, hw_file, graph, fast_forward, memoize, pp, micro, trace, stack)
     return Result(report.summarize(graph, plan, result, micro),
                   Tables(lambda: report.timeline(result), lambda: report.ops(graph, plan, result)), chip, graph, plan, result,
                   frozenset(u.resource.ref for u in result.usage if u.read or u.written))
@@ -176,11 +183,16 @@ def _run_reading_once(spec: RunSpec) -> Result:
         spec = dataclasses.replace(spec, tp=chosen.tp, pp=chosen.pp, chips=None)
     found = estimates(spec.hw, spec.set, spec.system, spec.stack)
 
-    def rerun(path: str, value: str) -> report.Summary:
-        return _simulate(dataclasses.replace(spec, set=(*spec.set, (path, value)))).summary
+    one_step = spec.phase != "generate" and spec.draft is None  # the plan and records are the whole run's
+
+    def rerun(path: str, value: str) -> tuple[float, float]:
+        changed = dataclasses.replace(spec, set=(*spec.set, (path, value)))
+        if one_step and spec.trace is None:
+            return _time_and_energy(changed)
+        summary = _simulate(changed).summary
+        return summary.step_time_s, summary.energy_j.total
 
     top = spec.sensitivity if spec.sensitivity is not None else sensitivity.auto(result.summary)
-    one_step = spec.phase != "generate" and spec.draft is None  # the plan and records are the whole run's
     known = sensitivity.known_of(result.plan, result.engine, result.moved) if one_step else sensitivity.Known()
     shown = sensitivity.report(result.summary, found, result.moved, top, rerun, known)
     defaults = [e.path for e in found if e.by_family]  # the efficiencies its family filled in
@@ -225,6 +237,17 @@ def _simulate(spec: RunSpec) -> Result:
 
     return Result(summary, Tables(lambda: joined("timeline"), lambda: joined("ops")), chip, prefill.graph,
                   prefill.plan, prefill.engine, prefill.moved.union(*(r.moved for r in decodes.values())))
+
+
+def _time_and_energy(spec: RunSpec) -> tuple[float, float]:
+    """The time and energy of one step of a model (a spec whose grid is chosen): what an estimate's
+    rerun gives, without the rest of a summary (``summary.step_time_s`` and ``energy_j.total``)."""
+    chip, hw_path = _load_chip(spec.hw, spec.set, spec.system)
+    runtime = load_stack(spec.stack, chip, spec.set)[0]
+    graph, micro = step_graphs(spec, chip, workload.model_config(spec.required_model()), spec.phase,
+                               spec.tokens(spec.phase))
+    plan, result = _executed(chip, hw_path, graph, spec.fast_forward, spec.fast_forward, spec.pp, micro, stack=runtime)
+    return result.end_ps / units.PS_PER_S, energy.breakdown(plan, result).total
 
 
 def roofline_s(spec: RunSpec) -> float:

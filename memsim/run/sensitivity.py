@@ -179,11 +179,11 @@ def auto(summary: Summary) -> int:
 
 
 def report(summary: Summary, found: tuple[Estimate, ...], moved: Moved, top: int = 0,
-           rerun: Callable[[str, str], Summary] | None = None, known: Known = Known()) -> Estimates:
+           rerun: Callable[[str, str], tuple[float, float]] | None = None, known: Known = Known()) -> Estimates:
     """The ``estimates`` key of a run's summary: every estimate the result rests on and, with
     ``top`` > 0, the ``top`` it is most sensitive to with the step time and energy at both ends
-    of their ranges. ``rerun(path, value)`` gives the summary of the same run with one more
-    ``--set`` (two reruns for each estimate that can change the step time). ``known``: what the run of
+    of their ranges. ``rerun(path, value)`` gives the step time (s) and energy (J) of the same run
+    with one more ``--set`` (two reruns for each estimate that can change the step time). ``known``: what the run of
     one step knows beyond its summary (``known_of``)."""
     used = [e for e in found if affects_time(e, summary, moved, known) or energy_at(e, summary, moved) is not None]
     out = Estimates(count=len(found), used=tuple(e.path for e in used))
@@ -201,7 +201,7 @@ def report(summary: Summary, found: tuple[Estimate, ...], moved: Moved, top: int
     return dataclasses.replace(out, sensitive=tuple(row for _, row in rows[:top]), band_s=(min(every), max(every)))
 
 
-def _row(e: Estimate, summary: Summary, moved: Moved, rerun: Callable[[str, str], Summary], base_s: float,
+def _row(e: Estimate, summary: Summary, moved: Moved, rerun: Callable[[str, str], tuple[float, float]], base_s: float,
          base_j: float, known: Known) -> tuple[tuple[float, float], Sensitive]:
     """One estimate's row: the step time and energy at both ends of its range (reruns where the time
     can change), and how far each swings, its sort key first."""
@@ -209,9 +209,9 @@ def _row(e: Estimate, summary: Summary, moved: Moved, rerun: Callable[[str, str]
     if energy is not None and not affects_time(e, summary, moved, known):
         times = (base_s, base_s)
     else:
-        low, high = [summary if end == e.value else rerun(e.set_path, text)
+        low, high = [(base_s, base_j) if end == e.value else rerun(e.set_path, text)
                      for end, text in ((e.low, e.written[1]), (e.high, e.written[2]))]
-        times, energy = (low.step_time_s, high.step_time_s), (low.energy_j.total, high.energy_j.total)
+        times, energy = (low[0], high[0]), (low[1], high[1])
     swing_s = max(abs(t - base_s) for t in times) / base_s if base_s else 0.0
     swing_j = max(abs(j - base_j) for j in energy) / base_j if base_j else 0.0
     return (swing_s, swing_j), Sensitive(field=e.path, value=e.written[0], range=e.written[1:], step_time_s=times,

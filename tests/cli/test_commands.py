@@ -47,7 +47,8 @@ def test_help_and_version_load_none_of_the_simulators_libraries():
 def test_a_run_loads_its_commands_module_and_none_of_the_others_libraries(tmp_path):
     """``memsim run`` (its folder written) imports neither pandas nor the sweeps', serving's, figures'
     or importers' modules: only what a run needs is loaded (``commands.WHERE``)."""
-    code = ("import sys\nfrom memsim.cli.console import entry\n"
+    code = ("import sys\nfrom memsim.cli import console\nconsole.finished = lambda: None  # to print below\n"
+            "entry = console.entry\n"
             f"sys.argv = ['memsim', 'run', '--hw', 'h100-sxm', '--model', 'gpt2', '--context', '16', '--out', "
             f"{str(tmp_path / 'run')!r}]\n"
             "try:\n    entry()\nexcept SystemExit:\n    pass\n"
@@ -65,3 +66,16 @@ def test_a_command_is_loaded_only_when_asked_for():
             "main.get_command(ctx, 'nothing'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "True", "None"]
+
+
+def test_a_finished_command_ends_at_once_with_its_output_flushed(tmp_path):
+    """The console script ends a finished command without CPython's teardown: what it printed is all
+    there, its folder is whole, and the exit code is 0."""
+    code = ("import sys\nfrom memsim.cli.console import entry\n"
+            f"sys.argv = ['memsim', 'run', '--hw', 'h100-sxm', '--model', 'gpt2', '--context', '16', '--out', "
+            f"{str(tmp_path / 'run')!r}]\nentry()\nprint('after the command')\n")
+    run = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True)
+    assert run.returncode == 0 and "after the command" not in run.stdout
+    assert run.stdout.splitlines()[0].startswith("h100-sxm  gpt2") and run.stdout.rstrip().endswith("timeline.csv")
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["hardware.yaml", "ops.csv", "summary.json",
+                                                                    "timeline.csv"]

@@ -116,15 +116,24 @@ def test_a_run_and_its_reruns_build_each_graph_once_and_map_once_what_only_the_s
     from memsim.run import steps
 
     built, mapped, reruns = [], [], []
-    real_build, real_plan, real_simulate = workload.build_step, strategy.STRATEGIES.get("gpu"), api._simulate
+    real_build, real_plan, real_rerun = workload.build_step, strategy.STRATEGIES.get("gpu"), api._time_and_energy
     monkeypatch.setattr(steps.workload, "build_step", lambda *a: built.append(a[1]) or real_build(*a))
     monkeypatch.setitem(strategy.STRATEGIES._entries, "gpu", lambda *a: mapped.append(1) or real_plan(*a))
-    monkeypatch.setattr(api, "_simulate", lambda spec: reruns.append(spec.set[-1][0] if spec.set else "") or
-                        real_simulate(spec))
+    monkeypatch.setattr(api, "_time_and_energy", lambda spec: reruns.append(spec.set[-1][0]) or real_rerun(spec))
     result = api.run(api.resolve("h100-sxm", "gpt2", context=64, sensitivity=6))
     rows = {row.field: row for row in result.summary.estimates.sensitive}
     assert len(built) == 1 and "stack.step.fixed" in rows and "levels.hbm.latency" in reruns
-    on_chip = [path for path in reruns[1:] if not path.startswith("stack.")]
-    assert len(reruns) > len(on_chip) + 1 and len(mapped) == 1 + len(on_chip)
+    on_chip = [path for path in reruns if not path.startswith("stack.")]
+    assert len(reruns) > len(on_chip) and len(mapped) == 1 + len(on_chip)
     alone = memsim.simulate("h100-sxm", "gpt2", context=64, set={"stack.step.fixed": rows["stack.step.fixed"].range[1]})
     assert alone.summary.step_time_s == rows["stack.step.fixed"].step_time_s[1]
+
+
+@pytest.mark.parametrize("kw", [dict(hw="h100-sxm", model="gpt2", context=64, tp=2),
+                                dict(hw="wse-3", model="gpt2", phase="prefill", prompt=32, microbatches=2),
+                                dict(hw="h100-sxm", model="gpt2", context=64, set={"execution.power_cap": "150 W"})],
+                         ids=["tp2", "wafer", "capped"])
+def test_an_estimates_rerun_gives_the_time_and_energy_its_full_run_does(kw):
+    spec = api.resolve(**kw)
+    summary = api.run(spec).summary
+    assert api._time_and_energy(spec) == (summary.step_time_s, summary.energy_j.total)

@@ -129,7 +129,8 @@ def test_an_end_of_a_range_at_the_value_is_the_run_itself(clocked_path, tiny_mod
 
     def rerun(path, value):
         asked.append(value)
-        return _run(clocked_path, str(tiny_model_path), set={path: value}).summary
+        summary = _run(clocked_path, str(tiny_model_path), set={path: value}).summary
+        return summary.step_time_s, summary.energy_j.total
 
     row = sensitivity.report(s, (at_low,), None, 1, rerun).sensitive[0]
     assert asked == [at_low.written[2]] and row.step_time_s[0] == s.step_time_s
