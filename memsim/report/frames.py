@@ -2,6 +2,7 @@
 (``memsim.report.rows``: written as CSV without pandas, a DataFrame when one is asked for)."""
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any
 
 from memsim.core.units import PS_PER_S, transfer_ps
@@ -31,7 +32,7 @@ def timeline(result: EngineResult) -> Rows:
              r.op_kind, r.layer, r.bytes, r.flops, r.src, r.dst, name(r.cause), r.cause.holder if r.cause else "",
              r.count, r.busy_ps / PS_PER_S, r.energy_fj / FJ_PER_J)
             for r in result.records]
-    rows.sort(key=lambda row: (row[0], row[4]))  # stable: records that start together keep their order
+    rows.sort(key=itemgetter(0, 4))  # by start, then resource; stable: records that start together keep their order
     return Rows(tuple(TIMELINE_COLUMNS), tuple(rows))
 
 
@@ -39,27 +40,29 @@ def ops(graph: OpGraph, plan: Plan, result: EngineResult) -> Rows:
     """One row per task of the plan, in the plan's order (docs/columns.md)."""
     chip = plan.chip
     spans = {op: (s, e) for op, s, e in result.spans}
-    used = {ref for t in plan.tasks for ref in t.bytes_by_level()}
+    by_steps: dict[tuple, dict[Ref, tuple[int, int]]] = {}  # tasks of equal steps (every layer's) move alike
+    moves = [by_steps[t.steps] if t.steps in by_steps else by_steps.setdefault(t.steps, t.bytes_by_level())
+             for t in plan.tasks]
+    used = {ref for moved in by_steps.values() for ref in moved}
     # a level whose kind is a home for nothing (a scratchpad, an L1) has columns only where it moved bytes
     levels = [Ref.level(lvl.name) for lvl in chip.levels if Ref.level(lvl.name) in used or lvl.kind_of.holds]
     levels += sorted((ref for ref in used if ref.is_link), key=str)
-    columns = [(ref, f"{ref}_read_bytes", f"{ref}_written_bytes", f"{ref}_compulsory_bytes", f"{ref}_capacity_bytes")
-               for ref in levels]
+    names = ["op", "op_kind", "layer", "chip", "start_s", "end_s", "duration_s", "flops"]
+    for ref in levels:
+        names += [f"{ref}_read_bytes", f"{ref}_written_bytes", f"{ref}_compulsory_bytes", f"{ref}_capacity_bytes"]
+    names += ["arithmetic_intensity", "roofline_s", "bound", "tile", "dynamic_energy_j", "energy_j"]
     peak: dict[Ref, int] = {}  # each level's or link's peak bandwidth, looked up once
     rows = []
     joules = per_op(plan, result)
-    for task in plan.tasks:
+    for task, moved in zip(plan.tasks, moves):
         op = graph.ops.get(task.graph_op)  # sends between pipeline stages exist only in the plan
         start, end = spans[task.op]
-        moved, traffic = task.bytes_by_level(), task.traffic()
+        traffic = task.traffic()
         off_chip = sum(r + w for r, w in moved.values())
-        row: dict[str, Any] = {"op": task.op, "op_kind": task.kind, "layer": task.layer, "chip": f"chip{task.chip}",
-               "start_s": start / PS_PER_S,
-               "end_s": end / PS_PER_S, "duration_s": (end - start) / PS_PER_S, "flops": task.flops}
-        for ref, read, written, compulsory, capacity in columns:
-            row[read], row[written] = moved.get(ref, (0, 0))
-            row[compulsory], row[capacity] = traffic.get(ref, (0, 0))
-        row["arithmetic_intensity"] = task.flops / off_chip if off_chip else float("inf")
+        row: list[Any] = [task.op, task.kind, task.layer, f"chip{task.chip}", start / PS_PER_S, end / PS_PER_S,
+                          (end - start) / PS_PER_S, task.flops]
+        for ref in levels:
+            row += (*moved.get(ref, (0, 0)), *traffic.get(ref, (0, 0)))
         bounds: dict[str | Ref, float] = {
             "compute": task.flops / peak_rate(chip, op, graph) if op is not None and not task.rounds else 0.0}
         for lvl, (r, w) in moved.items():
@@ -69,14 +72,12 @@ def ops(graph: OpGraph, plan: Plan, result: EngineResult) -> Rows:
         # One model for both columns: the op's roofline and the term that sets it (a collective,
         # whose bytes are its links', is bound by its link).
         limit = max(bounds, key=bounds.__getitem__)
-        row["roofline_s"] = bounds[limit]
-        row["bound"] = str(limit) if bounds[limit] > 0 else task.bound_name
-        row["tile"] = " ".join(f"{k}={v}" for s in task.steps for k, v in s.tile)
         dynamic, static = joules[task.op]
-        row["dynamic_energy_j"] = dynamic
-        row["energy_j"] = dynamic + static
-        rows.append(row)
-    return Rows.of_dicts(rows)
+        row += (task.flops / off_chip if off_chip else float("inf"), bounds[limit],
+                str(limit) if bounds[limit] > 0 else task.bound_name,
+                " ".join(f"{k}={v}" for s in task.steps for k, v in s.tile), dynamic, dynamic + static)
+        rows.append(tuple(row))
+    return Rows(tuple(names) if rows else (), tuple(rows))
 
 
 def flatten(summary: dict[str, Any], prefix: str = "") -> dict[str, Any]:

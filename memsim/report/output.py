@@ -54,8 +54,9 @@ def write_outputs(out: Path, summary: dict[str, Any], ops: Rows, timeline: Rows,
     old, swapped = None, False
     try:
         (tmp / MARKER).write_text(json.dumps(summary, indent=2, default=_plain) + "\n")
-        (tmp / "ops.csv").write_text(ops.csv())
-        (tmp / "timeline.csv").write_text(timeline.csv())
+        for name, table in (("ops.csv", ops), ("timeline.csv", timeline)):
+            with open(tmp / name, "w", encoding="utf-8") as fh:  # a chunk of rows at a time
+                table.write_csv(fh)
         (tmp / "hardware.yaml").write_text(yaml_text(hardware))
         for name, text in (extra or {}).items():
             (tmp / name).write_text(text)

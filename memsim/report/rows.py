@@ -12,9 +12,10 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 _INT, _FLOAT, _BOOL, _TEXT = "int", "float", "bool", "text"
+CHUNK = 50_000  # rows turned into text at a time
 
 
 @dataclass(frozen=True)
@@ -47,14 +49,26 @@ class Rows:
 
     def csv(self) -> str:
         """The table as CSV text, as ``self.frame().to_csv(index=False)`` writes it."""
-        if not self.columns:
-            return "\n"
-        columns = list(zip(*self.rows)) if self.rows else [() for _ in self.columns]
         out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(self.columns)
-        writer.writerows(zip(*(_cells(values) for values in columns)))
+        self.write_csv(out)
         return out.getvalue()
+
+    def write_csv(self, out: TextIO) -> None:
+        """Write ``csv()`` to ``out``, ``CHUNK`` rows at a time: a million-row timeline's text is never
+        held whole, and neither are its cells."""
+        if not self.columns:
+            out.write("\n")
+            return
+        cells = _formatters(self.rows, len(self.columns))
+        if len(self.columns) == 1:  # a lone empty cell is written "" (as the csv module does), so it reads back
+            csv.writer(out, lineterminator="\n").writerows([self.columns, *((c,) for c in cells[0](
+                tuple(row[0] for row in self.rows)))])
+            return
+        out.write(",".join(_quoted(list(self.columns))) + "\n")
+        for start in range(0, len(self.rows), CHUNK):
+            columns = zip(*self.rows[start:start + CHUNK])
+            out.write("\n".join(map(",".join, zip(*(_quoted(cell(values)) for cell, values in zip(cells, columns)))))
+                      + "\n")
 
 
 def joined(parts: Iterable[tuple[Rows, float, str]]) -> Rows:
@@ -74,30 +88,57 @@ def joined(parts: Iterable[tuple[Rows, float, str]]) -> Rows:
     return Rows(columns, tuple(rows))
 
 
-def _cells(values: tuple[Any, ...]) -> list[str]:
-    """A column's cells as pandas writes them, from the column's values (typed as pandas would)."""
-    kinds = set(map(type, values))  # the usual columns, all of one plain type, without a call a cell
-    if kinds == {int}:
-        return list(map(str, values))
-    if kinds == {str}:
-        return list(values)
-    if kinds == {float} and all(v == v for v in values):  # none missing: written as Python writes them
-        return list(map(repr, values))
-    cell = _CELL[_kind(values)]
-    return [cell(v) for v in values]
+def _formatters(rows: tuple[tuple[Any, ...], ...], width: int) -> list[Callable[[tuple[Any, ...]], list[str]]]:
+    """For each column, what turns a run of its values into cells, from the types of all of them
+    (worked out a chunk at a time): pandas types a column by every value in it."""
+    types: list[set[type]] = [set() for _ in range(width)]
+    missing = [False] * width  # a float NaN among the column's values (pandas writes it as an empty cell)
+    for start in range(0, len(rows), CHUNK):
+        for i, values in enumerate(zip(*rows[start:start + CHUNK])):
+            seen = set(map(type, values))
+            types[i] |= seen
+            if not missing[i] and any(issubclass(t, float) for t in seen):
+                missing[i] = any(map(math.isnan, values)) if seen == {float} else \
+                    any(isinstance(v, float) and math.isnan(v) for v in values)
+    return [_formatter(kinds, nan) for kinds, nan in zip(types, missing)]
 
 
-def _kind(values: tuple[Any, ...]) -> str:
-    """How pandas types a column of these values."""
-    seen: set[str | None] = set()
-    for v in values:
-        if v is None or (isinstance(v, float) and math.isnan(v)):
+def _formatter(types: set[type], missing: bool) -> Callable[[tuple[Any, ...]], list[str]]:
+    """What turns a column's values into cells, given the types of all its values and whether a
+    float among them is NaN: the usual columns, all of one plain type, without a call a cell."""
+    if types == {int}:
+        return lambda values: list(map(str, values))
+    if types == {str}:
+        return list
+    if types == {float} and not missing:  # written as Python writes them
+        return lambda values: list(map(repr, values))
+    cell = _CELL[_kind(types, missing)]
+    return lambda values: [cell(v) for v in values]
+
+
+_SPECIAL = re.compile(r'[,"\n]')
+
+
+def _quoted(cells: list[str]) -> list[str]:
+    """``cells`` quoted as the csv module quotes a field (minimal quoting): those that hold a comma,
+    a quote or a newline (the line terminator; a lone carriage return is not quoted), in quotes, quotes
+    doubled."""
+    if not _SPECIAL.search("".join(cells)):  # the usual column: one search over all of it
+        return cells
+    return [f'"{c.replace(chr(34), chr(34) * 2)}"' if _SPECIAL.search(c) else c for c in cells]
+
+
+def _kind(types: set[type], missing: bool) -> str:
+    """How pandas types a column whose values are of ``types`` (``missing``: a float among them is NaN)."""
+    seen: set[str | None] = {None} if missing else set()
+    for t in types:
+        if t is type(None):
             seen.add(None)
-        elif isinstance(v, (bool, np.bool_)):
+        elif issubclass(t, (bool, np.bool_)):
             seen.add(_BOOL)
-        elif isinstance(v, (int, np.integer)):
+        elif issubclass(t, (int, np.integer)):
             seen.add(_INT)
-        elif isinstance(v, (float, np.floating)):
+        elif issubclass(t, (float, np.floating)):
             seen.add(_FLOAT)
         else:
             return _TEXT

@@ -60,7 +60,7 @@ def test_a_full_disk_is_one_line_and_leaves_the_old_run(monkeypatch, capsys, tmp
     def full(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("memsim.report.rows.Rows.csv", full)
+    monkeypatch.setattr("memsim.report.rows.Rows.write_csv", full)
     code, _, err = run_cli(monkeypatch, capsys, "run", "--model", "gpt2", "--context", "32", "--out", str(out))
     assert code == 2 and err.strip().splitlines() == [f"memsim: error: {out}: --out: cannot write: No space left "
                                                       "on device"]

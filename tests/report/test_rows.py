@@ -33,7 +33,7 @@ def test_a_runs_tables_are_written_as_pandas_writes_them(kw):
 
 CELL = st.one_of(st.none(), st.booleans(), st.integers(-10**12, 10**12),
                  st.floats(allow_nan=True, allow_infinity=True, width=64), st.text(max_size=4),
-                 st.sampled_from([np.int64(3), np.float64(0.1), "a,b", 'say "x"', "two\nlines"]))
+                 st.sampled_from([np.int64(3), np.float64(0.1), "a,b", 'say "x"', "two\nlines", "cr\rx", ""]))
 
 
 @settings(max_examples=200, deadline=None)
@@ -69,3 +69,17 @@ def test_steps_joined_one_after_another_shift_and_name_their_rows():
                                                                op="draft1/b")]).reset_index(drop=True)
     assert both.csv() == expected.to_csv(index=False)
     assert math.isclose(both.frame().end_s.iloc[-1], 2.5)
+
+
+def test_a_table_written_a_chunk_at_a_time_is_typed_by_all_its_rows(monkeypatch, tmp_path):
+    """Whole numbers in the first chunk and a missing cell in the last make a float column throughout,
+    as pandas types the whole column; the file holds what ``csv()`` gives."""
+    from memsim.report import rows as rows_module
+
+    monkeypatch.setattr(rows_module, "CHUNK", 2)
+    table = Rows(("n", "x", "t"), ((1, 0.5, "a"), (2, 1.5, "b,c"), (3, float("nan"), None), (None, 2.0, "d"), (5, 1.0, "")))
+    assert table.csv() == table.frame().to_csv(index=False)
+    assert table.csv().splitlines()[1] == "1.0,0.5,a"
+    with open(tmp_path / "t.csv", "w", encoding="utf-8") as fh:
+        table.write_csv(fh)
+    assert (tmp_path / "t.csv").read_text() == table.csv()
