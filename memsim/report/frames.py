@@ -17,19 +17,21 @@ from memsim.report.rows import Rows
 from memsim.workload import OpGraph
 
 
+class _Names(dict):
+    """A resource's or a cause's name as the tables write it, worked out the first time it is looked up
+    (a lookup after that is the dictionary's own, with no call)."""
+
+    def __missing__(self, key: Any) -> str:
+        self[key] = name = str(key) if key is not None else ""
+        return name
+
+
 def timeline(result: EngineResult) -> Rows:
     """One row per interval, in order of start (then resource), columns as ``TIMELINE_COLUMNS``."""
-    names: dict = {}  # each resource, cause and chip is named once
-
-    def name(x) -> str:
-        n = names.get(x)
-        if n is None:
-            n = names[x] = str(x) if x is not None else ""
-        return n
-
+    name = _Names()  # each resource, cause and chip is named once
     chips = {c: f"chip{c}" for c in {r.chip for r in result.records}}
-    rows = [(r.start_ps / PS_PER_S, r.end_ps / PS_PER_S, chips[r.chip], r.stream, name(r.resource), r.kind, r.op,
-             r.op_kind, r.layer, r.bytes, r.flops, r.src, r.dst, name(r.cause), r.cause.holder if r.cause else "",
+    rows = [(r.start_ps / PS_PER_S, r.end_ps / PS_PER_S, chips[r.chip], r.stream, name[r.resource], r.kind, r.op,
+             r.op_kind, r.layer, r.bytes, r.flops, r.src, r.dst, name[r.cause], r.cause.holder if r.cause else "",
              r.count, r.busy_ps / PS_PER_S, r.energy_fj / FJ_PER_J)
             for r in result.records]
     rows.sort(key=itemgetter(0, 4))  # by start, then resource; stable: records that start together keep their order
