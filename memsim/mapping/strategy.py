@@ -199,8 +199,8 @@ def make_plan(graph: OpGraph, chip: ChipSpec, grid: Grid | None = None,
     # The mapping reads the stack's kernels, dispatch and collectives, never its work per step, which
     # the host plan below adds: reruns that change only that share one mapping (``memo``). The key
     # holds the graphs it names by id.
-    key = ("plan", chip.family_of.strategy, id(graph), tuple(map(id, microbatches)), layout.pp, layout.tp,
-           layout.kv_copies, placed, stack.kernels, stack.dispatch, stack.collectives)
+    key = ("plan", id(graph), tuple(map(id, microbatches)), layout.pp, layout.tp, layout.kv_copies, placed,
+           stack.kernels, stack.dispatch, stack.collectives)
     plan = memo.remembered(key, lambda: (graph, microbatches, strategy(graph, placed, layout, stack)))[2]
     host = dispatch.host_plan([t.chip for t in plan.tasks], [t.host_ps for t in plan.tasks],
                               stack.dispatch.host == "ahead", stack, graph.meta, step_work)

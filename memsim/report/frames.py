@@ -43,8 +43,10 @@ def ops(graph: OpGraph, plan: Plan, result: EngineResult) -> Rows:
     chip = plan.chip
     spans = {op: (s, e) for op, s, e in result.spans}
     by_steps: dict[tuple, dict[Ref, tuple[int, int]]] = {}  # tasks of equal steps (every layer's) move alike
-    moves = [by_steps[t.steps] if t.steps in by_steps else by_steps.setdefault(t.steps, t.bytes_by_level())
-             for t in plan.tasks]
+    for t in plan.tasks:
+        if t.steps not in by_steps:
+            by_steps[t.steps] = t.bytes_by_level()
+    moves = [by_steps[t.steps] for t in plan.tasks]
     used = {ref for moved in by_steps.values() for ref in moved}
     # a level whose kind is a home for nothing (a scratchpad, an L1) has columns only where it moved bytes
     levels = [Ref.level(lvl.name) for lvl in chip.levels if Ref.level(lvl.name) in used or lvl.kind_of.holds]

@@ -13,7 +13,7 @@ import csv
 import io
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -32,12 +32,6 @@ class Rows:
 
     columns: tuple[str, ...]
     rows: tuple[tuple[Any, ...], ...]
-
-    @classmethod
-    def of_dicts(cls, rows: Sequence[dict[str, Any]]) -> Rows:
-        """Rows given as mappings (every row with the same keys, the first row's order)."""
-        columns = tuple(rows[0]) if rows else ()
-        return cls(columns, tuple(tuple(row[c] for c in columns) for row in rows))
 
     def frame(self) -> pd.DataFrame:
         """The table as a DataFrame (pandas is loaded here, and only here)."""
